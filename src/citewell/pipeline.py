@@ -1,0 +1,268 @@
+"""Citewell: the library's front door, and the only place that knows the order of the steps.
+
+Ingest: source → loader → splitter → embed what is not cached → store → catalog.
+Search: query → retrievers (vector, BM25) → fusion → rerank → threshold.
+Ask:    search → answer with numbered, chunk-level citations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
+from citewell.chat.extractive import extractive_answer
+from citewell.config import Settings
+from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
+from citewell.errors import CitewellError
+from citewell.loaders import load_bytes
+from citewell.rerankers import build_reranker
+from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace, terms_string
+from citewell.sources import SourceItem, text_item, walk
+from citewell.splitters import Splitter, build_splitter
+from citewell.stores.base import ChunkStore
+from citewell.stores.lancedb import LanceChunkStore
+from citewell.types import (
+    Answer,
+    Chunk,
+    ChunkFilter,
+    Document,
+    IngestReport,
+    ScoredChunk,
+    SearchMode,
+    StoredChunk,
+)
+
+FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass
+
+
+@dataclass
+class IngestProgress:
+    """Running totals, handed to the progress callback after every file."""
+
+    files_total: int = 0
+    files_done: int = 0
+    chunks_done: int = 0
+    current: str = ""
+
+
+ProgressCallback = Callable[[IngestProgress], None]
+
+
+@dataclass
+class _Pending:
+    item: SourceItem
+    record: FileRecord
+    chunks: list[StoredChunk]
+    embed_texts: list[str]
+
+
+@dataclass
+class _Run:
+    kb: KnowledgeBase
+    progress: IngestProgress
+    callback: ProgressCallback | None
+    pending: list[_Pending] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def bump(self, key: str, amount: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + amount
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def space_table(model_id: str, dimension: int) -> str:
+    """One chunk table per embedding space: changing the model never mixes vectors."""
+    return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
+
+
+def embed_text(chunk: Chunk, document: Document) -> str:
+    """The chunk as embedded: prefixed with its heading path (or the title) for context."""
+    context = " > ".join(chunk.headings) or (document.title or "")
+    if not context or chunk.text.lstrip("# ").startswith(chunk.headings[-1] if chunk.headings
+                                                           else context):
+        return chunk.text
+    return f"{context}\n\n{chunk.text}"
+
+
+class Citewell:
+    def __init__(self, settings: Settings, catalog: Catalog, embedder: CachedEmbedder,
+                 store: ChunkStore, splitter: Splitter, retriever: HybridRetriever) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.embedder = embedder
+        self.store = store
+        self.splitter = splitter
+        self.retriever = retriever
+
+    @classmethod
+    def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> Citewell:
+        data_dir = settings.data_dir
+        inner = embedder or build_embedder(settings)
+        cached = CachedEmbedder(inner, EmbeddingCache(data_dir / "embeddings.sqlite"))
+        store = LanceChunkStore(data_dir / "lancedb", space_table(inner.model_id, inner.dimension),
+                                inner.dimension, settings.vector_index_min_rows)
+        retriever = HybridRetriever(store, cached, RetrievalSettings(
+            candidate_k=settings.candidate_k, fusion=settings.fusion, rrf_k=settings.rrf_k,
+            bm25_weight=settings.hybrid_bm25_weight,
+            relevance_threshold=settings.relevance_threshold,
+            top_k_reranker=settings.top_k_reranker, stemmer=settings.bm25_stemmer,
+        ), build_reranker(settings))
+        catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
+        return cls(settings, catalog, cached, store, build_splitter(settings, cached), retriever)
+
+    # --- knowledge bases ----------------------------------------------------------
+    def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
+        return self.catalog.create_kb(name, description)
+
+    def list_kbs(self) -> list[KnowledgeBase]:
+        return self.catalog.list_kbs()
+
+    def delete_kb(self, name_or_id: str) -> None:
+        kb = self.catalog.get_kb(name_or_id)
+        for record in set(self.catalog.files_in_kb(kb.id).values()):
+            self._remove_from_kb(kb.id, record.id)
+        self.catalog.delete_kb(kb.id)
+
+    # --- ingestion ----------------------------------------------------------------
+    def ingest(self, paths: Sequence[Path], kb: str,
+               progress: ProgressCallback | None = None) -> IngestReport:
+        return self.ingest_items(list(walk(paths)), kb, progress)
+
+    def ingest_texts(self, texts: Iterable[tuple[str, str]], kb: str, mime_type: str = "text/plain",
+                     progress: ProgressCallback | None = None) -> IngestReport:
+        items = [text_item(name, text, mime_type) for name, text in texts]
+        return self.ingest_items(items, kb, progress)
+
+    def ingest_items(self, items: Sequence[SourceItem], kb: str,
+                     progress: ProgressCallback | None = None) -> IngestReport:
+        run = _Run(self.catalog.ensure_kb(kb), IngestProgress(files_total=len(items)), progress)
+        existing = self.catalog.files_in_kb(run.kb.id)
+        embedded_before = self.embedder.embedded
+        for item in items:
+            run.progress.current = item.name
+            try:
+                self._ingest_one(run, item, existing.get(item.key))
+            except CitewellError as exc:
+                run.bump("failed")
+                run.errors.append(f"{item.name}: {exc.message}")
+            run.progress.files_done += 1
+            if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
+                self._flush(run)
+            if progress:
+                progress(run.progress)
+        self._flush(run)
+        self.store.optimize()
+        return IngestReport(
+            files_seen=len(items), files_indexed=run.counts.get("indexed", 0),
+            files_linked=run.counts.get("linked", 0),
+            files_unchanged=run.counts.get("unchanged", 0), files_failed=run.counts.get("failed", 0),
+            chunks_stored=run.counts.get("chunks", 0),
+            chunks_embedded=self.embedder.embedded - embedded_before, errors=tuple(run.errors),
+        )
+
+    def _ingest_one(self, run: _Run, item: SourceItem, previous: FileRecord | None) -> None:
+        data = item.read()
+        digest = sha256(data)
+        if previous is not None and previous.sha256 == digest:
+            run.bump("unchanged")
+            return
+        known = self.catalog.file_by_sha(digest)
+        pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
+        if known is not None or pending_same is not None:
+            self._flush(run)  # the identical file may still be pending
+            self._link(run.kb.id, (known or pending_same.record).id, item.key)  # type: ignore[union-attr]
+            run.bump("linked")
+        else:
+            run.pending.append(self._prepare(item, data, digest, run.kb.id))
+        if previous is not None:
+            self._replace(run, previous, item.key)
+
+    def _replace(self, run: _Run, previous: FileRecord, key: str) -> None:
+        """The file at ``key`` changed: the old version leaves this KB once the new one is in."""
+        self._flush(run)
+        if key not in self.catalog.paths_in_kb(run.kb.id, previous.id):
+            self._remove_from_kb(run.kb.id, previous.id)
+
+    def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
+        document = load_bytes(data, item.name)
+        chunks = [c for c in self.splitter.split(document) if c.text.strip()]
+        file_id = digest[:32]
+        record = FileRecord(
+            id=file_id, sha256=digest, text_sha256=sha256(document.text.encode()),
+            name=item.name, mime_type=document.mime_type, size=len(data), chunk_count=len(chunks),
+            status="indexed", created_at=0.0,
+        )
+        stored = [self._stored_chunk(file_id, kb_id, i, c, item.name, document)
+                  for i, c in enumerate(chunks)]
+        return _Pending(item, record, stored, [embed_text(c, document) for c in chunks])
+
+    def _stored_chunk(self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str,
+                      document: Document) -> StoredChunk:
+        chunk_id = sha256(f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}".encode())
+        enriched = " ".join([*chunk.headings, chunk.text]) if chunk.headings else chunk.text
+        del document
+        return StoredChunk(
+            id=chunk_id[:32], file_id=file_id, kb_ids=(kb_id,), index=index, text=chunk.text,
+            start=chunk.start, end=chunk.end, page=chunk.page, headings=chunk.headings,
+            file_name=name, terms=terms_string(enriched, self.settings.bm25_stemmer),
+        )
+
+    def _flush(self, run: _Run) -> None:
+        """Embed every pending chunk in one pass (full batches), then store and record them."""
+        if not run.pending:
+            return
+        texts = [t for p in run.pending for t in p.embed_texts]
+        vectors = self.embedder.embed(texts, "document") if texts else []
+        offset = 0
+        for pending in run.pending:
+            rows = []
+            for chunk in pending.chunks:
+                rows.append(_with_vector(chunk, vectors[offset]))
+                offset += 1
+            self.store.upsert(rows)
+            self.catalog.add_file(pending.record)
+            self.catalog.link(run.kb.id, pending.record.id, pending.item.key)
+            run.bump("indexed")
+            run.bump("chunks", len(rows))
+            run.progress.chunks_done += len(rows)
+        run.pending.clear()
+
+    def _link(self, kb_id: str, file_id: str, key: str) -> None:
+        self.store.link(file_id, kb_id)
+        self.catalog.link(kb_id, file_id, key)
+
+    def _remove_from_kb(self, kb_id: str, file_id: str) -> None:
+        """Take a file out of a KB; delete its chunks and record once no KB holds it."""
+        self.catalog.unlink(kb_id, file_id)
+        self.store.unlink(file_id, kb_id)
+        if not self.catalog.kbs_of_file(file_id):
+            self.store.delete(ChunkFilter(file_ids=(file_id,)))
+            self.catalog.delete_file(file_id)
+
+    # --- retrieval ----------------------------------------------------------------
+    def search(self, query: str, kbs: Sequence[str], mode: SearchMode | None = None,
+               k: int | None = None, trace: RetrievalTrace | None = None) -> list[ScoredChunk]:
+        ids = tuple(self.catalog.get_kb(name).id for name in kbs)
+        mode = mode or (SearchMode.HYBRID if self.settings.hybrid_search else SearchMode.VECTOR)
+        results = self.retriever.search(query, ChunkFilter(kb_ids=ids), k or self.settings.top_k,
+                                        mode, trace)
+        for result in results:
+            result.kb_id = next((kb for kb in ids if kb in result.chunk.kb_ids), None)
+        return results
+
+    def ask(self, question: str, kbs: Sequence[str], mode: SearchMode | None = None,
+            k: int | None = None) -> Answer:
+        results = self.search(question, kbs, mode, k)
+        return extractive_answer(question, results, self.settings.bm25_stemmer)
+
+
+def _with_vector(chunk: StoredChunk, vector: Sequence[float]) -> StoredChunk:
+    from dataclasses import replace
+
+    return replace(chunk, vector=tuple(float(x) for x in vector))

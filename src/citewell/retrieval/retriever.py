@@ -1,0 +1,142 @@
+"""Vector, BM25 and hybrid retrieval over a chunk store, with fusion, rerank and threshold."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from citewell.embedders.base import Embedder
+from citewell.rerankers.base import Reranker
+from citewell.retrieval.fusion import reciprocal_rank_fusion, top, weighted_score_fusion
+from citewell.retrieval.tokenize import terms_string
+from citewell.stores.base import ChunkStore, SearchHit
+from citewell.types import ChunkFilter, ScoredChunk, SearchMode
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    candidate_k: int = 100
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    bm25_weight: float = 0.5
+    relevance_threshold: float = 0.0
+    top_k_reranker: int = 8
+    stemmer: str = "english"
+
+
+@dataclass
+class RetrievalTrace:
+    """What happened during one search, for debugging and latency benchmarks (ms)."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    dropped_by_threshold: int = 0
+
+
+class HybridRetriever:
+    def __init__(self, store: ChunkStore, embedder: Embedder, settings: RetrievalSettings,
+                 reranker: Reranker | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.reranker = reranker
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-bm25")
+
+    def search(self, query: str, where: ChunkFilter, k: int, mode: SearchMode,
+               trace: RetrievalTrace | None = None) -> list[ScoredChunk]:
+        trace = trace or RetrievalTrace()
+        started = time.perf_counter()
+        pool = max(k, self.settings.candidate_k if (mode is SearchMode.HYBRID or self.reranker)
+                   else k)
+        if mode is SearchMode.BM25:
+            results = _single(self._keyword(query, pool, where), bm25=True)
+        elif mode is SearchMode.VECTOR:
+            results = _single(self._vector(query, pool, where, trace), bm25=False)
+        else:
+            results = self._hybrid(query, pool, where, trace)
+        results = _dedupe_text(results)
+        if self.reranker is not None:
+            began = time.perf_counter()
+            results = self.reranker.rerank(query, results, min(k, self.settings.top_k_reranker))
+            trace.timings["rerank"] = _ms(began)
+        kept = [r for r in results if _relevance(r) >= self.settings.relevance_threshold]
+        trace.dropped_by_threshold = len(results) - len(kept)
+        trace.timings["total"] = _ms(started)
+        return kept[:k]
+
+    def _keyword(self, query: str, k: int, where: ChunkFilter) -> list[SearchHit]:
+        return self.store.keyword_search(terms_string(query, self.settings.stemmer), k, where)
+
+    def _vector(self, query: str, k: int, where: ChunkFilter,
+                trace: RetrievalTrace) -> list[SearchHit]:
+        began = time.perf_counter()
+        vector = self.embedder.embed([query], "query")[0]
+        trace.timings["embed"] = _ms(began)
+        began = time.perf_counter()
+        hits = self.store.vector_search(vector.tolist(), k, where)
+        trace.timings["vector"] = _ms(began)
+        return hits
+
+    def _hybrid(self, query: str, k: int, where: ChunkFilter,
+                trace: RetrievalTrace) -> list[ScoredChunk]:
+        keyword = self._pool.submit(self._keyword, query, k, where)
+        vector_hits = self._vector(query, k, where, trace)
+        keyword_hits = keyword.result()
+        lists = [[(h.chunk.id, h.score) for h in vector_hits],
+                 [(h.chunk.id, h.score) for h in keyword_hits]]
+        weights = [1.0 - self.settings.bm25_weight, self.settings.bm25_weight]
+        fused = (reciprocal_rank_fusion(lists, weights, self.settings.rrf_k)
+                 if self.settings.fusion == "rrf" else weighted_score_fusion(lists, weights))
+        return _combine(top(fused, k), vector_hits, keyword_hits)
+
+
+def _ms(began: float) -> float:
+    return (time.perf_counter() - began) * 1000
+
+
+def _single(hits: list[SearchHit], bm25: bool) -> list[ScoredChunk]:
+    best = hits[0].score if hits and hits[0].score > 0 else 1.0
+    out = []
+    for hit in hits:
+        # BM25 scores are unbounded; relative to the best hit they read as 0..1.
+        score = hit.score / best if bm25 else hit.score
+        result = ScoredChunk(chunk=hit.chunk, score=score)
+        if bm25:
+            result.bm25_score, result.bm25_rank = hit.score, hit.rank
+        else:
+            result.vector_score, result.vector_rank = hit.score, hit.rank
+        out.append(result)
+    return out
+
+
+def _combine(fused: list[tuple[str, float]], vector_hits: Sequence[SearchHit],
+             keyword_hits: Sequence[SearchHit]) -> list[ScoredChunk]:
+    by_vector = {h.chunk.id: h for h in vector_hits}
+    by_keyword = {h.chunk.id: h for h in keyword_hits}
+    out = []
+    for chunk_id, score in fused:
+        v, b = by_vector.get(chunk_id), by_keyword.get(chunk_id)
+        chunk = (v or b).chunk  # type: ignore[union-attr]
+        out.append(ScoredChunk(
+            chunk=chunk, score=score,
+            vector_score=v.score if v else None, vector_rank=v.rank if v else None,
+            bm25_score=b.score if b else None, bm25_rank=b.rank if b else None,
+        ))
+    return out
+
+
+def _dedupe_text(results: list[ScoredChunk]) -> list[ScoredChunk]:
+    """The same passage in two files is one result (the better-ranked copy)."""
+    seen: set[str] = set()
+    out = []
+    for result in results:
+        key = result.chunk.text.strip()
+        if key not in seen:
+            seen.add(key)
+            out.append(result)
+    return out
+
+
+def _relevance(result: ScoredChunk) -> float:
+    return result.rerank_score if result.rerank_score is not None else result.score

@@ -1,0 +1,65 @@
+"""The chunk store role: chunks, their vectors and their BM25 terms, searched with filters.
+
+Every backend passes ``citewell.testing.conformance.ChunkStoreConformance`` unchanged.
+Filters are applied inside the store's own query, never before or after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from citewell.types import ChunkFilter, StoredChunk
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A chunk found by one retriever: its score (higher is better) and its rank, from 0."""
+
+    chunk: StoredChunk
+    score: float
+    rank: int
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    dimension: int
+
+    def upsert(self, chunks: Sequence[StoredChunk]) -> int:
+        """Insert or replace chunks by id; each carries its vector. Returns how many."""
+        ...
+
+    def delete(self, where: ChunkFilter) -> int:
+        """Delete every chunk matching ``where``; returns how many went."""
+        ...
+
+    def link(self, file_id: str, kb_id: str) -> None:
+        """Make a file's chunks part of a knowledge base too (no re-embedding)."""
+        ...
+
+    def unlink(self, file_id: str, kb_id: str) -> None:
+        """Take a file's chunks out of one knowledge base; chunks in no KB remain until deleted."""
+        ...
+
+    def vector_search(
+        self, vector: Sequence[float], k: int, where: ChunkFilter
+    ) -> list[SearchHit]: ...
+
+    def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
+        """BM25 over the stored terms; ``terms`` come from ``citewell.retrieval.tokenize``."""
+        ...
+
+    def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        """Chunks by id, in the order asked, skipping unknown ids."""
+        ...
+
+    def count(self, where: ChunkFilter) -> int: ...
+
+    def file_ids(self) -> set[str]:
+        """Every file id that has at least one chunk (for consistency checks)."""
+        ...
+
+    def optimize(self) -> None:
+        """Fold recent writes into the indexes; called after a batch of writes."""
+        ...

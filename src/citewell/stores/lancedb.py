@@ -1,0 +1,193 @@
+"""The embedded chunk store: one LanceDB table per embedding space, in the data dir.
+
+Vectors, a native full-text (BM25) index over pre-tokenised terms, and a ``kb_ids`` list
+column so one copy of a file's chunks serves every knowledge base it belongs to.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from citewell.errors import StoreError
+from citewell.stores.base import SearchHit
+from citewell.types import ChunkFilter, StoredChunk
+
+COLUMNS = ["id", "file_id", "kb_ids", "idx", "text", "start", "end", "page", "headings",
+           "file_name", "terms"]
+
+
+def schema(dimension: int) -> pa.Schema:
+    return pa.schema([
+        ("id", pa.string()),
+        ("file_id", pa.string()),
+        ("kb_ids", pa.list_(pa.string())),
+        ("idx", pa.int32()),
+        ("text", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("page", pa.int32()),
+        ("headings", pa.list_(pa.string())),
+        ("file_name", pa.string()),
+        ("terms", pa.string()),
+        ("vector", pa.list_(pa.float32(), dimension)),
+    ])
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def where_sql(where: ChunkFilter) -> str | None:
+    """The filter as a Lance SQL predicate; an empty id list matches nothing."""
+    clauses = []
+    if where.kb_ids is not None:
+        kbs = ", ".join(_quote(k) for k in where.kb_ids)
+        clauses.append(f"array_has_any(kb_ids, [{kbs}])" if kbs else "false")
+    if where.file_ids is not None:
+        files = ", ".join(_quote(f) for f in where.file_ids)
+        clauses.append(f"file_id IN ({files})" if files else "false")
+    return " AND ".join(clauses) or None
+
+
+def _to_chunk(row: dict[str, Any]) -> StoredChunk:
+    return StoredChunk(
+        id=row["id"], file_id=row["file_id"], kb_ids=tuple(row["kb_ids"] or ()),
+        index=row["idx"], text=row["text"], start=row["start"], end=row["end"],
+        page=row["page"], headings=tuple(row["headings"] or ()), file_name=row["file_name"],
+        terms=row["terms"],
+    )
+
+
+class LanceChunkStore:
+    def __init__(self, path: Path, table: str, dimension: int, vector_index_min_rows: int = 20000):
+        import lancedb
+
+        path.mkdir(parents=True, exist_ok=True)
+        self.dimension = dimension
+        self.vector_index_min_rows = vector_index_min_rows
+        self._db = lancedb.connect(str(path))
+        self._name = table
+        self._write_lock = threading.Lock()
+        self._table = self._open_or_create()
+
+    def _open_or_create(self) -> Any:
+        if self._name in self._db.list_tables().tables:
+            table = self._db.open_table(self._name)
+            found = table.schema.field("vector").type.list_size
+            if found != self.dimension:
+                raise StoreError(
+                    f"Chunk table {self._name} holds {found}-dimensional vectors, the embedder "
+                    f"makes {self.dimension}; re-ingest into a new data dir or restore the model."
+                )
+            return table
+        return self._db.create_table(self._name, schema=schema(self.dimension))
+
+    # --- writes -----------------------------------------------------------------
+    def upsert(self, chunks: Sequence[StoredChunk]) -> int:
+        if not chunks:
+            return 0
+        data = pa.Table.from_pylist([self._row(c) for c in chunks], schema=schema(self.dimension))
+        with self._write_lock:
+            (self._table.merge_insert("id").when_matched_update_all()
+             .when_not_matched_insert_all().execute(data))
+            self._ensure_fts_index()
+        return len(chunks)
+
+    def _row(self, chunk: StoredChunk) -> dict[str, Any]:
+        if chunk.vector is None or len(chunk.vector) != self.dimension:
+            raise StoreError(f"Chunk {chunk.id} has no {self.dimension}-dimensional vector.")
+        return {
+            "id": chunk.id, "file_id": chunk.file_id, "kb_ids": list(chunk.kb_ids),
+            "idx": chunk.index, "text": chunk.text, "start": chunk.start, "end": chunk.end,
+            "page": chunk.page, "headings": list(chunk.headings), "file_name": chunk.file_name,
+            "terms": chunk.terms, "vector": list(chunk.vector),
+        }
+
+    def delete(self, where: ChunkFilter) -> int:
+        predicate = where_sql(where)
+        if predicate is None:
+            raise StoreError("Refusing to delete without a filter.")
+        with self._write_lock:
+            before = self._table.count_rows()
+            self._table.delete(predicate)
+            return int(before - self._table.count_rows())
+
+    def link(self, file_id: str, kb_id: str) -> None:
+        with self._write_lock:
+            self._table.update(
+                where=f"file_id = {_quote(file_id)} AND NOT array_has(kb_ids, {_quote(kb_id)})",
+                values_sql={"kb_ids": f"array_append(kb_ids, {_quote(kb_id)})"},
+            )
+
+    def unlink(self, file_id: str, kb_id: str) -> None:
+        with self._write_lock:
+            self._table.update(
+                where=f"file_id = {_quote(file_id)} AND array_has(kb_ids, {_quote(kb_id)})",
+                values_sql={"kb_ids": f"array_remove(kb_ids, {_quote(kb_id)})"},
+            )
+
+    # --- indexes ----------------------------------------------------------------
+    def _index_names(self) -> dict[str, str]:
+        return {i.columns[0]: i.index_type for i in self._table.list_indices()}
+
+    def _ensure_fts_index(self) -> None:
+        if "terms" not in self._index_names():
+            from lancedb.index import FTS
+
+            # Terms arrive tokenised and stemmed (citewell.retrieval.tokenize): split on spaces only.
+            self._table.create_index("terms", config=FTS(
+                base_tokenizer="whitespace", lower_case=False, stem=False,
+                remove_stop_words=False, ascii_folding=False, with_position=False,
+            ))
+
+    def optimize(self) -> None:
+        with self._write_lock:
+            rows = self._table.count_rows()
+            if rows >= self.vector_index_min_rows and "vector" not in self._index_names():
+                from lancedb.index import HnswSq
+
+                self._table.create_index("vector", config=HnswSq(distance_type="cosine"))
+            if rows:
+                self._table.optimize()
+
+    # --- reads ------------------------------------------------------------------
+    def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
+        query = self._table.search(list(vector), vector_column_name="vector").distance_type(
+            "cosine"
+        )
+        rows = self._run(query, k, where, "_distance")
+        return [SearchHit(_to_chunk(r), 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
+
+    def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
+        if not terms.strip() or "terms" not in self._index_names():
+            return []
+        query = self._table.search(terms, query_type="fts", fts_columns="terms")
+        rows = self._run(query, k, where, "_score")
+        return [SearchHit(_to_chunk(r), float(r["_score"]), i) for i, r in enumerate(rows)]
+
+    def _run(self, query: Any, k: int, where: ChunkFilter, score: str) -> list[dict[str, Any]]:
+        predicate = where_sql(where)
+        if predicate is not None:
+            query = query.where(predicate, prefilter=True)
+        return query.select([*COLUMNS, score]).limit(k).to_list()  # type: ignore[no-any-return]
+
+    def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        if not chunk_ids:
+            return []
+        ids = ", ".join(_quote(i) for i in chunk_ids)
+        rows = self._table.search().where(f"id IN ({ids})").select(COLUMNS).limit(
+            len(chunk_ids)).to_list()
+        by_id = {r["id"]: _to_chunk(r) for r in rows}
+        return [by_id[i] for i in chunk_ids if i in by_id]
+
+    def count(self, where: ChunkFilter) -> int:
+        return int(self._table.count_rows(where_sql(where)))
+
+    def file_ids(self) -> set[str]:
+        column = self._table.search().select(["file_id"]).limit(None).to_arrow()["file_id"]
+        return set(column.to_pylist())

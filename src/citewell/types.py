@@ -1,0 +1,138 @@
+"""Plain data passed between the components. Frozen where nothing should change them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+EmbedKind = Literal["query", "document"]
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    VECTOR = "vector"
+    BM25 = "bm25"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A span of a document's text that shares a page and a heading path."""
+
+    start: int
+    end: int
+    page: int | None = None
+    headings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    """Text extracted from one source, with where its pages and headings lie."""
+
+    text: str
+    name: str
+    mime_type: str
+    sections: tuple[Section, ...] = ()
+    title: str | None = None
+
+    def locate(self, offset: int) -> Section | None:
+        """The section that contains ``offset``, if the loader recorded any."""
+        for section in self.sections:
+            if section.start <= offset < section.end:
+                return section
+        return self.sections[-1] if self.sections and offset >= self.sections[-1].end else None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document: its text and where it came from (char offsets into the text)."""
+
+    text: str
+    start: int
+    end: int
+    page: int | None = None
+    headings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as the chunk store holds it."""
+
+    id: str
+    file_id: str
+    kb_ids: tuple[str, ...]
+    index: int
+    text: str
+    start: int
+    end: int
+    page: int | None
+    headings: tuple[str, ...]
+    file_name: str
+    terms: str
+    vector: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ChunkFilter:
+    """Which chunks a search or delete may touch. ``None`` means no restriction on that field."""
+
+    kb_ids: tuple[str, ...] | None = None
+    file_ids: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result of a single retriever: a chunk id, its score and its rank (0-based)."""
+
+    chunk_id: str
+    score: float
+    rank: int
+
+
+@dataclass
+class ScoredChunk:
+    """A retrieved chunk with the score of every stage that saw it."""
+
+    chunk: StoredChunk
+    score: float
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    bm25_score: float | None = None
+    bm25_rank: int | None = None
+    rerank_score: float | None = None
+    kb_id: str | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered source of an answer: ``[n]`` in the text refers to ``number``."""
+
+    number: int
+    chunk_id: str
+    file_id: str
+    file_name: str
+    page: int | None
+    start: int
+    end: int
+    score: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    citations: tuple[Citation, ...]
+    extractive: bool
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_linked: int = 0
+    files_unchanged: int = 0
+    files_failed: int = 0
+    chunks_stored: int = 0
+    chunks_embedded: int = 0
+    errors: tuple[str, ...] = ()
