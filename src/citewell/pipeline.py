@@ -35,7 +35,8 @@ from citewell.types import (
     StoredChunk,
 )
 
-FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass
+FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
+COMPACT_EVERY = 20  # flushes between store optimisations during a long ingest
 
 
 @dataclass
@@ -84,41 +85,68 @@ def space_table(model_id: str, dimension: int) -> str:
 def embed_text(chunk: Chunk, document: Document) -> str:
     """The chunk as embedded: prefixed with its heading path (or the title) for context."""
     context = " > ".join(chunk.headings) or (document.title or "")
-    if not context or chunk.text.lstrip("# ").startswith(chunk.headings[-1] if chunk.headings
-                                                           else context):
+    if not context or chunk.text.lstrip("# ").startswith(
+        chunk.headings[-1] if chunk.headings else context
+    ):
         return chunk.text
     return f"{context}\n\n{chunk.text}"
 
 
 class Citewell:
-    def __init__(self, settings: Settings, catalog: Catalog, embedder: CachedEmbedder,
-                 store: ChunkStore, splitter: Splitter, retriever: HybridRetriever) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        embedder: CachedEmbedder,
+        store: ChunkStore,
+        splitter: Splitter,
+        retriever: HybridRetriever,
+    ) -> None:
         self.settings = settings
         self.catalog = catalog
         self.embedder = embedder
         self.store = store
         self.splitter = splitter
         self.retriever = retriever
+        self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
     def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> Citewell:
         data_dir = settings.data_dir
         inner = embedder or build_embedder(settings)
         cached = CachedEmbedder(inner, EmbeddingCache(data_dir / "embeddings.sqlite"))
-        store = LanceChunkStore(data_dir / "lancedb", space_table(inner.model_id, inner.dimension),
-                                inner.dimension, settings.vector_index_min_rows)
-        retriever = HybridRetriever(store, cached, RetrievalSettings(
-            candidate_k=settings.candidate_k, fusion=settings.fusion, rrf_k=settings.rrf_k,
-            bm25_weight=settings.hybrid_bm25_weight,
-            relevance_threshold=settings.relevance_threshold,
-            top_k_reranker=settings.top_k_reranker, stemmer=settings.bm25_stemmer,
-        ), build_reranker(settings))
+        store = LanceChunkStore(
+            data_dir / "lancedb",
+            space_table(inner.model_id, inner.dimension),
+            inner.dimension,
+            settings.vector_index_min_rows,
+        )
+        retriever = HybridRetriever(
+            store,
+            cached,
+            RetrievalSettings(
+                candidate_k=settings.candidate_k,
+                fusion=settings.fusion,
+                rrf_k=settings.rrf_k,
+                bm25_weight=settings.hybrid_bm25_weight,
+                relevance_threshold=settings.relevance_threshold,
+                top_k_reranker=settings.top_k_reranker,
+                stemmer=settings.bm25_stemmer,
+            ),
+            build_reranker(settings),
+        )
         catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
         return cls(settings, catalog, cached, store, build_splitter(settings, cached), retriever)
 
     # --- knowledge bases ----------------------------------------------------------
     def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
         return self.catalog.create_kb(name, description)
+
+    def kb_id(self, name_or_id: str) -> str:
+        """The id of a KB, remembered: the catalog is asked once per name."""
+        if name_or_id not in self._kb_ids:
+            self._kb_ids[name_or_id] = self.catalog.get_kb(name_or_id).id
+        return self._kb_ids[name_or_id]
 
     def list_kbs(self) -> list[KnowledgeBase]:
         return self.catalog.list_kbs()
@@ -128,19 +156,27 @@ class Citewell:
         for record in set(self.catalog.files_in_kb(kb.id).values()):
             self._remove_from_kb(kb.id, record.id)
         self.catalog.delete_kb(kb.id)
+        self._kb_ids = {k: v for k, v in self._kb_ids.items() if v != kb.id}
 
     # --- ingestion ----------------------------------------------------------------
-    def ingest(self, paths: Sequence[Path], kb: str,
-               progress: ProgressCallback | None = None) -> IngestReport:
+    def ingest(
+        self, paths: Sequence[Path], kb: str, progress: ProgressCallback | None = None
+    ) -> IngestReport:
         return self.ingest_items(list(walk(paths)), kb, progress)
 
-    def ingest_texts(self, texts: Iterable[tuple[str, str]], kb: str, mime_type: str = "text/plain",
-                     progress: ProgressCallback | None = None) -> IngestReport:
+    def ingest_texts(
+        self,
+        texts: Iterable[tuple[str, str]],
+        kb: str,
+        mime_type: str = "text/plain",
+        progress: ProgressCallback | None = None,
+    ) -> IngestReport:
         items = [text_item(name, text, mime_type) for name, text in texts]
         return self.ingest_items(items, kb, progress)
 
-    def ingest_items(self, items: Sequence[SourceItem], kb: str,
-                     progress: ProgressCallback | None = None) -> IngestReport:
+    def ingest_items(
+        self, items: Sequence[SourceItem], kb: str, progress: ProgressCallback | None = None
+    ) -> IngestReport:
         run = _Run(self.catalog.ensure_kb(kb), IngestProgress(files_total=len(items)), progress)
         existing = self.catalog.files_in_kb(run.kb.id)
         embedded_before = self.embedder.embedded
@@ -159,11 +195,14 @@ class Citewell:
         self._flush(run)
         self.store.optimize()
         return IngestReport(
-            files_seen=len(items), files_indexed=run.counts.get("indexed", 0),
+            files_seen=len(items),
+            files_indexed=run.counts.get("indexed", 0),
             files_linked=run.counts.get("linked", 0),
-            files_unchanged=run.counts.get("unchanged", 0), files_failed=run.counts.get("failed", 0),
+            files_unchanged=run.counts.get("unchanged", 0),
+            files_failed=run.counts.get("failed", 0),
             chunks_stored=run.counts.get("chunks", 0),
-            chunks_embedded=self.embedder.embedded - embedded_before, errors=tuple(run.errors),
+            chunks_embedded=self.embedder.embedded - embedded_before,
+            errors=tuple(run.errors),
         )
 
     def _ingest_one(self, run: _Run, item: SourceItem, previous: FileRecord | None) -> None:
@@ -194,44 +233,65 @@ class Citewell:
         chunks = [c for c in self.splitter.split(document) if c.text.strip()]
         file_id = digest[:32]
         record = FileRecord(
-            id=file_id, sha256=digest, text_sha256=sha256(document.text.encode()),
-            name=item.name, mime_type=document.mime_type, size=len(data), chunk_count=len(chunks),
-            status="indexed", created_at=0.0,
+            id=file_id,
+            sha256=digest,
+            text_sha256=sha256(document.text.encode()),
+            name=item.name,
+            mime_type=document.mime_type,
+            size=len(data),
+            chunk_count=len(chunks),
+            status="indexed",
+            created_at=0.0,
         )
-        stored = [self._stored_chunk(file_id, kb_id, i, c, item.name, document)
-                  for i, c in enumerate(chunks)]
+        stored = [
+            self._stored_chunk(file_id, kb_id, i, c, item.name, document)
+            for i, c in enumerate(chunks)
+        ]
         return _Pending(item, record, stored, [embed_text(c, document) for c in chunks])
 
-    def _stored_chunk(self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str,
-                      document: Document) -> StoredChunk:
+    def _stored_chunk(
+        self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, document: Document
+    ) -> StoredChunk:
         chunk_id = sha256(f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}".encode())
         enriched = " ".join([*chunk.headings, chunk.text]) if chunk.headings else chunk.text
         del document
         return StoredChunk(
-            id=chunk_id[:32], file_id=file_id, kb_ids=(kb_id,), index=index, text=chunk.text,
-            start=chunk.start, end=chunk.end, page=chunk.page, headings=chunk.headings,
-            file_name=name, terms=terms_string(enriched, self.settings.bm25_stemmer),
+            id=chunk_id[:32],
+            file_id=file_id,
+            kb_ids=(kb_id,),
+            index=index,
+            text=chunk.text,
+            start=chunk.start,
+            end=chunk.end,
+            page=chunk.page,
+            headings=chunk.headings,
+            file_name=name,
+            terms=terms_string(enriched, self.settings.bm25_stemmer),
         )
 
     def _flush(self, run: _Run) -> None:
-        """Embed every pending chunk in one pass (full batches), then store and record them."""
+        """Embed every pending chunk in one pass (full batches), then store them in one write."""
         if not run.pending:
             return
         texts = [t for p in run.pending for t in p.embed_texts]
-        vectors = self.embedder.embed(texts, "document") if texts else []
-        offset = 0
+        vectors = self.embedder.embed(texts, "document")
+        rows = [
+            _with_vector(chunk, vector)
+            for chunk, vector in zip(
+                (c for p in run.pending for c in p.chunks), vectors, strict=True
+            )
+        ]
+        self.store.upsert(rows)
         for pending in run.pending:
-            rows = []
-            for chunk in pending.chunks:
-                rows.append(_with_vector(chunk, vectors[offset]))
-                offset += 1
-            self.store.upsert(rows)
             self.catalog.add_file(pending.record)
             self.catalog.link(run.kb.id, pending.record.id, pending.item.key)
             run.bump("indexed")
-            run.bump("chunks", len(rows))
-            run.progress.chunks_done += len(rows)
+            run.bump("chunks", len(pending.chunks))
+            run.progress.chunks_done += len(pending.chunks)
         run.pending.clear()
+        run.bump("flushes")
+        if run.counts["flushes"] % COMPACT_EVERY == 0:
+            self.store.optimize()  # long ingests: keep fragments few and indexes current
 
     def _link(self, kb_id: str, file_id: str, key: str) -> None:
         self.store.link(file_id, kb_id)
@@ -246,18 +306,30 @@ class Citewell:
             self.catalog.delete_file(file_id)
 
     # --- retrieval ----------------------------------------------------------------
-    def search(self, query: str, kbs: Sequence[str], mode: SearchMode | None = None,
-               k: int | None = None, trace: RetrievalTrace | None = None) -> list[ScoredChunk]:
-        ids = tuple(self.catalog.get_kb(name).id for name in kbs)
+    def search(
+        self,
+        query: str,
+        kbs: Sequence[str],
+        mode: SearchMode | None = None,
+        k: int | None = None,
+        trace: RetrievalTrace | None = None,
+    ) -> list[ScoredChunk]:
+        ids = tuple(self.kb_id(name) for name in kbs)
         mode = mode or (SearchMode.HYBRID if self.settings.hybrid_search else SearchMode.VECTOR)
-        results = self.retriever.search(query, ChunkFilter(kb_ids=ids), k or self.settings.top_k,
-                                        mode, trace)
+        results = self.retriever.search(
+            query, ChunkFilter(kb_ids=ids), k or self.settings.top_k, mode, trace
+        )
         for result in results:
             result.kb_id = next((kb for kb in ids if kb in result.chunk.kb_ids), None)
         return results
 
-    def ask(self, question: str, kbs: Sequence[str], mode: SearchMode | None = None,
-            k: int | None = None) -> Answer:
+    def ask(
+        self,
+        question: str,
+        kbs: Sequence[str],
+        mode: SearchMode | None = None,
+        k: int | None = None,
+    ) -> Answer:
         results = self.search(question, kbs, mode, k)
         return extractive_answer(question, results, self.settings.bm25_stemmer)
 

@@ -91,10 +91,14 @@ class Hit:
 
 @dataclass
 class ScoredChunk:
-    """A retrieved chunk with the score of every stage that saw it."""
+    """A retrieved chunk with the score of every stage that saw it.
 
-    chunk: StoredChunk
+    ``chunk`` is filled in once the retriever has read the rows it keeps.
+    """
+
+    chunk_id: str
     score: float
+    chunk: StoredChunk = None  # type: ignore[assignment]
     vector_score: float | None = None
     vector_rank: int | None = None
     bm25_score: float | None = None

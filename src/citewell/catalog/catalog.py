@@ -38,13 +38,23 @@ class FileRecord:
 
 
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
-    return KnowledgeBase(row.id, row.name, row.description, row.created_at, row.updated_at,
-                         file_count)
+    return KnowledgeBase(
+        row.id, row.name, row.description, row.created_at, row.updated_at, file_count
+    )
 
 
 def _file(row: FileRow) -> FileRecord:
-    return FileRecord(row.id, row.sha256, row.text_sha256, row.name, row.mime_type, row.size,
-                      row.chunk_count, row.status, row.created_at)
+    return FileRecord(
+        row.id,
+        row.sha256,
+        row.text_sha256,
+        row.name,
+        row.mime_type,
+        row.size,
+        row.chunk_count,
+        row.status,
+        row.created_at,
+    )
 
 
 def sqlite_engine(path: Path) -> Engine:
@@ -81,8 +91,11 @@ class Catalog:
 
     def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
         with self._session() as session:
-            row = session.scalar(select(KnowledgeBaseRow).where(
-                (KnowledgeBaseRow.name == name_or_id) | (KnowledgeBaseRow.id == name_or_id)))
+            row = session.scalar(
+                select(KnowledgeBaseRow).where(
+                    (KnowledgeBaseRow.name == name_or_id) | (KnowledgeBaseRow.id == name_or_id)
+                )
+            )
             return _kb(row, self._file_count(session, row.id)) if row else None
 
     def get_kb(self, name_or_id: str) -> KnowledgeBase:
@@ -109,8 +122,14 @@ class Catalog:
                 session.delete(row)
 
     def _file_count(self, session: Session, kb_id: str) -> int:
-        return session.scalar(select(func.count()).select_from(KnowledgeBaseFileRow).where(
-            KnowledgeBaseFileRow.kb_id == kb_id)) or 0
+        return (
+            session.scalar(
+                select(func.count())
+                .select_from(KnowledgeBaseFileRow)
+                .where(KnowledgeBaseFileRow.kb_id == kb_id)
+            )
+            or 0
+        )
 
     # --- files ------------------------------------------------------------------------
     def file_by_sha(self, sha256: str) -> FileRecord | None:
@@ -135,9 +154,11 @@ class Catalog:
     def files_in_kb(self, kb_id: str) -> dict[str, FileRecord]:
         """Path → file for every file in the KB."""
         with self._session() as session:
-            rows = session.execute(select(KnowledgeBaseFileRow.path, FileRow).join(
-                FileRow, FileRow.id == KnowledgeBaseFileRow.file_id).where(
-                KnowledgeBaseFileRow.kb_id == kb_id))
+            rows = session.execute(
+                select(KnowledgeBaseFileRow.path, FileRow)
+                .join(FileRow, FileRow.id == KnowledgeBaseFileRow.file_id)
+                .where(KnowledgeBaseFileRow.kb_id == kb_id)
+            )
             return {path: _file(row) for path, row in rows}
 
     def link(self, kb_id: str, file_id: str, path: str) -> None:
@@ -155,8 +176,14 @@ class Catalog:
 
     def paths_in_kb(self, kb_id: str, file_id: str) -> list[str]:
         with self._session() as session:
-            return list(session.scalars(select(KnowledgeBaseFileRow.path).where(
-                (KnowledgeBaseFileRow.kb_id == kb_id) & (KnowledgeBaseFileRow.file_id == file_id))))
+            return list(
+                session.scalars(
+                    select(KnowledgeBaseFileRow.path).where(
+                        (KnowledgeBaseFileRow.kb_id == kb_id)
+                        & (KnowledgeBaseFileRow.file_id == file_id)
+                    )
+                )
+            )
 
     def unlink_path(self, kb_id: str, path: str) -> None:
         with self._session() as session, session.begin():
@@ -164,8 +191,15 @@ class Catalog:
 
     def kbs_of_file(self, file_id: str) -> list[str]:
         with self._session() as session:
-            return sorted(set(session.scalars(select(KnowledgeBaseFileRow.kb_id).where(
-                KnowledgeBaseFileRow.file_id == file_id))))
+            return sorted(
+                set(
+                    session.scalars(
+                        select(KnowledgeBaseFileRow.kb_id).where(
+                            KnowledgeBaseFileRow.file_id == file_id
+                        )
+                    )
+                )
+            )
 
     def all_file_ids(self) -> set[str]:
         with self._session() as session:

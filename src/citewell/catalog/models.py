@@ -48,8 +48,9 @@ class KnowledgeBaseFileRow(Base):
 
     __tablename__ = "knowledge_base_files"
 
-    kb_id: Mapped[str] = mapped_column(ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
-                                       primary_key=True)
+    kb_id: Mapped[str] = mapped_column(
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
     path: Mapped[str] = mapped_column(String(1000), primary_key=True)
     file_id: Mapped[str] = mapped_column(ForeignKey("files.id"), index=True)
     added_at: Mapped[float] = mapped_column(Float, default=time.time)

@@ -20,10 +20,17 @@ MAX_SENTENCES = 3
 def citations_for(results: Sequence[ScoredChunk]) -> tuple[Citation, ...]:
     """Number sources per chunk, 1..n, in rank order."""
     return tuple(
-        Citation(number=i, chunk_id=r.chunk.id, file_id=r.chunk.file_id,
-                 file_name=r.chunk.file_name, page=r.chunk.page, start=r.chunk.start,
-                 end=r.chunk.end, score=r.rerank_score if r.rerank_score is not None else r.score,
-                 text=r.chunk.text)
+        Citation(
+            number=i,
+            chunk_id=r.chunk.id,
+            file_id=r.chunk.file_id,
+            file_name=r.chunk.file_name,
+            page=r.chunk.page,
+            start=r.chunk.start,
+            end=r.chunk.end,
+            score=r.rerank_score if r.rerank_score is not None else r.score,
+            text=r.chunk.text,
+        )
         for i, r in enumerate(results, start=1)
     )
 
@@ -33,8 +40,11 @@ def extractive_answer(query: str, results: Sequence[ScoredChunk], stemmer: str) 
 
     citations = citations_for(results)
     if not results:
-        return Answer("No passage in the selected knowledge bases matches the question.",
-                      citations, extractive=True)
+        return Answer(
+            "No passage in the selected knowledge bases matches the question.",
+            citations,
+            extractive=True,
+        )
     query_terms = set(tokenize(query, stemmer))
     candidates = []  # (score, chunk rank, start, sentence)
     sentence_terms = []

@@ -29,7 +29,8 @@ def normalize(vectors: Vectors) -> Vectors:
     """Rows scaled to unit length, so cosine similarity is a dot product."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32, copy=False)
+    scaled: Vectors = (vectors / norms).astype(np.float32, copy=False)
+    return scaled
 
 
 def batches(items: Sequence[str], size: int) -> list[list[int]]:

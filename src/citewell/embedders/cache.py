@@ -48,7 +48,8 @@ class EmbeddingCache:
         return found
 
     def put(self, model: str, hashes: Sequence[str], vectors: Vectors) -> None:
-        rows = [(model, h, v.astype(np.float32).tobytes()) for h, v in zip(hashes, vectors)]
+        pairs = zip(hashes, vectors, strict=True)
+        rows = [(model, h, v.astype(np.float32).tobytes()) for h, v in pairs]
         with self._lock:
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
@@ -76,10 +77,10 @@ class CachedEmbedder:
             return self.inner.embed(texts, kind)
         hashes = [text_hash(t) for t in texts]
         known = self.cache.get(self.model_id, hashes)
-        missing = {h: t for h, t in zip(hashes, texts) if h not in known}
+        missing = {h: t for h, t in zip(hashes, texts, strict=False) if h not in known}
         if missing:
             fresh = self.inner.embed(list(missing.values()), "document")
             self.cache.put(self.model_id, list(missing), fresh)
-            known.update(zip(missing, fresh))
+            known.update(zip(missing, fresh, strict=False))
             self.embedded += len(missing)
         return np.vstack([known[h] for h in hashes]).astype(np.float32)

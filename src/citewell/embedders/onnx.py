@@ -83,11 +83,16 @@ class OnnxEmbedder:
         threads: int = 0,
     ) -> None:
         path = model_path or packaged_model_path()
-        suffix = "int8" if model_path is None else hashlib.sha256(str(path).encode()).hexdigest()[:8]
+        suffix = (
+            "int8" if model_path is None else hashlib.sha256(str(path).encode()).hexdigest()[:8]
+        )
         self.model_id = f"onnx:all-MiniLM-L6-v2:{suffix}"
         self.batch_size = batch_size
         self.tokenizer = load_tokenizer(tokenizer_path, max_tokens)
         self._session = _session(path, threads)
+        # Queries are one short text, embedded while BM25 runs on the other core: a
+        # single-threaded session is as fast for them and leaves that core free.
+        self._query_session = _session(path, 1)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @property
@@ -95,20 +100,21 @@ class OnnxEmbedder:
         return MINILM_DIMENSION
 
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors:
-        del kind  # MiniLM uses no query/document prefixes
+        # MiniLM uses no query/document prefixes; only the session differs.
+        session = self._query_session if kind == "query" and len(texts) == 1 else self._session
         out = np.zeros((len(texts), MINILM_DIMENSION), dtype=np.float32)
         for batch in batches(texts, self.batch_size):
-            out[batch] = self._encode([texts[i] for i in batch])
+            out[batch] = self._encode([texts[i] for i in batch], session)
         return out
 
-    def _encode(self, texts: list[str]) -> Vectors:
+    def _encode(self, texts: list[str], session: Any) -> Vectors:
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalize(pooled.astype(np.float32))

@@ -49,8 +49,10 @@ class HttpEmbedder:
 
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors:
         del kind
-        parts = [self._request(list(texts[i : i + self.batch_size]))
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            self._request(list(texts[i : i + self.batch_size]))
+            for i in range(0, len(texts), self.batch_size)
+        ]
         if not parts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = np.vstack(parts)

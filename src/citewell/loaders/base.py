@@ -17,9 +17,16 @@ class Loader(Protocol):
 
 
 EXTENSIONS = {
-    ".txt": "text/plain", ".text": "text/plain", ".log": "text/plain", ".rst": "text/plain",
-    ".md": "text/markdown", ".markdown": "text/markdown", ".mdx": "text/markdown",
-    ".html": "text/html", ".htm": "text/html", ".xhtml": "text/html",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".log": "text/plain",
+    ".rst": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".mdx": "text/markdown",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "text/html",
     ".pdf": "application/pdf",
 }
 
@@ -29,8 +36,11 @@ def sniff(data: bytes, name: str) -> str | None:
     head = data[:1024].lstrip()
     if head.startswith(b"%PDF-"):
         return "application/pdf"
-    lowered = head[:200].lower()
-    if lowered.startswith((b"<!doctype html", b"<html")) or b"<html" in lowered[:100]:
+    lowered = head[:512].lower()
+    # Only a document that *starts* with markup is HTML: Markdown may quote HTML in a fence.
+    if lowered.startswith((b"<!doctype html", b"<html")) or (
+        lowered.startswith(b"<") and any(t in lowered for t in (b"<html", b"<head", b"<body"))
+    ):
         return "text/html"
     by_extension = EXTENSIONS.get(PurePath(name).suffix.lower())
     if by_extension:

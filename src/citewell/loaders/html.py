@@ -8,10 +8,36 @@ from typing import Any
 from citewell.loaders.text import decode
 from citewell.types import Document
 
-DROP = ["script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside",
-        "form", "iframe", "button"]
-BLOCKS = {"p", "div", "section", "article", "main", "blockquote", "pre", "figure", "figcaption",
-          "dd", "dt", "address", "details", "summary"}
+DROP = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "iframe",
+    "button",
+]
+BLOCKS = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "blockquote",
+    "pre",
+    "figure",
+    "figcaption",
+    "dd",
+    "dt",
+    "address",
+    "details",
+    "summary",
+}
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 

@@ -29,7 +29,9 @@ class PdfLoader:
         except ParseError:
             raise
         except Exception as exc:  # pypdf raises many kinds on damaged files
-            raise ParseError(f"{name} could not be read as PDF ({type(exc).__name__}: {exc}).") from exc
+            raise ParseError(
+                f"{name} could not be read as PDF ({type(exc).__name__}: {exc})."
+            ) from exc
         return build_document(pages, name)
 
 
@@ -52,5 +54,6 @@ def build_document(pages: list[str], name: str) -> Document:
         sections.append(Section(start=offset, end=offset + len(text), page=number))
         parts.append(text)
         offset += len(text)
-    return Document(text="".join(parts), name=name, mime_type="application/pdf",
-                    sections=tuple(sections))
+    return Document(
+        text="".join(parts), name=name, mime_type="application/pdf", sections=tuple(sections)
+    )

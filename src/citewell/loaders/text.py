@@ -8,8 +8,11 @@ from citewell.errors import ParseError
 from citewell.types import Document
 
 BOMS = [
-    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
 ]
 
 
@@ -48,6 +51,7 @@ class MarkdownLoader:
 
     def load(self, data: bytes, name: str) -> Document:
         text = decode(data, name)
-        title = next((ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("# ")),
-                     None)
+        title = next(
+            (ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("# ")), None
+        )
         return Document(text=text, name=name, mime_type="text/markdown", title=title)

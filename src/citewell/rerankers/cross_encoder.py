@@ -41,12 +41,14 @@ class CrossEncoderReranker:
         options = ort.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
-            str(_find(model_dir, "model.onnx", "onnx/model.onnx")), options)
+            str(_find(model_dir, "model.onnx", "onnx/model.onnx")), options
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.batch_size = batch_size
 
-    def rerank(self, query: str, candidates: Sequence[ScoredChunk],
-               top_k: int) -> list[ScoredChunk]:
+    def rerank(
+        self, query: str, candidates: Sequence[ScoredChunk], top_k: int
+    ) -> list[ScoredChunk]:
         scores: list[float] = []
         for i in range(0, len(candidates), self.batch_size):
             batch = candidates[i : i + self.batch_size]
@@ -55,8 +57,10 @@ class CrossEncoderReranker:
 
     def _score(self, query: str, passages: list[str]) -> list[float]:
         encodings = self._tokenizer.encode_batch([(query, p) for p in passages])
-        feeds = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                 "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        }
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)

@@ -18,26 +18,40 @@ from citewell.types import ScoredChunk
 
 
 class HttpReranker:
-    def __init__(self, url: str, model: str = "", api_key: str = "", timeout: float = 30.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str = "",
+        api_key: str = "",
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url
         self.model = model
         self._client = httpx.Client(headers=headers, timeout=timeout, transport=transport)
 
-    def rerank(self, query: str, candidates: Sequence[ScoredChunk],
-               top_k: int) -> list[ScoredChunk]:
+    def rerank(
+        self, query: str, candidates: Sequence[ScoredChunk], top_k: int
+    ) -> list[ScoredChunk]:
         if not candidates:
             return []
         texts = [c.chunk.text for c in candidates]
-        body = {"model": self.model, "query": query, "documents": texts, "texts": texts,
-                "top_n": len(texts)}
+        body = {
+            "model": self.model,
+            "query": query,
+            "documents": texts,
+            "texts": texts,
+            "top_n": len(texts),
+        }
         try:
             response = self._client.post(self.url, json=body)
             response.raise_for_status()
             scores = parse_scores(response.json(), len(texts))
         except httpx.HTTPError as exc:
-            raise RerankError(f"Rerank API at {self.url} failed ({exc}); check reranker_url.") from exc
+            raise RerankError(
+                f"Rerank API at {self.url} failed ({exc}); check reranker_url."
+            ) from exc
         return apply_scores(candidates, scores, top_k)
 
 

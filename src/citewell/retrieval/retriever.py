@@ -35,27 +35,40 @@ class RetrievalTrace:
 
 
 class HybridRetriever:
-    def __init__(self, store: ChunkStore, embedder: Embedder, settings: RetrievalSettings,
-                 reranker: Reranker | None = None) -> None:
+    def __init__(
+        self,
+        store: ChunkStore,
+        embedder: Embedder,
+        settings: RetrievalSettings,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.reranker = reranker
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-bm25")
 
-    def search(self, query: str, where: ChunkFilter, k: int, mode: SearchMode,
-               trace: RetrievalTrace | None = None) -> list[ScoredChunk]:
+    def search(
+        self,
+        query: str,
+        where: ChunkFilter,
+        k: int,
+        mode: SearchMode,
+        trace: RetrievalTrace | None = None,
+    ) -> list[ScoredChunk]:
         trace = trace or RetrievalTrace()
         started = time.perf_counter()
-        pool = max(k, self.settings.candidate_k if (mode is SearchMode.HYBRID or self.reranker)
-                   else k)
+        widen = mode is SearchMode.HYBRID or self.reranker is not None
+        pool = max(k, self.settings.candidate_k) if widen else k
         if mode is SearchMode.BM25:
-            results = _single(self._keyword(query, pool, where), bm25=True)
+            ranked = _single(self._keyword(query, pool, where), bm25=True)
         elif mode is SearchMode.VECTOR:
-            results = _single(self._vector(query, pool, where, trace), bm25=False)
+            ranked = _single(self._vector(query, pool, where, trace), bm25=False)
         else:
-            results = self._hybrid(query, pool, where, trace)
-        results = _dedupe_text(results)
+            ranked = self._hybrid(query, pool, where, trace)
+        # Rows are read for the survivors only: a margin for duplicates, or the rerank pool.
+        keep = len(ranked) if self.reranker is not None else 2 * k
+        results = self._with_rows(ranked[:keep], trace)
         if self.reranker is not None:
             began = time.perf_counter()
             results = self.reranker.rerank(query, results, min(k, self.settings.top_k_reranker))
@@ -65,11 +78,26 @@ class HybridRetriever:
         trace.timings["total"] = _ms(started)
         return kept[:k]
 
+    def _with_rows(self, ranked: list[ScoredChunk], trace: RetrievalTrace) -> list[ScoredChunk]:
+        began = time.perf_counter()
+        chunks = {c.id: c for c in self.store.get([r.chunk_id for r in ranked])}
+        trace.timings["fetch"] = _ms(began)
+        out, seen = [], set()
+        for result in ranked:
+            chunk = chunks.get(result.chunk_id)
+            if chunk is None or chunk.text.strip() in seen:
+                continue  # gone since the search, or the same passage in another file
+            seen.add(chunk.text.strip())
+            result.chunk = chunk
+            out.append(result)
+        return out
+
     def _keyword(self, query: str, k: int, where: ChunkFilter) -> list[SearchHit]:
         return self.store.keyword_search(terms_string(query, self.settings.stemmer), k, where)
 
-    def _vector(self, query: str, k: int, where: ChunkFilter,
-                trace: RetrievalTrace) -> list[SearchHit]:
+    def _vector(
+        self, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
+    ) -> list[SearchHit]:
         began = time.perf_counter()
         vector = self.embedder.embed([query], "query")[0]
         trace.timings["embed"] = _ms(began)
@@ -78,16 +106,22 @@ class HybridRetriever:
         trace.timings["vector"] = _ms(began)
         return hits
 
-    def _hybrid(self, query: str, k: int, where: ChunkFilter,
-                trace: RetrievalTrace) -> list[ScoredChunk]:
+    def _hybrid(
+        self, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
+    ) -> list[ScoredChunk]:
         keyword = self._pool.submit(self._keyword, query, k, where)
         vector_hits = self._vector(query, k, where, trace)
         keyword_hits = keyword.result()
-        lists = [[(h.chunk.id, h.score) for h in vector_hits],
-                 [(h.chunk.id, h.score) for h in keyword_hits]]
+        lists = [
+            [(h.chunk_id, h.score) for h in vector_hits],
+            [(h.chunk_id, h.score) for h in keyword_hits],
+        ]
         weights = [1.0 - self.settings.bm25_weight, self.settings.bm25_weight]
-        fused = (reciprocal_rank_fusion(lists, weights, self.settings.rrf_k)
-                 if self.settings.fusion == "rrf" else weighted_score_fusion(lists, weights))
+        fused = (
+            reciprocal_rank_fusion(lists, weights, self.settings.rrf_k)
+            if self.settings.fusion == "rrf"
+            else weighted_score_fusion(lists, weights)
+        )
         return _combine(top(fused, k), vector_hits, keyword_hits)
 
 
@@ -100,8 +134,7 @@ def _single(hits: list[SearchHit], bm25: bool) -> list[ScoredChunk]:
     out = []
     for hit in hits:
         # BM25 scores are unbounded; relative to the best hit they read as 0..1.
-        score = hit.score / best if bm25 else hit.score
-        result = ScoredChunk(chunk=hit.chunk, score=score)
+        result = ScoredChunk(chunk_id=hit.chunk_id, score=hit.score / best if bm25 else hit.score)
         if bm25:
             result.bm25_score, result.bm25_rank = hit.score, hit.rank
         else:
@@ -110,31 +143,26 @@ def _single(hits: list[SearchHit], bm25: bool) -> list[ScoredChunk]:
     return out
 
 
-def _combine(fused: list[tuple[str, float]], vector_hits: Sequence[SearchHit],
-             keyword_hits: Sequence[SearchHit]) -> list[ScoredChunk]:
-    by_vector = {h.chunk.id: h for h in vector_hits}
-    by_keyword = {h.chunk.id: h for h in keyword_hits}
+def _combine(
+    fused: list[tuple[str, float]],
+    vector_hits: Sequence[SearchHit],
+    keyword_hits: Sequence[SearchHit],
+) -> list[ScoredChunk]:
+    by_vector = {h.chunk_id: h for h in vector_hits}
+    by_keyword = {h.chunk_id: h for h in keyword_hits}
     out = []
     for chunk_id, score in fused:
         v, b = by_vector.get(chunk_id), by_keyword.get(chunk_id)
-        chunk = (v or b).chunk  # type: ignore[union-attr]
-        out.append(ScoredChunk(
-            chunk=chunk, score=score,
-            vector_score=v.score if v else None, vector_rank=v.rank if v else None,
-            bm25_score=b.score if b else None, bm25_rank=b.rank if b else None,
-        ))
-    return out
-
-
-def _dedupe_text(results: list[ScoredChunk]) -> list[ScoredChunk]:
-    """The same passage in two files is one result (the better-ranked copy)."""
-    seen: set[str] = set()
-    out = []
-    for result in results:
-        key = result.chunk.text.strip()
-        if key not in seen:
-            seen.add(key)
-            out.append(result)
+        out.append(
+            ScoredChunk(
+                chunk_id=chunk_id,
+                score=score,
+                vector_score=v.score if v else None,
+                vector_rank=v.rank if v else None,
+                bm25_score=b.score if b else None,
+                bm25_rank=b.rank if b else None,
+            )
+        )
     return out
 
 

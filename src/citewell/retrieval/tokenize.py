@@ -20,10 +20,8 @@ _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+(?:['’][^\W{_CJK}]+)*", re.UNICOD
 _CJK_RUN = re.compile(rf"[{_CJK}]")
 
 # Lucene's English stop words: frequent enough to carry no signal, short enough to be safe.
-STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
-)
+_STOP = "a an and are as at be but by for if in into is it no not of on or such that the their "
+STOP_WORDS = frozenset((_STOP + "then there these they this to was will with").split())
 MAX_TERM_LENGTH = 40
 
 

@@ -38,8 +38,9 @@ def build_measure(settings: Settings, embedder: Embedder) -> Measure:
 def build_splitter(settings: Settings, embedder: Embedder) -> Splitter:
     measure = build_measure(settings, embedder)
     if settings.text_splitter == "semantic":
-        return MaxMinSemanticSplitter(embedder, settings.chunk_size,
-                                      settings.chunk_min_size_target, measure)
+        return MaxMinSemanticSplitter(
+            embedder, settings.chunk_size, settings.chunk_min_size_target, measure
+        )
     inner = RecursiveSplitter(settings.chunk_size, settings.chunk_overlap, measure)
     if settings.markdown_header_splitter:
         return MarkdownHeaderSplitter(inner, settings.chunk_min_size_target)

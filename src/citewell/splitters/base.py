@@ -72,7 +72,9 @@ def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 def make_chunk(document: Document, start: int, end: int, headings: tuple[str, ...] = ()) -> Chunk:
     section = document.locate(start)
     return Chunk(
-        text=document.text[start:end], start=start, end=end,
+        text=document.text[start:end],
+        start=start,
+        end=end,
         page=section.page if section else None,
         headings=headings or (section.headings if section else ()),
     )

@@ -43,13 +43,16 @@ def header_sections(text: str) -> list[tuple[int, int, tuple[str, ...]]]:
             path = [(lvl, title) for lvl, title in path if lvl < level] + [(level, match.group(2))]
             bounds.append((offset, tuple(title for _, title in path)))
         offset += len(line)
-    spans = [(s, bounds[i + 1][0] if i + 1 < len(bounds) else len(text), h)
-             for i, (s, h) in enumerate(bounds)]
+    spans = [
+        (s, bounds[i + 1][0] if i + 1 < len(bounds) else len(text), h)
+        for i, (s, h) in enumerate(bounds)
+    ]
     return [(s, e, h) for s, e, h in spans if text[s:e].strip()]
 
 
-def merge_small_chunks(chunks: Sequence[SourcedChunk], min_size: int, max_size: int,
-                       measure: Measure) -> list[SourcedChunk]:
+def merge_small_chunks(
+    chunks: Sequence[SourcedChunk], min_size: int, max_size: int, measure: Measure
+) -> list[SourcedChunk]:
     """Open WebUI's CHUNK_MIN_SIZE_TARGET merge (forward-only, single pass)."""
     if min_size <= 0 or not chunks:
         return list(chunks)
@@ -57,11 +60,14 @@ def merge_small_chunks(chunks: Sequence[SourcedChunk], min_size: int, max_size: 
     current = chunks[0]
     for following in chunks[1:]:
         joined = current.chunk.text + "\n\n" + following.chunk.text
-        if (measure.size(current.chunk.text) < min_size
-                and measure.size(joined) <= max_size
-                and following.source == current.source):
-            current = SourcedChunk(current.source, replace(
-                current.chunk, text=joined, end=following.chunk.end))
+        if (
+            measure.size(current.chunk.text) < min_size
+            and measure.size(joined) <= max_size
+            and following.source == current.source
+        ):
+            current = SourcedChunk(
+                current.source, replace(current.chunk, text=joined, end=following.chunk.end)
+            )
         else:
             merged.append(current)
             current = following
@@ -81,8 +87,9 @@ class MarkdownHeaderSplitter:
         for start, end, headings in header_sections(document.text):
             s, e = strip_span(document.text, start, end)
             sections.append(SourcedChunk(document.name, make_chunk(document, s, e, headings)))
-        merged = merge_small_chunks(sections, self.min_size, self.inner.chunk_size,
-                                    self.inner.measure)
+        merged = merge_small_chunks(
+            sections, self.min_size, self.inner.chunk_size, self.inner.measure
+        )
         return [piece for item in merged for piece in self._fit(document, item.chunk)]
 
     def _fit(self, document: Document, chunk: Chunk) -> list[Chunk]:

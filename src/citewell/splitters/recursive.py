@@ -16,8 +16,13 @@ Span = tuple[int, int]
 class RecursiveSplitter:
     """Paragraphs, then lines, sentences, clauses, words, characters: the coarsest that fits."""
 
-    def __init__(self, chunk_size: int, chunk_overlap: int = 0, measure: Measure | None = None,
-                 separators: tuple[str, ...] = SEPARATORS) -> None:
+    def __init__(
+        self,
+        chunk_size: int,
+        chunk_overlap: int = 0,
+        measure: Measure | None = None,
+        separators: tuple[str, ...] = SEPARATORS,
+    ) -> None:
         if not 0 <= chunk_overlap < chunk_size:
             raise ValueError("chunk_overlap must be at least 0 and smaller than chunk_size")
         self.chunk_size = chunk_size
@@ -26,8 +31,10 @@ class RecursiveSplitter:
         self.separators = separators
 
     def split(self, document: Document) -> list[Chunk]:
-        return [make_chunk(document, s, e) for s, e in self.split_span(document.text, 0,
-                                                                          len(document.text))]
+        return [
+            make_chunk(document, s, e)
+            for s, e in self.split_span(document.text, 0, len(document.text))
+        ]
 
     def split_span(self, text: str, start: int, end: int) -> list[Span]:
         """Chunk spans covering text[start:end], stripped of surrounding whitespace."""
@@ -35,8 +42,9 @@ class RecursiveSplitter:
         atoms = self._atoms(text, start, end, self.separators, length)
         return [span for span in self._merge(text, atoms, length) if span[0] < span[1]]
 
-    def _atoms(self, text: str, start: int, end: int, separators: tuple[str, ...],
-               length: SpanLength) -> list[Span]:
+    def _atoms(
+        self, text: str, start: int, end: int, separators: tuple[str, ...], length: SpanLength
+    ) -> list[Span]:
         if length(start, end) <= self.chunk_size:
             return [(start, end)]
         sep, *finer = separators
@@ -47,8 +55,11 @@ class RecursiveSplitter:
             return self._atoms(text, start, end, tuple(finer), length)
         atoms: list[Span] = []
         for s, e in pieces:
-            atoms.extend(self._atoms(text, s, e, tuple(finer), length) if length(s, e) >
-                         self.chunk_size else [(s, e)])
+            atoms.extend(
+                self._atoms(text, s, e, tuple(finer), length)
+                if length(s, e) > self.chunk_size
+                else [(s, e)]
+            )
         return atoms
 
     def _hard_cut(self, start: int, end: int, length: SpanLength) -> list[Span]:
@@ -72,8 +83,10 @@ class RecursiveSplitter:
             if current and length(current[0][0], atom[1]) > self.chunk_size:
                 chunks.append(strip_span(text, current[0][0], current[-1][1]))
                 # Keep a tail of the previous chunk as overlap, if the new atom still fits.
-                while current and (length(current[0][0], current[-1][1]) > self.chunk_overlap
-                                   or length(current[0][0], atom[1]) > self.chunk_size):
+                while current and (
+                    length(current[0][0], current[-1][1]) > self.chunk_overlap
+                    or length(current[0][0], atom[1]) > self.chunk_size
+                ):
                     current.pop(0)
             current.append(atom)
         if current:

@@ -23,7 +23,7 @@ SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n{2,}")
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for match in SENTENCE_END.finditer(text):
-        if text[start:match.start()].strip():
+        if text[start : match.start()].strip():
             spans.append((start, match.start()))
         start = match.end()
     if text[start:].strip():
@@ -32,8 +32,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 class MaxMinSemanticSplitter:
-    def __init__(self, embedder: Embedder, max_size: int, min_size: int, measure: Measure,
-                 initial_threshold: float = 0.3) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        max_size: int,
+        min_size: int,
+        measure: Measure,
+        initial_threshold: float = 0.3,
+    ) -> None:
         self.embedder = embedder
         self.max_size = max_size
         self.min_size = min_size
@@ -54,7 +60,7 @@ class MaxMinSemanticSplitter:
         cohesion = 1.0
         for i in range(1, len(spans)):
             group = groups[-1]
-            size = self.measure.size(text[spans[group[0]][0]:spans[i][1]])
+            size = self.measure.size(text[spans[group[0]][0] : spans[i][1]])
             closeness = float(sims[i, group].max())
             if size <= self.max_size and self._joins(group, i, closeness, cohesion, sims, size):
                 cohesion = min(cohesion, float(sims[i, group].min()))
@@ -64,8 +70,15 @@ class MaxMinSemanticSplitter:
                 cohesion = 1.0
         return groups
 
-    def _joins(self, group: list[int], i: int, closeness: float, cohesion: float,
-               sims: np.ndarray, size: int) -> bool:
+    def _joins(
+        self,
+        group: list[int],
+        i: int,
+        closeness: float,
+        cohesion: float,
+        sims: np.ndarray,
+        size: int,
+    ) -> bool:
         if len(group) == 1:
             # Cohesion of one sentence is undefined: compare with the pair that follows.
             following = float(sims[i, i + 1]) if i + 1 < len(sims) else self.initial_threshold

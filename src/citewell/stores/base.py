@@ -15,9 +15,13 @@ from citewell.types import ChunkFilter, StoredChunk
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A chunk found by one retriever: its score (higher is better) and its rank, from 0."""
+    """A chunk found by one retriever: its id, score (higher is better) and rank, from 0.
 
-    chunk: StoredChunk
+    Searches return ids only; the retriever fetches the rows it keeps with ``get``, so a
+    query reads the text of a handful of chunks, not of every candidate.
+    """
+
+    chunk_id: str
     score: float
     rank: int
 

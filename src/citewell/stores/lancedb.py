@@ -7,7 +7,9 @@ column so one copy of a file's chunks serves every knowledge base it belongs to.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,27 +17,29 @@ import pyarrow as pa
 
 from citewell.errors import StoreError
 from citewell.stores.base import SearchHit
+from citewell.stores.snapshot import ROW_COLUMNS, TableSnapshot, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
-COLUMNS = ["id", "file_id", "kb_ids", "idx", "text", "start", "end", "page", "headings",
-           "file_name", "terms"]
+CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes
 
 
 def schema(dimension: int) -> pa.Schema:
-    return pa.schema([
-        ("id", pa.string()),
-        ("file_id", pa.string()),
-        ("kb_ids", pa.list_(pa.string())),
-        ("idx", pa.int32()),
-        ("text", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("page", pa.int32()),
-        ("headings", pa.list_(pa.string())),
-        ("file_name", pa.string()),
-        ("terms", pa.string()),
-        ("vector", pa.list_(pa.float32(), dimension)),
-    ])
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("file_id", pa.string()),
+            ("kb_ids", pa.list_(pa.string())),
+            ("idx", pa.int32()),
+            ("text", pa.string()),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("page", pa.int32()),
+            ("headings", pa.list_(pa.string())),
+            ("file_name", pa.string()),
+            ("terms", pa.string()),
+            ("vector", pa.list_(pa.float32(), dimension)),
+        ]
+    )
 
 
 def _quote(value: str) -> str:
@@ -54,15 +58,6 @@ def where_sql(where: ChunkFilter) -> str | None:
     return " AND ".join(clauses) or None
 
 
-def _to_chunk(row: dict[str, Any]) -> StoredChunk:
-    return StoredChunk(
-        id=row["id"], file_id=row["file_id"], kb_ids=tuple(row["kb_ids"] or ()),
-        index=row["idx"], text=row["text"], start=row["start"], end=row["end"],
-        page=row["page"], headings=tuple(row["headings"] or ()), file_name=row["file_name"],
-        terms=row["terms"],
-    )
-
-
 class LanceChunkStore:
     def __init__(self, path: Path, table: str, dimension: int, vector_index_min_rows: int = 20000):
         import lancedb
@@ -70,10 +65,16 @@ class LanceChunkStore:
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
         self.vector_index_min_rows = vector_index_min_rows
-        self._db = lancedb.connect(str(path))
+        # Re-read the table's latest version at most once a second, so writes made by other
+        # processes (a CLI ingest while a server runs) become visible.
+        self._db = lancedb.connect(str(path), read_consistency_interval=timedelta(seconds=1))
         self._name = table
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()
+        self._fts_ready = "terms" in self._index_names()
+        self._snapshot: TableSnapshot | None = None
+        self._snapshot_checked = 0.0
+        self._snapshot_lock = threading.Lock()
 
     def _open_or_create(self) -> Any:
         if self._name in self._db.list_tables().tables:
@@ -93,19 +94,32 @@ class LanceChunkStore:
             return 0
         data = pa.Table.from_pylist([self._row(c) for c in chunks], schema=schema(self.dimension))
         with self._write_lock:
-            (self._table.merge_insert("id").when_matched_update_all()
-             .when_not_matched_insert_all().execute(data))
-            self._ensure_fts_index()
+            (
+                self._table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(data)
+            )
+            self._ensure_indexes()
+        self._changed()
         return len(chunks)
 
     def _row(self, chunk: StoredChunk) -> dict[str, Any]:
         if chunk.vector is None or len(chunk.vector) != self.dimension:
             raise StoreError(f"Chunk {chunk.id} has no {self.dimension}-dimensional vector.")
         return {
-            "id": chunk.id, "file_id": chunk.file_id, "kb_ids": list(chunk.kb_ids),
-            "idx": chunk.index, "text": chunk.text, "start": chunk.start, "end": chunk.end,
-            "page": chunk.page, "headings": list(chunk.headings), "file_name": chunk.file_name,
-            "terms": chunk.terms, "vector": list(chunk.vector),
+            "id": chunk.id,
+            "file_id": chunk.file_id,
+            "kb_ids": list(chunk.kb_ids),
+            "idx": chunk.index,
+            "text": chunk.text,
+            "start": chunk.start,
+            "end": chunk.end,
+            "page": chunk.page,
+            "headings": list(chunk.headings),
+            "file_name": chunk.file_name,
+            "terms": chunk.terms,
+            "vector": list(chunk.vector),
         }
 
     def delete(self, where: ChunkFilter) -> int:
@@ -115,7 +129,9 @@ class LanceChunkStore:
         with self._write_lock:
             before = self._table.count_rows()
             self._table.delete(predicate)
-            return int(before - self._table.count_rows())
+            deleted = int(before - self._table.count_rows())
+        self._changed()
+        return deleted
 
     def link(self, file_id: str, kb_id: str) -> None:
         with self._write_lock:
@@ -123,6 +139,7 @@ class LanceChunkStore:
                 where=f"file_id = {_quote(file_id)} AND NOT array_has(kb_ids, {_quote(kb_id)})",
                 values_sql={"kb_ids": f"array_append(kb_ids, {_quote(kb_id)})"},
             )
+        self._changed()
 
     def unlink(self, file_id: str, kb_id: str) -> None:
         with self._write_lock:
@@ -130,20 +147,33 @@ class LanceChunkStore:
                 where=f"file_id = {_quote(file_id)} AND array_has(kb_ids, {_quote(kb_id)})",
                 values_sql={"kb_ids": f"array_remove(kb_ids, {_quote(kb_id)})"},
             )
+        self._changed()
 
     # --- indexes ----------------------------------------------------------------
     def _index_names(self) -> dict[str, str]:
         return {i.columns[0]: i.index_type for i in self._table.list_indices()}
 
-    def _ensure_fts_index(self) -> None:
-        if "terms" not in self._index_names():
-            from lancedb.index import FTS
+    def _ensure_indexes(self) -> None:
+        if self._fts_ready:
+            return
+        from lancedb.index import FTS, BTree
 
-            # Terms arrive tokenised and stemmed (citewell.retrieval.tokenize): split on spaces only.
-            self._table.create_index("terms", config=FTS(
-                base_tokenizer="whitespace", lower_case=False, stem=False,
-                remove_stop_words=False, ascii_folding=False, with_position=False,
-            ))
+        names = self._index_names()
+        for column in ("id", "file_id"):  # merge-insert joins on id; deletes filter on file_id
+            if column not in names:
+                self._table.create_index(column, config=BTree())
+        if "terms" not in names:
+            # Terms arrive tokenised and stemmed (retrieval.tokenize): split on spaces only.
+            fts = FTS(
+                base_tokenizer="whitespace",
+                lower_case=False,
+                stem=False,
+                remove_stop_words=False,
+                ascii_folding=False,
+                with_position=False,
+            )
+            self._table.create_index("terms", config=fts)
+        self._fts_ready = True
 
     def optimize(self) -> None:
         with self._write_lock:
@@ -157,32 +187,64 @@ class LanceChunkStore:
 
     # --- reads ------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
+        snapshot = self._current_snapshot()
+        if snapshot is not None:
+            ranked = snapshot.search(vector, k, where)
+            return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         query = self._table.search(list(vector), vector_column_name="vector").distance_type(
             "cosine"
         )
         rows = self._run(query, k, where, "_distance")
-        return [SearchHit(_to_chunk(r), 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
+        return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
+
+    def _current_snapshot(self) -> TableSnapshot | None:
+        """The in-memory snapshot (rebuilt when the table changed), or None when the table
+        is large enough for the ANN index.
+
+        Reading the table's version goes through LanceDB's event loop, where it would queue
+        behind a running full-text query; so it is read at most once per CHECK_INTERVAL, and
+        this store's own writes drop the snapshot at once.
+        """
+        with self._snapshot_lock:
+            now = time.monotonic()
+            if self._snapshot is not None and now - self._snapshot_checked < CHECK_INTERVAL:
+                return self._snapshot
+            version = self._table.version
+            self._snapshot_checked = now
+            if self._snapshot is not None and self._snapshot.version == version:
+                return self._snapshot
+            self._snapshot = None
+            if self._table.count_rows() < self.vector_index_min_rows:
+                self._snapshot = TableSnapshot.load(self._table, self.dimension)
+            return self._snapshot
+
+    def _changed(self) -> None:
+        with self._snapshot_lock:
+            self._snapshot = None
 
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
-        if not terms.strip() or "terms" not in self._index_names():
+        if not terms.strip() or not self._fts_ready:
             return []
         query = self._table.search(terms, query_type="fts", fts_columns="terms")
         rows = self._run(query, k, where, "_score")
-        return [SearchHit(_to_chunk(r), float(r["_score"]), i) for i, r in enumerate(rows)]
+        return [SearchHit(r["id"], float(r["_score"]), i) for i, r in enumerate(rows)]
 
     def _run(self, query: Any, k: int, where: ChunkFilter, score: str) -> list[dict[str, Any]]:
         predicate = where_sql(where)
         if predicate is not None:
             query = query.where(predicate, prefilter=True)
-        return query.select([*COLUMNS, score]).limit(k).to_list()  # type: ignore[no-any-return]
+        return query.select(["id", score]).limit(k).to_list()  # type: ignore[no-any-return]
 
     def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         if not chunk_ids:
             return []
-        ids = ", ".join(_quote(i) for i in chunk_ids)
-        rows = self._table.search().where(f"id IN ({ids})").select(COLUMNS).limit(
-            len(chunk_ids)).to_list()
-        by_id = {r["id"]: _to_chunk(r) for r in rows}
+        snapshot = self._current_snapshot()
+        if snapshot is not None:
+            by_id = snapshot.chunks
+        else:
+            ids = ", ".join(_quote(i) for i in chunk_ids)
+            query = self._table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
+            by_id = {r["id"]: to_chunk(r) for r in query.limit(len(chunk_ids)).to_list()}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def count(self, where: ChunkFilter) -> int:

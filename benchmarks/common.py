@@ -1,0 +1,40 @@
+"""Shared helpers for the benchmarks: SciFact location, corpus slices, timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCIFACT = Path(os.environ.get("CITEWELL_SHARED_DATA", REPO.parent / "shared" / "data")) / "scifact"
+
+
+def scifact_docs(limit: int | None = None) -> list[tuple[str, str]]:
+    """(doc id, Markdown text) pairs, in corpus order."""
+    docs = []
+    with (SCIFACT / "corpus.jsonl").open() as handle:
+        for line in handle:
+            d = json.loads(line)
+            docs.append((d["_id"], f"# {d['title']}\n\n{d['text']}"))
+            if limit and len(docs) >= limit:
+                break
+    return docs
+
+
+def timed(fn: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": round(statistics.median(ordered), 2),
+        "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
+        "n": len(ordered),
+    }

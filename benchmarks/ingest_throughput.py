@@ -1,0 +1,74 @@
+"""Ingestion throughput of the whole pipeline next to the raw encoder on the same texts.
+
+Both run in this one process, alternating, on a fresh data dir each round (so the embedding
+cache starts empty). The figure that matters is the ratio pipeline/encoder.
+
+    python benchmarks/ingest_throughput.py --docs 1000 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from common import scifact_docs, timed  # noqa: E402
+
+from citewell import Citewell, Document, Settings  # noqa: E402
+from citewell.embedders import OnnxEmbedder  # noqa: E402
+from citewell.pipeline import embed_text  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    docs = scifact_docs(args.docs)
+    embedder = OnnxEmbedder()
+    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()))
+    app = Citewell.from_settings(settings, embedder=embedder)
+    texts = [
+        embed_text(c, d)
+        for d in (Document(t, n, "text/markdown") for n, t in docs)
+        for c in app.splitter.split(d)
+    ]
+    encoder, pipeline = [], []
+    for _ in range(args.rounds):
+        encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))
+        fresh = Citewell.from_settings(
+            Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
+        )
+        pipeline.append(
+            len(texts)
+            / timed(lambda app=fresh: app.ingest_texts(docs, "bench", mime_type="text/markdown"))
+        )
+    ratios = [p / e for p, e in zip(pipeline, encoder, strict=False)]
+    print(
+        json.dumps(
+            {
+                "docs": len(docs),
+                "chunks": len(texts),
+                "rounds": args.rounds,
+                "encoder_chunks_per_s": round(statistics.median(encoder), 2),
+                "pipeline_chunks_per_s": round(statistics.median(pipeline), 2),
+                "pipeline_docs_per_s": round(
+                    statistics.median(pipeline) * len(docs) / len(texts), 2
+                ),
+                "ratio_median": round(statistics.median(ratios), 3),
+                "ratios": [round(r, 3) for r in ratios],
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Query latency on the SciFact index: hybrid (and each mode) at the default k, with the query
+embedding and without it (vectors computed beforehand), measured alternately per query.
+
+    python benchmarks/query_latency.py --data-dir /tmp/citewell-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from common import SCIFACT, summary  # noqa: E402
+
+from citewell import Citewell, SearchMode, Settings  # noqa: E402
+from citewell.evaluation.beir import ingest_corpus, load_beir  # noqa: E402
+
+
+class PrecomputedQueries:
+    """Stands in for the embedder at query time: returns vectors computed beforehand."""
+
+    def __init__(self, inner, queries):
+        self.inner, self.model_id = inner, inner.model_id
+        self.vectors = dict(zip(queries, inner.embed(queries, "query"), strict=False))
+
+    @property
+    def dimension(self):
+        return self.inner.dimension
+
+    def embed(self, texts, kind="document"):  # noqa: ARG002 (the Embedder signature)
+        import numpy as np
+
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    app = Citewell.from_settings(Settings.load(data_dir=args.data_dir))
+    data = load_beir(SCIFACT, "test")
+    kb = ingest_corpus(app, data, None)["kb"]
+    queries = list(data.queries.values())
+    with_embed = {m: [] for m in SearchMode}
+    without = []
+    real = app.retriever.embedder
+    fake = PrecomputedQueries(real, queries)
+    for _ in range(args.rounds):
+        for query in queries:
+            for mode in SearchMode:
+                began = time.perf_counter()
+                app.search(query, [kb], mode)
+                with_embed[mode].append((time.perf_counter() - began) * 1000)
+            app.retriever.embedder = fake
+            began = time.perf_counter()
+            app.search(query, [kb], SearchMode.HYBRID)
+            without.append((time.perf_counter() - began) * 1000)
+            app.retriever.embedder = real
+    print(
+        json.dumps(
+            {
+                "chunks": app.store.count(app_filter(app, kb)),
+                "queries": len(queries),
+                "k": app.settings.top_k,
+                "candidate_k": app.settings.candidate_k,
+                "ms": {
+                    **{f"{m.value}": summary(v) for m, v in with_embed.items()},
+                    "hybrid_without_query_embedding": summary(without),
+                },
+            },
+            indent=2,
+        )
+    )
+
+
+def app_filter(app, kb):
+    from citewell.types import ChunkFilter
+
+    return ChunkFilter(kb_ids=(app.catalog.get_kb(kb).id,))
+
+
+if __name__ == "__main__":
+    main()

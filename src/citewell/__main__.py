@@ -1,0 +1,3 @@
+from citewell.cli import main
+
+main()

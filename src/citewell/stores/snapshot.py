@@ -1,0 +1,106 @@
+"""An in-memory snapshot of a small chunk table: exact vector search and row lookups.
+
+LanceDB costs a few milliseconds per query before it scans anything; a numpy matrix of a
+10,000-chunk table answers in well under one, and reading rows from a dict costs nothing.
+The snapshot is a cache of the table at one version: the store rebuilds it whenever the
+table's version changes, so it never serves a stale chunk. Tables at or above the ANN
+threshold are not snapshotted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from citewell.types import ChunkFilter, StoredChunk
+
+ROW_COLUMNS = [
+    "id",
+    "file_id",
+    "kb_ids",
+    "idx",
+    "text",
+    "start",
+    "end",
+    "page",
+    "headings",
+    "file_name",
+]
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    version: int
+    ids: npt.NDArray[np.object_]
+    file_ids: npt.NDArray[np.object_]
+    vectors: npt.NDArray[np.float32]
+    kb_rows: dict[str, npt.NDArray[np.bool_]]
+    chunks: dict[str, StoredChunk]
+
+    @classmethod
+    def load(cls, table: Any, dimension: int) -> TableSnapshot:
+        version = table.version
+        data = table.search().select([*ROW_COLUMNS, "vector"]).limit(None).to_arrow()
+        count = data.num_rows
+        vectors = np.zeros((count, dimension), dtype=np.float32)
+        if count:
+            flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            vectors = flat.astype(np.float32, copy=False).reshape(count, dimension)
+        kb_rows: dict[str, npt.NDArray[np.bool_]] = {}
+        for row, kbs in enumerate(data["kb_ids"].to_pylist()):
+            for kb in kbs or ():
+                kb_rows.setdefault(kb, np.zeros(count, dtype=bool))[row] = True
+        ids = np.array(data["id"].to_pylist(), dtype=object)
+        file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
+        chunks = {row["id"]: to_chunk(row) for row in data.select(ROW_COLUMNS).to_pylist()}
+        return cls(version, ids, file_ids, vectors, kb_rows, chunks)
+
+    def mask(self, where: ChunkFilter) -> npt.NDArray[np.bool_] | None:
+        """Rows the filter allows (None: all of them)."""
+        allowed: npt.NDArray[np.bool_] | None = None
+        if where.kb_ids is not None:
+            allowed = np.zeros(len(self.ids), dtype=bool)
+            for kb in where.kb_ids:
+                if kb in self.kb_rows:
+                    allowed |= self.kb_rows[kb]
+        if where.file_ids is not None:
+            in_files = np.isin(self.file_ids, list(where.file_ids))
+            allowed = in_files if allowed is None else allowed & in_files
+        return allowed
+
+    def search(
+        self, vector: Sequence[float], k: int, where: ChunkFilter
+    ) -> list[tuple[str, float]]:
+        """(chunk id, cosine similarity) of the k nearest allowed rows, best first."""
+        if not len(self.ids):
+            return []
+        scores = self.vectors @ np.asarray(vector, dtype=np.float32)
+        allowed = self.mask(where)
+        if allowed is not None:
+            scores = np.where(allowed, scores, -np.inf)
+        k = min(k, int(np.isfinite(scores).sum()))
+        if k <= 0:
+            return []
+        best = np.argpartition(-scores, k - 1)[:k]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [(str(self.ids[i]), float(scores[i])) for i in best]
+
+
+def to_chunk(row: dict[str, Any]) -> StoredChunk:
+    return StoredChunk(
+        id=row["id"],
+        file_id=row["file_id"],
+        kb_ids=tuple(row["kb_ids"] or ()),
+        index=row["idx"],
+        text=row["text"],
+        start=row["start"],
+        end=row["end"],
+        page=row["page"],
+        headings=tuple(row["headings"] or ()),
+        file_name=row["file_name"],
+        terms=row.get("terms", ""),
+    )

@@ -1,0 +1,137 @@
+"""Conformance suites: every implementation of a role passes the same tests, unchanged.
+
+Use by subclassing in a test module and providing a ``store`` fixture (a fresh, empty store
+with ``dimension`` == 8). Plain pytest classes: no plugin needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from citewell.retrieval.tokenize import terms_string
+from citewell.stores.base import ChunkStore
+from citewell.types import ChunkFilter, StoredChunk
+
+DIM = 8
+ALL = ChunkFilter()
+
+
+def unit(i: int) -> tuple[float, ...]:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i % DIM] = 1.0
+    v[(i + 1) % DIM] = 0.1
+    return tuple(float(x) for x in v / np.linalg.norm(v))
+
+
+def make_chunk(
+    cid: str, file_id: str, kbs: tuple[str, ...], text: str, axis: int, index: int = 0
+) -> StoredChunk:
+    return StoredChunk(
+        id=cid,
+        file_id=file_id,
+        kb_ids=kbs,
+        index=index,
+        text=text,
+        start=0,
+        end=len(text),
+        page=index + 1,
+        headings=("Guide", "Leave"),
+        file_name=f"{file_id}.md",
+        terms=terms_string(text),
+        vector=unit(axis),
+    )
+
+
+CORPUS = [
+    make_chunk("c1", "f1", ("kb1",), "Parental leave lasts sixteen weeks at full pay.", 0),
+    make_chunk("c2", "f1", ("kb1",), "Sick leave needs a doctor's note after three days.", 1, 1),
+    make_chunk("c3", "f2", ("kb2",), "The cafeteria serves lunch from noon.", 2),
+    make_chunk("c4", "f3", ("kb1", "kb2"), "Remote work is allowed two days a week.", 3),
+    make_chunk("c5", "f4", ("kb3",), "北京大学的图书馆很大", 4),
+]
+
+
+class ChunkStoreConformance:
+    """The behaviour every ChunkStore backend must show."""
+
+    @pytest.fixture
+    def filled(self, store: ChunkStore) -> ChunkStore:
+        assert store.upsert(CORPUS) == len(CORPUS)
+        store.optimize()
+        return store
+
+    def test_count_and_get(self, filled: ChunkStore) -> None:
+        assert filled.count(ALL) == 5
+        got = filled.get(["c4", "missing", "c1"])
+        assert [c.id for c in got] == ["c4", "c1"]
+        assert got[0].kb_ids == ("kb1", "kb2")
+        assert got[1].headings == ("Guide", "Leave") and got[1].page == 1
+
+    def test_upsert_replaces_by_id(self, filled: ChunkStore) -> None:
+        changed = make_chunk("c1", "f1", ("kb1",), "Parental leave lasts twenty weeks.", 0)
+        filled.upsert([changed])
+        assert filled.count(ALL) == 5
+        assert filled.get(["c1"])[0].text == "Parental leave lasts twenty weeks."
+
+    def test_vector_search_orders_by_similarity(self, filled: ChunkStore) -> None:
+        hits = filled.vector_search(unit(1), 3, ALL)
+        assert hits[0].chunk_id == "c2"
+        assert hits[0].score == pytest.approx(1.0, abs=1e-4)
+        assert [h.rank for h in hits] == [0, 1, 2]
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:], strict=False))
+
+    def test_keyword_search_is_bm25_on_terms(self, filled: ChunkStore) -> None:
+        hits = filled.keyword_search(terms_string("LEAVE"), 10, ALL)
+        assert {h.chunk_id for h in hits} == {"c1", "c2"}
+        assert filled.keyword_search(terms_string("weeks parental"), 10, ALL)[0].chunk_id == "c1"
+
+    def test_keyword_search_cjk(self, filled: ChunkStore) -> None:
+        hits = filled.keyword_search(terms_string("北京的大学"), 10, ALL)
+        assert [h.chunk_id for h in hits] == ["c5"]
+
+    def test_filters_apply_inside_both_searches(self, filled: ChunkStore) -> None:
+        only_kb2 = ChunkFilter(kb_ids=("kb2",))
+        assert {h.chunk_id for h in filled.vector_search(unit(0), 10, only_kb2)} == {"c3", "c4"}
+        assert filled.keyword_search(terms_string("leave"), 10, only_kb2) == []
+        by_file = ChunkFilter(file_ids=("f1",))
+        assert {h.chunk_id for h in filled.vector_search(unit(3), 10, by_file)} == {"c1", "c2"}
+        assert filled.vector_search(unit(0), 10, ChunkFilter(kb_ids=())) == []
+
+    def test_several_kbs_return_each_chunk_once(self, filled: ChunkStore) -> None:
+        hits = filled.vector_search(unit(3), 10, ChunkFilter(kb_ids=("kb1", "kb2")))
+        ids = [h.chunk_id for h in hits]
+        assert sorted(ids) == ["c1", "c2", "c3", "c4"] and len(ids) == len(set(ids))
+
+    def test_link_and_unlink(self, filled: ChunkStore) -> None:
+        filled.link("f2", "kb1")
+        filled.link("f2", "kb1")  # idempotent
+        assert filled.get(["c3"])[0].kb_ids == ("kb2", "kb1")
+        assert filled.count(ChunkFilter(kb_ids=("kb1",))) == 4
+        filled.unlink("f2", "kb2")
+        assert filled.get(["c3"])[0].kb_ids == ("kb1",)
+        assert filled.count(ChunkFilter(kb_ids=("kb2",))) == 1
+
+    def test_delete_by_filter_removes_from_every_index(self, filled: ChunkStore) -> None:
+        assert filled.delete(ChunkFilter(file_ids=("f1",))) == 2
+        assert filled.count(ALL) == 3
+        assert filled.keyword_search(terms_string("leave"), 10, ALL) == []
+        assert "c1" not in {h.chunk_id for h in filled.vector_search(unit(0), 10, ALL)}
+        assert filled.file_ids() == {"f2", "f3", "f4"}
+
+    def test_delete_without_filter_is_refused(self, filled: ChunkStore) -> None:
+        from citewell.errors import StoreError
+
+        with pytest.raises(StoreError):
+            filled.delete(ALL)
+        assert filled.count(ALL) == 5
+
+    def test_quotes_in_ids_are_data_not_sql(self, filled: ChunkStore) -> None:
+        assert filled.count(ChunkFilter(kb_ids=("kb1') OR true OR ('x",))) == 0
+        assert filled.delete(ChunkFilter(file_ids=("f1' OR '1'='1",))) == 0
+        assert filled.count(ALL) == 5
+
+    def test_empty_store_searches_return_nothing(self, store: ChunkStore) -> None:
+        assert store.vector_search(unit(0), 5, ALL) == []
+        assert store.keyword_search("leav", 5, ALL) == []
+        assert store.count(ALL) == 0

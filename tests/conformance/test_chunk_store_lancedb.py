@@ -1,0 +1,36 @@
+import pytest
+
+from citewell.stores.lancedb import LanceChunkStore
+from citewell.testing.conformance import DIM, ChunkStoreConformance
+
+pytestmark = pytest.mark.conformance
+
+
+class TestLanceChunkStore(ChunkStoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path):
+        return LanceChunkStore(tmp_path / "lance", "chunks_test", DIM)
+
+
+class TestLanceChunkStoreWithAnnIndex(ChunkStoreConformance):
+    """Same behaviour once the approximate vector index exists."""
+
+    @pytest.fixture
+    def store(self, tmp_path):
+        return LanceChunkStore(tmp_path / "lance", "chunks_test", DIM, vector_index_min_rows=1)
+
+
+def test_reopening_with_another_dimension_is_refused(tmp_path):
+    from citewell.errors import StoreError
+    from citewell.testing.conformance import CORPUS
+
+    LanceChunkStore(tmp_path / "lance", "t", DIM).upsert(CORPUS[:1])
+    with pytest.raises(StoreError, match="dimensional"):
+        LanceChunkStore(tmp_path / "lance", "t", DIM * 2)
+
+
+def test_data_persists_across_instances(tmp_path):
+    from citewell.testing.conformance import ALL, CORPUS
+
+    LanceChunkStore(tmp_path / "lance", "t", DIM).upsert(CORPUS)
+    assert LanceChunkStore(tmp_path / "lance", "t", DIM).count(ALL) == len(CORPUS)

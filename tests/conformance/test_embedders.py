@@ -1,0 +1,97 @@
+"""One embedder suite, run against the offline ONNX model and both HTTP wire formats."""
+
+import numpy as np
+import pytest
+
+from citewell.embedders import CachedEmbedder, EmbeddingCache, OllamaEmbedder, OpenAIEmbedder
+from citewell.errors import EmbeddingError
+from tests.fake_servers import FakeService, serve
+
+pytestmark = pytest.mark.conformance
+
+
+@pytest.fixture(scope="module")
+def service():
+    fake = FakeService()
+    with serve(fake) as url:
+        fake.url = url
+        yield fake
+
+
+@pytest.fixture(params=["onnx", "openai", "ollama"])
+def embedder(request, onnx_embedder, service):
+    if request.param == "onnx":
+        return onnx_embedder
+    if request.param == "openai":
+        return OpenAIEmbedder(
+            service.url + "/v1", "text-embedding-3-small", api_key="k", batch_size=2
+        )
+    return OllamaEmbedder(service.url, "nomic-embed-text", batch_size=2)
+
+
+TEXTS = [
+    "The CEO of Example Corp is John Doe",
+    "Who is the CEO of Example Corp?",
+    "The capital of France is Paris",
+    "Paris",
+]
+
+
+def test_shape_dtype_and_unit_length(embedder):
+    vectors = embedder.embed(TEXTS, "document")
+    assert vectors.shape == (4, embedder.dimension) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+
+
+def test_order_is_kept_and_deterministic(embedder):
+    first = embedder.embed(TEXTS, "document")
+    again = embedder.embed(list(reversed(TEXTS)), "document")[::-1]
+    assert np.allclose(first, again, atol=1e-5)
+
+
+def test_related_texts_are_closer(embedder):
+    v = embedder.embed(TEXTS, "query")
+    assert v[0] @ v[1] > v[0] @ v[2]
+
+
+def test_onnx_matches_known_semantics(onnx_embedder):
+    v = onnx_embedder.embed(TEXTS[:3])
+    assert v[0] @ v[1] == pytest.approx(0.86, abs=0.03)  # seed 002 reports 0.86
+    assert v[1] @ v[2] < 0.2
+
+
+def test_openai_wire_format_and_auth(service):
+    service.requests.clear()
+    OpenAIEmbedder(service.url + "/v1", "m", api_key="secret", batch_size=3).embed(TEXTS)
+    paths = [p for p, _ in service.requests]
+    assert paths == ["/v1/embeddings", "/v1/embeddings"]  # batches of 3 + 1
+    assert service.requests[0][1] == {"model": "m", "input": TEXTS[:3]}
+
+
+def test_transient_failures_are_retried(service):
+    service.fail_next = [503, 429]
+    vectors = OpenAIEmbedder(service.url + "/v1", "m").embed(["hello"])
+    assert vectors.shape[0] == 1 and service.fail_next == []
+
+
+def test_permanent_failure_says_what_to_check(service):
+    service.fail_next = [401]
+    with pytest.raises(EmbeddingError, match="embedding_api_key"):
+        OpenAIEmbedder(service.url + "/v1", "m").embed(["hello"])
+
+
+def test_unreachable_server_is_a_clear_error():
+    embedder = OpenAIEmbedder("http://127.0.0.1:9", "m", retries=0, timeout=2)
+    with pytest.raises(EmbeddingError, match="unreachable"):
+        embedder.embed(["hello"])
+
+
+def test_cache_never_embeds_the_same_text_twice(tmp_path, onnx_embedder):
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    cached = CachedEmbedder(onnx_embedder, cache)
+    first = cached.embed(["alpha text", "beta text", "alpha text"])
+    assert cached.embedded == 2
+    second = CachedEmbedder(onnx_embedder, EmbeddingCache(tmp_path / "cache.sqlite"))
+    again = second.embed(["beta text", "alpha text"])
+    assert second.embedded == 0
+    assert np.allclose(again, first[[1, 0]])

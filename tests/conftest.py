@@ -1,0 +1,38 @@
+"""Shared fixtures. The real offline embedder is loaded once per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from citewell.config import Settings
+from citewell.embedders import OnnxEmbedder
+from citewell.pipeline import Citewell
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CITEWELL_SHARED_DATA", REPO.parent / "shared" / "data"))
+DOCS = SHARED_DATA / "docs"
+SCIFACT = SHARED_DATA / "scifact"
+
+
+@pytest.fixture(scope="session")
+def shared_docs() -> Path:
+    assert DOCS.is_dir(), f"evaluation fixtures missing at {DOCS}; set CITEWELL_SHARED_DATA"
+    return DOCS
+
+
+@pytest.fixture(scope="session")
+def onnx_embedder() -> OnnxEmbedder:
+    return OnnxEmbedder(threads=2)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings.load(data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def app(settings: Settings, onnx_embedder: OnnxEmbedder) -> Citewell:
+    return Citewell.from_settings(settings, embedder=onnx_embedder)

@@ -1,0 +1,101 @@
+"""The CLI as a user runs it: a real `citewell` process, a real data dir, real fixtures."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def citewell(data_dir, *args):
+    result = subprocess.run(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.fixture
+def docs(tmp_path, shared_docs):
+    folder = tmp_path / "handbook"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("multi_page.pdf", "wiki_duck.html", "codeblock.md"):
+        shutil.copy(shared_docs / name, folder / name)
+    shutil.copy(shared_docs / "fake-text-utf-16.txt", folder / "sub" / "notes.txt")
+    (folder / ".hidden.md").write_text("# secret\nnot to be ingested")
+    return folder
+
+
+def test_ingest_search_ask_and_reingest(tmp_path, docs):
+    data = tmp_path / "data"
+    first = json.loads(citewell(data, "ingest", str(docs), "--kb", "handbook", "--json"))
+    assert first["files_seen"] == 4 and first["files_indexed"] == 4
+    assert first["chunks_embedded"] > 0 and first["files_failed"] == 0
+
+    again = json.loads(citewell(data, "ingest", str(docs), "--kb", "handbook", "--json"))
+    assert again["files_unchanged"] == 4 and again["chunks_embedded"] == 0
+
+    hits = json.loads(
+        citewell(data, "search", "What do ducks eat?", "--kb", "handbook", "--json", "--k", "3")
+    )
+    assert hits[0]["file"] == "wiki_duck.html" and len(hits) == 3
+    assert hits[0]["start"] < hits[0]["end"]
+
+    pdf_hits = json.loads(
+        citewell(
+            data, "search", "multi page document", "--kb", "handbook", "--mode", "bm25", "--json"
+        )
+    )
+    assert any(h["file"] == "multi_page.pdf" and h["page"] for h in pdf_hits)
+
+    answer = json.loads(citewell(data, "ask", "What do ducks eat?", "--kb", "handbook", "--json"))
+    assert answer["extractive"] is True
+    numbers = {s["n"] if "n" in s else s["number"] for s in answer["sources"]}
+    import re
+
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer["answer"])}
+    assert cited and cited <= numbers
+
+    text = citewell(data, "ask", "What do ducks eat?", "--kb", "handbook")
+    assert "Extractive answer" in text and "Sources:" in text
+
+
+def test_copy_under_another_name_into_second_kb_embeds_nothing(tmp_path, docs):
+    data = tmp_path / "data"
+    citewell(data, "ingest", str(docs / "wiki_duck.html"), "--kb", "one")
+    copy = tmp_path / "renamed.html"
+    shutil.copy(docs / "wiki_duck.html", copy)
+    report = json.loads(citewell(data, "ingest", str(copy), "--kb", "two", "--json"))
+    assert report["files_linked"] == 1 and report["chunks_embedded"] == 0
+    hits = json.loads(citewell(data, "search", "duck", "--kb", "two", "--json"))
+    assert hits, "the linked file is searchable in the second KB"
+    kbs = json.loads(citewell(data, "kb", "list", "--json"))
+    assert {k["name"]: k["file_count"] for k in kbs} == {"one": 1, "two": 1}
+
+
+def test_errors_are_clear_and_exit_nonzero(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "citewell",
+            "--data-dir",
+            str(tmp_path),
+            "search",
+            "x",
+            "--kb",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "No knowledge base 'nope'" in result.stderr and "citewell kb list" in result.stderr

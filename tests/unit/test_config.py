@@ -1,0 +1,58 @@
+from pathlib import Path
+
+import pytest
+
+from citewell.config import Settings, configuration_markdown, env_names
+from citewell.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_open_webui_names_are_accepted(monkeypatch):
+    monkeypatch.setenv("CHUNK_SIZE", "1500")
+    monkeypatch.setenv("RAG_TOP_K", "4")
+    monkeypatch.setenv("ENABLE_RAG_HYBRID_SEARCH", "false")
+    monkeypatch.setenv("RAG_HYBRID_BM25_WEIGHT", "0.3")
+    monkeypatch.setenv("RAG_EMBEDDING_ENGINE", "")  # Open WebUI's name for the local engine
+    s = Settings.load()
+    assert (s.chunk_size, s.top_k, s.hybrid_search, s.hybrid_bm25_weight) == (1500, 4, False, 0.3)
+    assert s.embedding_engine == "onnx"
+
+
+def test_citewell_names_and_precedence(monkeypatch, tmp_path):
+    config = tmp_path / "citewell.toml"
+    config.write_text("chunk_size = 700\ntop_k = 3\ncandidate_k = 40\n")
+    monkeypatch.setenv("CITEWELL_TOP_K", "6")
+    s = Settings.load(config, candidate_k=50)
+    assert s.chunk_size == 700  # file
+    assert s.top_k == 6  # environment beats file
+    assert s.candidate_k == 50  # keyword arguments beat everything
+
+
+def test_default_data_dir_is_per_user(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert Settings.load().data_dir == tmp_path / "citewell"
+
+
+@pytest.mark.parametrize(
+    "bad", [{"chunk_overlap": 2000}, {"hybrid_bm25_weight": 2}, {"fusion": "magic"}, {"top_k": 0}]
+)
+def test_invalid_settings_say_what_is_wrong(bad):
+    with pytest.raises(ConfigError, match="Invalid settings"):
+        Settings.load(**bad)
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        Settings.load(tmp_path / "nope.toml")
+
+
+def test_every_setting_is_documented():
+    reference = (REPO / "docs" / "configuration.md").read_text()
+    assert reference == configuration_markdown(), (
+        "run: citewell config --markdown > docs/configuration.md"
+    )
+    for name, info in Settings.model_fields.items():
+        assert info.description, f"{name} has no description"
+        for env in env_names(name, info):
+            assert f"`{env}`" in reference
