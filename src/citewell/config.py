@@ -139,9 +139,9 @@ class Settings(BaseSettings):
         "fusion and the reranker have something to choose from.",
     )
     fusion: Literal["rrf", "weighted"] = _setting(
-        "rrf",
-        "How hybrid search merges the two lists: reciprocal-rank fusion, or a weighted "
-        "sum of min-max-normalised scores.",
+        "weighted",
+        "How hybrid search merges the two lists: 'weighted' (sum of min-max-normalised "
+        "scores, weighted by hybrid_bm25_weight) or 'rrf' (weighted reciprocal-rank fusion).",
     )
     rrf_k: int = _setting(60, "The k constant of reciprocal-rank fusion.")
     hybrid_bm25_weight: float = _setting(

@@ -18,7 +18,7 @@ from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 @dataclass(frozen=True)
 class RetrievalSettings:
     candidate_k: int = 100
-    fusion: str = "rrf"
+    fusion: str = "weighted"
     rrf_k: int = 60
     bm25_weight: float = 0.5
     relevance_threshold: float = 0.0
