@@ -65,7 +65,21 @@ def serve(service: FakeService) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length", 0))
-            status, payload = service.handle(self.path, json.loads(self.rfile.read(length)))
+            self.answer(*service.handle(self.path, json.loads(self.rfile.read(length))))
+
+        def do_GET(self) -> None:  # noqa: N802
+            handler = getattr(service, "handle_get", None)
+            self.answer(*(handler(self.path) if handler else (404, {"error": "not found"})))
+
+        def answer(self, status: int, payload: Any) -> None:
+            if hasattr(payload, "events"):  # a streamed body
+                self.send_response(status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for event in payload.events():
+                    self.wfile.write(event)
+                    self.wfile.flush()
+                return
             raw = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -85,3 +99,100 @@ def serve(service: FakeService) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+class FakeLLMService(FakeService):
+    """A wire-faithful fake of an OpenAI-compatible chat server (what Ollama, vLLM or
+    llama.cpp serve). Query-generation prompts get ``queries_reply``; other prompts get
+    ``reply``. Unknown models get 404, as real servers answer."""
+
+    models = ("fake-llm", "gpt-3.5-turbo", "llama3")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reply = "Ducks eat plants and small animals [1]."
+        self.queries_reply = '{"queries": ["duck diet"]}'
+
+    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if path == "/v1/chat/completions":
+            self.requests.append((path, body))
+            if self.fail_next:
+                return self.fail_next.pop(0), {"error": {"message": "injected failure"}}
+            if body["model"] not in self.models:
+                return 404, {"error": {"message": f"model {body['model']} not found"}}
+            prompt = "\n".join(m["content"] for m in body["messages"])
+            text = self.queries_reply if "short search queries" in prompt else self.reply
+            if body.get("stream"):
+                return 200, StreamBody(text, body["model"])
+            return 200, {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 1,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt) // 4,
+                    "completion_tokens": 9,
+                    "total_tokens": len(prompt) // 4 + 9,
+                },
+            }
+        return super().handle(path, body)
+
+    def handle_get(self, path: str) -> tuple[int, Any]:
+        if path == "/v1/models":
+            return 200, {
+                "object": "list",
+                "data": [
+                    {"id": m, "object": "model", "created": 1, "owned_by": "fake"}
+                    for m in self.models
+                ],
+            }
+        return 404, {"error": "not found"}
+
+
+class StreamBody:
+    """An SSE body: one chunk per word, then a finish chunk, a usage chunk and [DONE]."""
+
+    def __init__(self, text: str, model: str) -> None:
+        self.text, self.model = text, model
+
+    def events(self) -> list[bytes]:
+        def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": self.model,
+                "choices": choices,
+                **extra,
+            }
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        words = self.text.split(" ")
+        out = [
+            event(
+                [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
+            )
+        ]
+        for i, word in enumerate(words):
+            piece = word if i == 0 else " " + word
+            out.append(event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}]))
+        out.append(event([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        out.append(
+            event(
+                [],
+                usage={
+                    "prompt_tokens": 10,
+                    "completion_tokens": len(words),
+                    "total_tokens": 10 + len(words),
+                },
+            )
+        )
+        out.append(b"data: [DONE]\n\n")
+        return out

@@ -272,6 +272,28 @@ def evaluate(ctx: Context, folder: Path, split: str, mode: str, as_json: bool) -
         )
 
 
+@main.command()
+@click.option("--host", default=None, help="Address to bind [default: host setting, 127.0.0.1].")
+@click.option("--port", type=int, default=None, help="Port [default: port setting, 8080].")
+@pass_app
+def serve(ctx: Context, host: str | None, port: int | None) -> None:
+    """Run the HTTP server: OpenAI-compatible /v1, Open WebUI's /api/v1/rag, docs at /docs."""
+    import uvicorn
+
+    from citewell.api.app import create_app
+
+    with _errors():
+        app = ctx.app()
+        settings = app.settings
+        api = create_app(settings, app)
+    bind, listen = host or settings.host, port or settings.port
+    llm = settings.llm_base_url or "none (extractive answers)"
+    click.echo(
+        f"Citewell on http://{bind}:{listen}  data: {settings.data_dir}  LLM: {llm}", err=True
+    )
+    uvicorn.run(api, host=bind, port=listen, log_level="info")
+
+
 @main.group()
 def kb() -> None:
     """Create, list and delete knowledge bases."""

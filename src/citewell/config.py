@@ -181,6 +181,76 @@ class Settings(BaseSettings):
     )
     top_k_reranker: int = _setting(8, "Chunks kept after reranking.", "RAG_TOP_K_RERANKER")
 
+    # --- server --------------------------------------------------------------------
+    host: str = _setting("127.0.0.1", "Address `citewell serve` binds to.")
+    port: int = _setting(8080, "Port `citewell serve` listens on.", "PORT")
+    max_upload_bytes: int = _setting(
+        100 * 1024 * 1024, "Largest file accepted by an upload, in bytes."
+    )
+
+    # --- LLM and chat -----------------------------------------------------------------
+    llm_base_url: str = _setting(
+        "",
+        "OpenAI-compatible chat endpoint base, e.g. http://127.0.0.1:11434/v1 (Ollama), "
+        "https://api.openai.com/v1. Empty: answers are extractive.",
+        "OPENAI_API_BASE_URL",
+    )
+    llm_api_key: str = _setting("", "Bearer token for the LLM endpoint.", "OPENAI_API_KEY")
+    llm_model: str = _setting(
+        "",
+        "Model used when a request names none of the presets and the LLM's own list is "
+        "unavailable; also the default base model of presets.",
+    )
+    llm_timeout: float = _setting(120.0, "Seconds before an LLM call fails.")
+    llm_context_window: int = _setting(
+        8192, "Context window (tokens) of the LLM; context is packed to fit it."
+    )
+    llm_reserved_tokens: int = _setting(
+        1024, "Tokens kept free for the answer when max_tokens is not given."
+    )
+    rag_template: str = _setting(
+        "",
+        "RAG prompt template; [context]/{{CONTEXT}} and [query]/{{QUERY}} are replaced. "
+        "Empty: the built-in template.",
+        "RAG_TEMPLATE",
+    )
+    rag_system_context: bool = _setting(
+        True,
+        "Put the retrieved context in the system message (stable prefix, prompt-cache "
+        "friendly); false puts it in the last user message as Open WebUI does by default.",
+        "RAG_SYSTEM_CONTEXT",
+    )
+    rag_full_context: bool = _setting(
+        False,
+        "Give the LLM whole documents instead of retrieved chunks, while they fit the "
+        "token budget (falls back to retrieval when they would not).",
+        "RAG_FULL_CONTEXT",
+    )
+    bypass_embedding_and_retrieval: bool = _setting(
+        False,
+        "Store extracted text without chunking or embedding, and give chats whole "
+        "documents (within the token budget).",
+        "BYPASS_EMBEDDING_AND_RETRIEVAL",
+    )
+    enable_retrieval_query_generation: bool = _setting(
+        True,
+        "Let the LLM write 1-3 search queries from the recent conversation (skipped for "
+        "a single-turn question, where the question itself is the query).",
+        "ENABLE_RETRIEVAL_QUERY_GENERATION",
+    )
+    query_generation_prompt_template: str = _setting(
+        "",
+        "Prompt for query generation; {{MESSAGES}} is replaced by the recent history. "
+        "Empty: the built-in prompt.",
+        "QUERY_GENERATION_PROMPT_TEMPLATE",
+    )
+    model_presets: str = _setting(
+        "",
+        'JSON list of model presets: [{"id": "hr-assistant", "knowledge": ["handbook"], '
+        '"base_model": "llama3", "template": "...", "top_k": 8, '
+        '"system": "..."}]. Each appears at /v1/models and answers from its KBs.',
+    )
+
     @field_validator("data_dir", mode="before")
     @classmethod
     def _default_data_dir(cls, value: Any) -> Any:

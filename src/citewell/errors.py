@@ -40,6 +40,11 @@ class InvalidInput(CitewellError):
     code = "invalid_input"
 
 
+class PayloadTooLarge(CitewellError):
+    status = 413
+    code = "payload_too_large"
+
+
 class UnsupportedFormat(CitewellError):
     status = 415
     code = "unsupported_format"
@@ -68,6 +73,14 @@ class EmbeddingError(UpstreamError):
 
 class RerankError(UpstreamError):
     code = "rerank_failed"
+
+
+class ModelNotFound(NotFoundError):
+    code = "model_not_found"
+
+
+class LLMError(UpstreamError):
+    code = "llm_failed"
 
 
 class StoreError(CitewellError):

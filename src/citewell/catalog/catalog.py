@@ -89,6 +89,25 @@ class Catalog:
             session.add(row)
         return _kb(row)
 
+    def update_kb(
+        self, kb_id: str, name: str | None = None, description: str | None = None
+    ) -> KnowledgeBase:
+        with self._session() as session, session.begin():
+            row = session.get(KnowledgeBaseRow, kb_id)
+            if row is None:
+                raise KnowledgeBaseNotFound(f"No knowledge base {kb_id!r}.")
+            if name is not None and name.strip() and name.strip() != row.name:
+                clash = session.scalar(
+                    select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name.strip())
+                )
+                if clash is not None:
+                    raise InvalidInput(f"Knowledge base {name!r} exists already.")
+                row.name = name.strip()
+            if description is not None:
+                row.description = description
+            row.updated_at = time.time()
+        return _kb(row)
+
     def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
         with self._session() as session:
             row = session.scalar(
@@ -200,6 +219,10 @@ class Catalog:
                     )
                 )
             )
+
+    def list_files(self) -> list[FileRecord]:
+        with self._session() as session:
+            return [_file(r) for r in session.scalars(select(FileRow).order_by(FileRow.created_at))]
 
     def all_file_ids(self) -> set[str]:
         with self._session() as session:

@@ -35,21 +35,27 @@ def citations_for(results: Sequence[ScoredChunk]) -> tuple[Citation, ...]:
     )
 
 
-def extractive_answer(query: str, results: Sequence[ScoredChunk], stemmer: str) -> Answer:
-    from citewell.retrieval.tokenize import tokenize
+NO_MATCH = "No passage in the selected knowledge bases matches the question."
 
+
+def extractive_answer(query: str, results: Sequence[ScoredChunk], stemmer: str) -> Answer:
     citations = citations_for(results)
     if not results:
-        return Answer(
-            "No passage in the selected knowledge bases matches the question.",
-            citations,
-            extractive=True,
-        )
+        return Answer(NO_MATCH, citations, extractive=True)
+    text = extractive_text(query, [r.chunk.text for r in results], stemmer)
+    return Answer(text=text, citations=citations, extractive=True)
+
+
+def extractive_text(query: str, passages: Sequence[str], stemmer: str) -> str:
+    """The best sentences of ``passages`` (numbered 1..n in order), each followed by [n]."""
+    from citewell.retrieval.tokenize import tokenize
+
+    if not passages:
+        return NO_MATCH
     query_terms = set(tokenize(query, stemmer))
-    candidates = []  # (score, chunk rank, start, sentence)
+    candidates = []  # (chunk rank, start, sentence, terms)
     sentence_terms = []
-    for rank, result in enumerate(results):
-        text = result.chunk.text
+    for rank, text in enumerate(passages):
         for start, end in sentence_spans(text):
             sentence = " ".join(text[start:end].split())
             terms = set(tokenize(sentence, stemmer))
@@ -64,5 +70,4 @@ def extractive_answer(query: str, results: Sequence[ScoredChunk], stemmer: str) 
         scored.append((score, rank, start, sentence))
     best = sorted(scored, key=lambda s: -s[0])[:MAX_SENTENCES]
     best.sort(key=lambda s: (s[1], s[2]))
-    text = " ".join(f"{sentence} [{rank + 1}]" for _, rank, _, sentence in best)
-    return Answer(text=text, citations=citations, extractive=True)
+    return " ".join(f"{sentence} [{rank + 1}]" for _, rank, _, sentence in best)

@@ -55,8 +55,10 @@ class HybridRetriever:
         k: int,
         mode: SearchMode,
         trace: RetrievalTrace | None = None,
+        threshold: float | None = None,
     ) -> list[ScoredChunk]:
         trace = trace or RetrievalTrace()
+        floor = self.settings.relevance_threshold if threshold is None else threshold
         started = time.perf_counter()
         widen = mode is SearchMode.HYBRID or self.reranker is not None
         pool = max(k, self.settings.candidate_k) if widen else k
@@ -73,7 +75,7 @@ class HybridRetriever:
             began = time.perf_counter()
             results = self.reranker.rerank(query, results, min(k, self.settings.top_k_reranker))
             trace.timings["rerank"] = _ms(began)
-        kept = [r for r in results if _relevance(r) >= self.settings.relevance_threshold]
+        kept = [r for r in results if _relevance(r) >= floor]
         trace.dropped_by_threshold = len(results) - len(kept)
         trace.timings["total"] = _ms(started)
         return kept[:k]

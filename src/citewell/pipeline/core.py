@@ -8,15 +8,18 @@ Ask:    search → answer with numbered, chunk-level citations.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
+from citewell.catalog.storage import FileStorage
 from citewell.chat.extractive import extractive_answer
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
-from citewell.errors import CitewellError
+from citewell.errors import CitewellError, FileNotFound
 from citewell.loaders import load_bytes
 from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace, terms_string
@@ -58,6 +61,8 @@ class _Pending:
     record: FileRecord
     chunks: list[StoredChunk]
     embed_texts: list[str]
+    data: bytes
+    text: str
 
 
 @dataclass
@@ -97,6 +102,7 @@ class Citewell:
         self,
         settings: Settings,
         catalog: Catalog,
+        storage: FileStorage,
         embedder: CachedEmbedder,
         store: ChunkStore,
         splitter: Splitter,
@@ -104,6 +110,8 @@ class Citewell:
     ) -> None:
         self.settings = settings
         self.catalog = catalog
+        self.storage = storage
+        self._ingest_lock = threading.Lock()  # one ingest at a time (a job queue comes later)
         self.embedder = embedder
         self.store = store
         self.splitter = splitter
@@ -136,11 +144,20 @@ class Citewell:
             build_reranker(settings),
         )
         catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
-        return cls(settings, catalog, cached, store, build_splitter(settings, cached), retriever)
+        storage = FileStorage(data_dir / "files")
+        splitter = build_splitter(settings, cached)
+        return cls(settings, catalog, storage, cached, store, splitter, retriever)
 
     # --- knowledge bases ----------------------------------------------------------
     def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
         return self.catalog.create_kb(name, description)
+
+    def update_kb(
+        self, name_or_id: str, name: str | None = None, description: str | None = None
+    ) -> KnowledgeBase:
+        updated = self.catalog.update_kb(self.kb_id(name_or_id), name, description)
+        self._kb_ids.clear()  # names may now point elsewhere
+        return updated
 
     def kb_id(self, name_or_id: str) -> str:
         """The id of a KB, remembered: the catalog is asked once per name."""
@@ -177,6 +194,16 @@ class Citewell:
     def ingest_items(
         self, items: Sequence[SourceItem], kb: str, progress: ProgressCallback | None = None
     ) -> IngestReport:
+        with self._ingest_lock:
+            return self._ingest_items(items, kb, progress)
+
+    def _ingest_items(
+        self,
+        items: Sequence[SourceItem],
+        kb: str,
+        progress: ProgressCallback | None,
+        strict: bool = False,
+    ) -> IngestReport:
         run = _Run(self.catalog.ensure_kb(kb), IngestProgress(files_total=len(items)), progress)
         existing = self.catalog.files_in_kb(run.kb.id)
         embedded_before = self.embedder.embedded
@@ -185,6 +212,8 @@ class Citewell:
             try:
                 self._ingest_one(run, item, existing.get(item.key))
             except CitewellError as exc:
+                if strict:
+                    raise
                 run.bump("failed")
                 run.errors.append(f"{item.name}: {exc.message}")
             run.progress.files_done += 1
@@ -231,6 +260,8 @@ class Citewell:
     def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
         document = load_bytes(data, item.name)
         chunks = [c for c in self.splitter.split(document) if c.text.strip()]
+        if self.settings.bypass_embedding_and_retrieval:
+            chunks = []  # whole documents go to the LLM; nothing is chunked or embedded
         file_id = digest[:32]
         record = FileRecord(
             id=file_id,
@@ -241,13 +272,14 @@ class Citewell:
             size=len(data),
             chunk_count=len(chunks),
             status="indexed",
-            created_at=0.0,
+            created_at=time.time(),
         )
         stored = [
             self._stored_chunk(file_id, kb_id, i, c, item.name, document)
             for i, c in enumerate(chunks)
         ]
-        return _Pending(item, record, stored, [embed_text(c, document) for c in chunks])
+        embed_texts = [embed_text(c, document) for c in chunks]
+        return _Pending(item, record, stored, embed_texts, data, document.text)
 
     def _stored_chunk(
         self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, document: Document
@@ -283,6 +315,7 @@ class Citewell:
         ]
         self.store.upsert(rows)
         for pending in run.pending:
+            self.storage.put(pending.record.id, pending.data, pending.text)
             self.catalog.add_file(pending.record)
             self.catalog.link(run.kb.id, pending.record.id, pending.item.key)
             run.bump("indexed")
@@ -302,8 +335,60 @@ class Citewell:
         self.catalog.unlink(kb_id, file_id)
         self.store.unlink(file_id, kb_id)
         if not self.catalog.kbs_of_file(file_id):
-            self.store.delete(ChunkFilter(file_ids=(file_id,)))
-            self.catalog.delete_file(file_id)
+            self._delete_file(file_id)
+
+    def _delete_file(self, file_id: str) -> None:
+        """Every chunk, vector, index entry, stored text and original of the file goes."""
+        self.store.delete(ChunkFilter(file_ids=(file_id,)))
+        self.catalog.delete_file(file_id)
+        self.storage.delete(file_id)
+
+    # --- files --------------------------------------------------------------------
+    def upload(self, kb: str, name: str, data: bytes) -> tuple[FileRecord, IngestReport]:
+        """Add one file's bytes to a KB. The same bytes again are the same file."""
+        digest = sha256(data)
+        item = SourceItem(key=f"upload:{digest[:32]}", name=name, read=lambda: data)
+        with self._ingest_lock:
+            report = self._ingest_items([item], kb, None, strict=True)
+        return self.get_file(digest[:32]), report
+
+    def get_file(self, file_id: str) -> FileRecord:
+        record = self.catalog.get_file(file_id)
+        if record is None:
+            raise FileNotFound(f"No file {file_id!r}; list files with GET /api/v1/files.")
+        return record
+
+    def files(self, kb: str | None = None) -> list[FileRecord]:
+        if kb is None:
+            return self.catalog.list_files()
+        return sorted(
+            set(self.catalog.files_in_kb(self.kb_id(kb)).values()), key=lambda f: f.created_at
+        )
+
+    def file_text(self, file_id: str) -> str:
+        return self.storage.text(self.get_file(file_id).id) or ""
+
+    def add_file(self, kb: str, file_id: str) -> None:
+        """Put an existing file into another KB: its chunks are shared, nothing is embedded."""
+        record = self.get_file(file_id)
+        with self._ingest_lock:
+            self._link(self.kb_id(kb), record.id, f"upload:{record.id}")
+
+    def remove_file(self, kb: str, file_id: str) -> None:
+        """Take a file out of one KB (deleting it once no KB holds it)."""
+        kb_id = self.kb_id(kb)
+        if kb_id not in self.catalog.kbs_of_file(self.get_file(file_id).id):
+            raise FileNotFound(f"File {file_id!r} is not in knowledge base {kb!r}.")
+        with self._ingest_lock:
+            self._remove_from_kb(kb_id, file_id)
+
+    def delete_file(self, file_id: str) -> None:
+        """Delete a file from every KB and from disk, in one operation."""
+        record = self.get_file(file_id)
+        with self._ingest_lock:
+            for kb_id in self.catalog.kbs_of_file(record.id):
+                self.catalog.unlink(kb_id, record.id)
+            self._delete_file(record.id)
 
     # --- retrieval ----------------------------------------------------------------
     def search(
@@ -315,12 +400,25 @@ class Citewell:
         trace: RetrievalTrace | None = None,
     ) -> list[ScoredChunk]:
         ids = tuple(self.kb_id(name) for name in kbs)
+        return self.search_where(query, ChunkFilter(kb_ids=ids), mode, k, trace)
+
+    def search_where(
+        self,
+        query: str,
+        where: ChunkFilter,
+        mode: SearchMode | None = None,
+        k: int | None = None,
+        trace: RetrievalTrace | None = None,
+        threshold: float | None = None,
+    ) -> list[ScoredChunk]:
+        """Search the chunks ``where`` allows (KBs and/or files), filtered inside the store."""
         mode = mode or (SearchMode.HYBRID if self.settings.hybrid_search else SearchMode.VECTOR)
         results = self.retriever.search(
-            query, ChunkFilter(kb_ids=ids), k or self.settings.top_k, mode, trace
+            query, where, k or self.settings.top_k, mode, trace, threshold
         )
         for result in results:
-            result.kb_id = next((kb for kb in ids if kb in result.chunk.kb_ids), None)
+            kbs = where.kb_ids or result.chunk.kb_ids
+            result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)
         return results
 
     def ask(

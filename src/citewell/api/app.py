@@ -1,0 +1,52 @@
+"""create_app(settings) → the FastAPI application. No import-time globals."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from citewell.api import errors
+from citewell.api.routes import files, health, knowledge, openai, rag, retrieval
+from citewell.chat.context import TokenCounter, approximate_tokens
+from citewell.chat.presets import parse_presets
+from citewell.config import Settings
+from citewell.llm import LLM, OpenAICompatibleLLM
+from citewell.pipeline import Citewell
+from citewell.pipeline.chat import ChatPipeline
+
+
+def build_llm(settings: Settings) -> LLM | None:
+    if not settings.llm_base_url:
+        return None
+    return OpenAICompatibleLLM(settings.llm_base_url, settings.llm_api_key, settings.llm_timeout)
+
+
+def token_counter(app: Citewell) -> TokenCounter:
+    """Counts with the embedder's tokenizer when there is one (close to most LLMs' counts)."""
+    tokenizer = getattr(app.embedder.inner, "tokenizer", None)
+    if tokenizer is None:
+        return approximate_tokens
+    from citewell.splitters import TokenMeasure
+
+    return TokenMeasure(tokenizer).size
+
+
+def create_app(
+    settings: Settings, citewell: Citewell | None = None, llm: LLM | None = None
+) -> FastAPI:
+    citewell = citewell or Citewell.from_settings(settings)
+    llm = llm if llm is not None else build_llm(settings)
+    app = FastAPI(
+        title="Citewell",
+        version="0.1.0",
+        description="Answers from your documents, citing the exact passage. OpenAI-compatible "
+        "chat at /v1, Open WebUI's RAG API at /api/v1/rag, management at /api/v1.",
+    )
+    app.state.citewell = citewell
+    app.state.llm = llm
+    app.state.chat = ChatPipeline(
+        citewell, llm, parse_presets(settings.model_presets), token_counter(citewell)
+    )
+    errors.install(app)
+    for module in (health, knowledge, files, retrieval, rag, openai):
+        app.include_router(module.router)
+    return app

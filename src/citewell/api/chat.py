@@ -1,0 +1,199 @@
+"""Chat completions in OpenAI's wire format, with sources, shared by /v1 and /api/v1/rag.
+
+Sources: every response carries ``sources`` (the seed's shape, one entry per cited chunk).
+``[n]`` in the answer refers to the source whose ``id`` is n (``index`` is n - 1). Streaming:
+the first chunk carries ``sources``; the last carries ``sources`` again and
+``invalid_citations`` (numbers the model cited that match no source).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from itertools import chain
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from citewell.api.schemas import ChatCompletionCreate
+from citewell.chat.context import Source
+from citewell.errors import CitewellError, ModelNotFound
+from citewell.llm.base import ChatMessage, Delta
+from citewell.pipeline.chat import ChatPipeline, ChatRequest, ChatResult, PreparedChat
+
+MODELS_TTL = 60.0
+
+
+def to_request(body: ChatCompletionCreate) -> ChatRequest:
+    options = body.model_dump(
+        include={
+            "max_tokens",
+            "temperature",
+            "top_p",
+            "frequency_penalty",
+            "presence_penalty",
+            "stop",
+            "user",
+            "seed",
+        },
+        exclude_none=True,
+    )
+    messages = tuple(ChatMessage(m.role, m.text()) for m in body.messages)
+    return ChatRequest(
+        model=body.model,
+        messages=messages,
+        knowledge=tuple(body.knowledge_collections),
+        file_ids=tuple(body.file_ids),
+        options=options,
+        stream=body.stream,
+        trace=body.retrieval_trace,
+    )
+
+
+def source_public(source: Source) -> dict[str, Any]:
+    short = source.file_name.rsplit(".", 1)[-1].lower() if "." in source.file_name else ""
+    return {
+        "id": source.number,
+        "index": source.number - 1,
+        "content": source.text,
+        "metadata": {
+            "file_id": source.file_id,
+            "name": source.file_name,
+            "source": source.file_name,
+            "page": source.page,
+            "start": source.start,
+            "end": source.end,
+            "score": round(source.score, 6),
+            "chunk_id": source.chunk_id,
+            "knowledge_base_id": source.kb_id,
+        },
+        "file": {"id": source.file_id, "name": source.file_name, "type": short},
+    }
+
+
+def _extras(prepared: PreparedChat) -> dict[str, Any]:
+    extras: dict[str, Any] = {"sources": [source_public(s) for s in prepared.sources]}
+    if prepared.warnings:
+        extras["warnings"] = prepared.warnings
+    if prepared.request.trace:
+        extras["retrieval_trace"] = {"queries": prepared.queries, **prepared.trace}
+    return extras
+
+
+def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
+    prepared = result.prepared
+    body: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": prepared.request.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": result.text},
+                "finish_reason": result.finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": result.usage.prompt_tokens,
+            "completion_tokens": result.usage.completion_tokens,
+            "total_tokens": result.usage.total_tokens,
+        },
+        **_extras(prepared),
+    }
+    if result.invalid_citations:
+        body["invalid_citations_removed"] = list(result.invalid_citations)
+    if result.extractive:
+        body["extractive"] = True
+    return body
+
+
+def _chunk(
+    completion_id: str, model: str, delta: dict[str, Any], finish: str | None, **extra: Any
+) -> str:
+    payload = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def sse_events(
+    chat: ChatPipeline, prepared: PreparedChat, deltas: Iterator[Delta], completion_id: str
+) -> Iterator[str]:
+    model = prepared.request.model
+    extras = _extras(prepared)
+    yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None, **extras)
+    text, finish, usage = [], "stop", None
+    try:
+        for delta in deltas:
+            if delta.text:
+                text.append(delta.text)
+                yield _chunk(completion_id, model, {"content": delta.text}, None)
+            finish = delta.finish_reason or finish
+            usage = delta.usage or usage
+    except CitewellError as exc:
+        yield f"data: {json.dumps({'error': {'message': exc.message, 'code': exc.code}})}\n\n"
+        return
+    invalid = chat.invalid_citations("".join(text), prepared)
+    last: dict[str, Any] = {**extras, "invalid_citations": invalid}
+    if usage is not None:
+        last["usage"] = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+    yield _chunk(completion_id, model, {}, finish, **last)
+    yield "data: [DONE]\n\n"
+
+
+async def check_model(request: Request, model: str) -> None:
+    """404 when an LLM is configured, it lists its models, and this is none of them."""
+    chat: ChatPipeline = request.app.state.chat
+    if chat.llm is None or model in chat.presets:
+        return
+    known = await available_models(request)
+    if known and model not in known:
+        raise ModelNotFound(f"Model {model!r} not found; GET /v1/models lists the models.")
+
+
+async def available_models(request: Request) -> list[str]:
+    chat: ChatPipeline = request.app.state.chat
+    state = request.app.state
+    cached = getattr(state, "models_cache", None)
+    if cached is None or time.monotonic() - cached[0] > MODELS_TTL:
+        upstream = await run_in_threadpool(chat.llm.models) if chat.llm else []
+        configured = [chat.settings.llm_model] if chat.settings.llm_model else []
+        cached = (time.monotonic(), list(dict.fromkeys([*configured, *upstream])))
+        state.models_cache = cached
+    names: list[str] = cached[1]
+    if not names and chat.llm is None:
+        names = ["citewell-extractive"]
+    return list(dict.fromkeys([*chat.presets, *names]))
+
+
+async def handle_chat(request: Request, body: ChatCompletionCreate) -> Any:
+    chat: ChatPipeline = request.app.state.chat
+    await check_model(request, body.model)
+    chat_request = to_request(body)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    if not body.stream:
+        result = await run_in_threadpool(chat.complete, chat_request)
+        return JSONResponse(completion_body(result, completion_id))
+    prepared, deltas = await run_in_threadpool(chat.stream, chat_request)
+    # Start the upstream stream now, so a failure before the first token is a proper error.
+    first = await run_in_threadpool(next, deltas, None)
+    primed = chain([first] if first is not None else [], deltas)
+    return StreamingResponse(
+        sse_events(chat, prepared, primed, completion_id),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache"},
+    )

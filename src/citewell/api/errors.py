@@ -1,0 +1,43 @@
+"""The one error handler: every error body is {"detail": message, "code": stable code}."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from citewell.errors import CitewellError
+
+log = logging.getLogger("citewell.api")
+
+
+def error_body(status: int, detail: str, code: str, **extra: object) -> JSONResponse:
+    return JSONResponse({"detail": detail, "code": code, **extra}, status_code=status)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(CitewellError)
+    async def citewell_error(_: Request, exc: CitewellError) -> JSONResponse:
+        return error_body(exc.status, exc.message, exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in exc.errors()
+        ]
+        return error_body(400, "Invalid request: " + "; ".join(problems), "invalid_input")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_body(exc.status_code, str(exc.detail), code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_body(
+            500, "Internal server error; the server log has the details.", "internal_error"
+        )

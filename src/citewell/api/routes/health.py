@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from citewell.api.deps import CitewellDep
+from citewell.types import ChunkFilter
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(app: CitewellDep) -> dict[str, object]:
+    """The catalog and the chunk store answer."""
+    return {
+        "status": "ready",
+        "knowledge_bases": len(app.list_kbs()),
+        "chunks": app.store.count(ChunkFilter()),
+    }

@@ -1,0 +1,102 @@
+"""Knowledge bases and the files in them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Request, UploadFile, status
+
+from citewell.api.deps import CitewellDep
+from citewell.api.schemas import (
+    FilePublic,
+    IngestPublic,
+    KnowledgeBaseCreate,
+    KnowledgeBasePublic,
+    KnowledgeBaseUpdate,
+    TextCreate,
+)
+from citewell.errors import InvalidInput, PayloadTooLarge
+
+router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def create_kb(body: KnowledgeBaseCreate, app: CitewellDep) -> KnowledgeBasePublic:
+    return KnowledgeBasePublic.of(app.create_kb(body.name, body.description), [])
+
+
+@router.get("")
+def list_kbs(app: CitewellDep) -> list[KnowledgeBasePublic]:
+    return [KnowledgeBasePublic.of(kb) for kb in app.list_kbs()]
+
+
+@router.get("/{kb_id}")
+def get_kb(kb_id: str, app: CitewellDep) -> KnowledgeBasePublic:
+    kb = app.catalog.get_kb(kb_id)
+    return KnowledgeBasePublic.of(kb, app.files(kb.id))
+
+
+@router.patch("/{kb_id}")
+def update_kb(kb_id: str, body: KnowledgeBaseUpdate, app: CitewellDep) -> KnowledgeBasePublic:
+    return KnowledgeBasePublic.of(app.update_kb(kb_id, body.name, body.description))
+
+
+@router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_kb(kb_id: str, app: CitewellDep) -> None:
+    """Delete the KB and every chunk, vector and file that no other KB uses."""
+    app.delete_kb(kb_id)
+
+
+async def read_limited(upload: UploadFile, limit: int) -> bytes:
+    data = await upload.read(limit + 1)
+    if len(data) > limit:
+        raise PayloadTooLarge(f"{upload.filename} is larger than {limit} bytes (max_upload_bytes).")
+    return data
+
+
+@router.post("/{kb_id}/files", status_code=status.HTTP_201_CREATED)
+async def upload_file(
+    kb_id: str, request: Request, app: CitewellDep, file: Annotated[UploadFile, File()]
+) -> IngestPublic:
+    """Upload a file into the KB. The same bytes again are the same file (not re-embedded)."""
+    from starlette.concurrency import run_in_threadpool
+
+    data = await read_limited(file, request.app.state.citewell.settings.max_upload_bytes)
+    name = (file.filename or "upload").replace("\\", "/").rsplit("/", 1)[-1] or "upload"
+    kb = app.catalog.get_kb(kb_id)
+    record, report = await run_in_threadpool(app.upload, kb.id, name, data)
+    return IngestPublic(
+        file=FilePublic.of(record),
+        chunks_embedded=report.chunks_embedded,
+        linked=report.files_linked > 0,
+        unchanged=report.files_unchanged > 0,
+    )
+
+
+@router.post("/{kb_id}/text", status_code=status.HTTP_201_CREATED)
+def add_text(kb_id: str, body: TextCreate, app: CitewellDep) -> IngestPublic:
+    """Ingest raw text as a file of the KB."""
+    kb = app.catalog.get_kb(kb_id)
+    record, report = app.upload(kb.id, body.name, body.content.encode("utf-8"))
+    return IngestPublic(
+        file=FilePublic.of(record),
+        chunks_embedded=report.chunks_embedded,
+        linked=report.files_linked > 0,
+        unchanged=report.files_unchanged > 0,
+    )
+
+
+@router.post("/{kb_id}/files/{file_id}", status_code=status.HTTP_201_CREATED)
+def add_existing_file(kb_id: str, file_id: str, app: CitewellDep) -> KnowledgeBasePublic:
+    """Add a file that is already stored to this KB too: no parsing, no embedding."""
+    if not file_id.isalnum():
+        raise InvalidInput("file_id must be a file id from GET /api/v1/files.")
+    app.add_file(kb_id, file_id)
+    kb = app.catalog.get_kb(kb_id)
+    return KnowledgeBasePublic.of(kb, app.files(kb.id))
+
+
+@router.delete("/{kb_id}/files/{file_id}", status_code=status.HTTP_204_NO_CONTENT)
+def remove_file(kb_id: str, file_id: str, app: CitewellDep) -> None:
+    """Take the file out of this KB; it is deleted once no KB holds it."""
+    app.remove_file(kb_id, file_id)

@@ -1,0 +1,35 @@
+"""OpenAI-compatible endpoints: any OpenAI client works unchanged (api_key: any string)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from citewell.api.chat import available_models, handle_chat
+from citewell.api.schemas import ChatCompletionCreate
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+
+
+def model_list(names: list[str]) -> dict[str, Any]:
+    created = int(time.time())
+    return {
+        "object": "list",
+        "data": [
+            {"id": n, "object": "model", "created": created, "owned_by": "citewell"} for n in names
+        ],
+    }
+
+
+@router.get("/models")
+async def list_models(request: Request) -> dict[str, Any]:
+    return model_list(await available_models(request))
+
+
+@router.post("/chat/completions")
+async def chat_completions(request: Request, body: ChatCompletionCreate) -> Any:
+    """Chat with RAG: knowledge comes from the model preset or from knowledge_collections /
+    file_ids in the body. Streams in OpenAI's SSE format when stream is true."""
+    return await handle_chat(request, body)

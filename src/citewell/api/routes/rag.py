@@ -1,0 +1,58 @@
+"""Open WebUI's RAG API, as its documentation (seed 004) specifies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from citewell.api.chat import available_models, handle_chat
+from citewell.api.deps import CitewellDep
+from citewell.api.routes.openai import model_list
+from citewell.api.schemas import ChatCompletionCreate, file_type
+
+router = APIRouter(prefix="/api/v1/rag", tags=["rag"])
+
+
+@router.get("/models")
+async def rag_models(request: Request) -> dict[str, Any]:
+    return model_list(await available_models(request))
+
+
+@router.get("/knowledge/collections")
+def rag_collections(app: CitewellDep) -> dict[str, Any]:
+    return {
+        "collections": [
+            {
+                "id": kb.id,
+                "name": kb.name,
+                "description": kb.description,
+                "created_at": int(kb.created_at),
+                "updated_at": int(kb.updated_at),
+            }
+            for kb in app.list_kbs()
+        ]
+    }
+
+
+@router.get("/files")
+def rag_files(app: CitewellDep) -> dict[str, Any]:
+    return {
+        "files": [
+            {
+                "id": f.id,
+                "name": f.name,
+                "type": file_type(f),
+                "created_at": int(f.created_at),
+                "updated_at": int(f.created_at),
+            }
+            for f in app.files()
+        ]
+    }
+
+
+@router.post("/chat/completions")
+async def rag_chat(request: Request, body: ChatCompletionCreate) -> Any:
+    """RAG chat over knowledge_collections (ids or names) and file_ids. Unknown ones are
+    reported in ``warnings`` rather than failing the request."""
+    return await handle_chat(request, body)

@@ -1,0 +1,146 @@
+"""Request and response bodies (Base/Create/Public naming)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from citewell.catalog import FileRecord, KnowledgeBase
+
+
+class ErrorPublic(BaseModel):
+    detail: str
+    code: str
+
+
+class KnowledgeBaseCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+
+
+class KnowledgeBaseUpdate(BaseModel):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = None
+
+
+class FilePublic(BaseModel):
+    id: str
+    name: str
+    type: str
+    mime_type: str
+    size: int
+    sha256: str
+    chunk_count: int
+    status: str
+    created_at: int
+    updated_at: int
+
+    @classmethod
+    def of(cls, record: FileRecord) -> FilePublic:
+        return cls(
+            id=record.id,
+            name=record.name,
+            type=file_type(record),
+            size=record.size,
+            mime_type=record.mime_type,
+            sha256=record.sha256,
+            chunk_count=record.chunk_count,
+            status=record.status,
+            created_at=int(record.created_at),
+            updated_at=int(record.created_at),
+        )
+
+
+class KnowledgeBasePublic(BaseModel):
+    id: str
+    name: str
+    description: str
+    file_count: int
+    created_at: int
+    updated_at: int
+    files: list[FilePublic] | None = None
+
+    @classmethod
+    def of(cls, kb: KnowledgeBase, files: list[FileRecord] | None = None) -> KnowledgeBasePublic:
+        return cls(
+            id=kb.id,
+            name=kb.name,
+            description=kb.description,
+            file_count=kb.file_count,
+            created_at=int(kb.created_at),
+            updated_at=int(kb.updated_at),
+            files=[FilePublic.of(f) for f in files] if files is not None else None,
+        )
+
+
+class IngestPublic(BaseModel):
+    file: FilePublic
+    chunks_embedded: int
+    linked: bool
+    unchanged: bool
+
+
+class TextCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=500)
+    content: str = Field(min_length=1)
+
+
+class QueryDocRequest(BaseModel):
+    collection_name: str = Field(description="A file id.")
+    query: str = Field(min_length=1)
+    k: int | None = Field(default=None, ge=1, le=1000)
+    r: float | None = Field(default=None, ge=0, le=1, description="Relevance threshold.")
+    hybrid: bool | None = None
+
+
+class QueryCollectionRequest(BaseModel):
+    collection_names: list[str] = Field(min_length=1, description="Knowledge base ids or names.")
+    query: str = Field(min_length=1)
+    k: int | None = Field(default=None, ge=1, le=1000)
+    r: float | None = Field(default=None, ge=0, le=1)
+    hybrid: bool | None = None
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[dict[str, Any]] | None = ""
+
+    def text(self) -> str:
+        if isinstance(self.content, list):  # OpenAI content parts: keep the text ones
+            return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatCompletionCreate(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1)
+    knowledge_collections: list[str] = Field(default_factory=list)
+    file_ids: list[str] = Field(default_factory=list)
+    stream: bool = False
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    stop: str | list[str] | None = None
+    user: str | None = None
+    seed: int | None = None
+    retrieval_trace: bool = False
+
+
+def file_type(record: FileRecord) -> str:
+    """A short type, as the seed's file listing shows it: 'pdf', 'md', 'html', 'txt'."""
+    by_mime = {
+        "application/pdf": "pdf",
+        "text/markdown": "md",
+        "text/html": "html",
+        "text/plain": "txt",
+    }
+    if record.mime_type in by_mime:
+        return by_mime[record.mime_type]
+    return record.name.rsplit(".", 1)[-1].lower() if "." in record.name else "bin"

@@ -1,0 +1,37 @@
+"""Where originals and extracted texts live: files in the data dir, named by file id."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class FileStorage:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, file_id: str, kind: str) -> Path:
+        if not file_id.isalnum():
+            raise ValueError(f"not a file id: {file_id!r}")
+        return self.root / f"{file_id}.{kind}"
+
+    def put(self, file_id: str, original: bytes, text: str) -> None:
+        """Write both atomically (temp file + rename), so a reader never sees half a file."""
+        for kind, data in (("original", original), ("txt", text.encode("utf-8"))):
+            target = self._path(file_id, kind)
+            temp = target.with_suffix(target.suffix + ".tmp")
+            temp.write_bytes(data)
+            os.replace(temp, target)
+
+    def text(self, file_id: str) -> str | None:
+        path = self._path(file_id, "txt")
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def original(self, file_id: str) -> bytes | None:
+        path = self._path(file_id, "original")
+        return path.read_bytes() if path.is_file() else None
+
+    def delete(self, file_id: str) -> None:
+        for kind in ("original", "txt"):
+            self._path(file_id, kind).unlink(missing_ok=True)

@@ -1,0 +1,79 @@
+"""Numbered sources and the context string, packed to a token budget."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from citewell.types import ScoredChunk
+
+TokenCounter = Callable[[str], int]
+
+
+def approximate_tokens(text: str) -> int:
+    """About four characters a token: the fallback when no tokenizer is at hand."""
+    return max(1, len(text) // 4)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One numbered source given to the LLM: a chunk, or a whole document in full-context mode."""
+
+    number: int
+    text: str
+    file_id: str
+    file_name: str
+    mime_type: str
+    page: int | None
+    start: int
+    end: int
+    score: float
+    chunk_id: str | None
+    kb_id: str | None
+
+
+def source_block(source: Source) -> str:
+    name = html.escape(source.file_name, quote=True)
+    return f'<source id="{source.number}" name="{name}">{source.text}</source>'
+
+
+def context_string(sources: Sequence[Source]) -> str:
+    return "\n".join(source_block(s) for s in sources)
+
+
+def pack(candidates: Sequence[Source], budget: int, count: TokenCounter) -> list[Source]:
+    """The best-ranked sources that fit the budget, renumbered 1..n in rank order."""
+    kept: list[Source] = []
+    used = 0
+    for source in candidates:
+        cost = count(source_block(source)) + 1
+        if used + cost > budget:
+            continue  # a smaller, lower-ranked source may still fit
+        used += cost
+        kept.append(source)
+    return [_renumber(s, i) for i, s in enumerate(kept, start=1)]
+
+
+def _renumber(source: Source, number: int) -> Source:
+    from dataclasses import replace
+
+    return replace(source, number=number)
+
+
+def chunk_source(result: ScoredChunk, mime_type: str) -> Source:
+    chunk = result.chunk
+    score = result.rerank_score if result.rerank_score is not None else result.score
+    return Source(
+        0,
+        chunk.text,
+        chunk.file_id,
+        chunk.file_name,
+        mime_type,
+        chunk.page,
+        chunk.start,
+        chunk.end,
+        score,
+        chunk.id,
+        result.kb_id,
+    )

@@ -1,0 +1,43 @@
+"""Model presets: a model name that binds knowledge bases, a base LLM and a template."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from citewell.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    id: str
+    knowledge: tuple[str, ...] = ()
+    base_model: str = ""
+    template: str = ""
+    system: str = ""
+    top_k: int | None = None
+    name: str = ""
+
+
+def parse_presets(raw: str) -> dict[str, ModelPreset]:
+    if not raw.strip():
+        return {}
+    try:
+        items = json.loads(raw)
+        presets = [
+            ModelPreset(
+                id=str(i["id"]),
+                knowledge=tuple(i.get("knowledge", ())),
+                base_model=i.get("base_model", ""),
+                template=i.get("template", ""),
+                system=i.get("system", ""),
+                top_k=i.get("top_k"),
+                name=i.get("name", ""),
+            )
+            for i in items
+        ]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(
+            f"model_presets is not a JSON list of presets with an 'id': {exc}"
+        ) from exc
+    return {p.id: p for p in presets}

@@ -1,0 +1,147 @@
+"""Any OpenAI-compatible chat endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+
+from citewell.errors import LLMError, ModelNotFound
+from citewell.llm.base import ChatMessage, Completion, Delta, Usage
+
+RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504}
+OPTIONS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "stop",
+    "user",
+    "seed",
+)
+
+
+class OpenAICompatibleLLM:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str = "",
+        timeout: float = 120.0,
+        retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/")
+        self.retries = retries
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            transport=transport,
+        )
+
+    def _body(
+        self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any], stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": model,
+            "stream": stream,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+        }
+        body.update({k: v for k, v in options.items() if k in OPTIONS and v is not None})
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def complete(
+        self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
+    ) -> Completion:
+        response = self._post(self._body(model, messages, options, stream=False))
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            usage = data.get("usage") or {}
+            return Completion(
+                text=choice["message"].get("content") or "",
+                finish_reason=choice.get("finish_reason") or "stop",
+                usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+            )
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise LLMError(
+                f"Unexpected answer from the LLM at {self.base_url}: {response.text[:300]}"
+            ) from exc
+
+    def stream(
+        self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
+    ) -> Iterator[Delta]:
+        body = self._body(model, messages, options, stream=True)
+        try:
+            with self._client.stream("POST", "/chat/completions", json=body) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    self._raise(response)
+                for line in response.iter_lines():
+                    delta = parse_sse_line(line)
+                    if delta is not None:
+                        yield delta
+        except httpx.HTTPError as exc:
+            raise LLMError(f"The LLM at {self.base_url} failed mid-stream ({exc}).") from exc
+
+    def models(self) -> list[str]:
+        try:
+            response = self._client.get("/models")
+            response.raise_for_status()
+            return [m["id"] for m in response.json().get("data", [])]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return []
+
+    def _post(self, body: dict[str, Any]) -> httpx.Response:
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._client.post("/chat/completions", json=body)
+            except httpx.HTTPError as exc:
+                if attempt == self.retries:
+                    raise LLMError(
+                        f"The LLM at {self.base_url} is unreachable ({exc}); check "
+                        "llm_base_url and that the server runs."
+                    ) from exc
+            else:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in RETRYABLE or attempt == self.retries:
+                    self._raise(response)
+            time.sleep(min(0.5 * 2**attempt, 4.0))
+        raise AssertionError("unreachable")
+
+    def _raise(self, response: httpx.Response) -> None:
+        detail = response.text[:300]
+        if response.status_code == 404:
+            raise ModelNotFound(f"The LLM server does not know that model ({detail}).")
+        raise LLMError(f"The LLM at {self.base_url} answered {response.status_code}: {detail}")
+
+
+def parse_sse_line(line: str) -> Delta | None:
+    """One OpenAI SSE line → a Delta (None for keep-alives, comments and [DONE])."""
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    if not payload or payload == "[DONE]":
+        return None
+    try:
+        data = json.loads(payload)
+    except ValueError as exc:
+        raise LLMError(f"Unreadable stream event from the LLM: {payload[:200]}") from exc
+    usage = data.get("usage")
+    choices = data.get("choices") or [{}]
+    choice = choices[0]
+    return Delta(
+        text=(choice.get("delta") or {}).get("content") or "",
+        finish_reason=choice.get("finish_reason"),
+        usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        if usage
+        else None,
+    )

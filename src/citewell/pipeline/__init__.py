@@ -1,0 +1,19 @@
+"""The only place that knows the order of the steps: ingest and search (core), chat (chat)."""
+
+from citewell.pipeline.core import (
+    Citewell,
+    IngestProgress,
+    ProgressCallback,
+    embed_text,
+    sha256,
+    space_table,
+)
+
+__all__ = [
+    "Citewell",
+    "IngestProgress",
+    "ProgressCallback",
+    "embed_text",
+    "sha256",
+    "space_table",
+]

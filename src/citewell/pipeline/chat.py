@@ -1,0 +1,300 @@
+"""The chat flow, in order: scope → retrieval queries → retrieval → token-budgeted context →
+RAG template → injection → LLM (or an extractive answer) → citation check.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from citewell.chat.citations import cited_numbers, remove_invalid
+from citewell.chat.context import Source, TokenCounter, chunk_source, context_string, pack
+from citewell.chat.extractive import extractive_text
+from citewell.chat.presets import ModelPreset
+from citewell.chat.queries import history_text, parse_queries, worth_generating
+from citewell.chat.templates import render_query_prompt, render_rag_template
+from citewell.errors import CitewellError, InvalidInput
+from citewell.llm.base import LLM, ChatMessage, Delta, Usage
+from citewell.pipeline.core import Citewell
+from citewell.retrieval import RetrievalTrace
+from citewell.types import ChunkFilter
+
+EXTRACTIVE_NOTE = "Extractive answer (no LLM configured): best-matching sentences, quoted."
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    messages: tuple[ChatMessage, ...]
+    knowledge: tuple[str, ...] = ()  # knowledge base ids or names
+    file_ids: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    stream: bool = False
+    trace: bool = False
+
+
+@dataclass
+class PreparedChat:
+    request: ChatRequest
+    upstream_model: str
+    messages: list[ChatMessage]
+    sources: list[Source]
+    queries: list[str]
+    warnings: list[str]
+    trace: dict[str, Any]
+    used_rag: bool
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    prepared: PreparedChat
+    text: str
+    finish_reason: str
+    usage: Usage
+    invalid_citations: tuple[int, ...]
+    extractive: bool
+
+
+class ChatPipeline:
+    def __init__(
+        self,
+        app: Citewell,
+        llm: LLM | None,
+        presets: dict[str, ModelPreset],
+        count_tokens: TokenCounter,
+    ) -> None:
+        self.app = app
+        self.settings = app.settings
+        self.llm = llm
+        self.presets = presets
+        self.count = count_tokens
+
+    # --- public ---------------------------------------------------------------------
+    def complete(self, request: ChatRequest) -> ChatResult:
+        prepared = self.prepare(request)
+        if self.llm is None:
+            return self._extractive(prepared)
+        completion = self.llm.complete(prepared.upstream_model, prepared.messages, request.options)
+        text, invalid = self._checked(completion.text, prepared)
+        return ChatResult(
+            prepared,
+            text,
+            completion.finish_reason,
+            completion.usage,
+            tuple(invalid),
+            extractive=False,
+        )
+
+    def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta]]:
+        prepared = self.prepare(request)
+        if self.llm is None:
+            result = self._extractive(prepared)
+            return prepared, iter(
+                [Delta(result.text), Delta(finish_reason="stop", usage=result.usage)]
+            )
+        return prepared, self.llm.stream(
+            prepared.upstream_model, prepared.messages, request.options
+        )
+
+    def invalid_citations(self, text: str, prepared: PreparedChat) -> list[int]:
+        """Numbers cited in a streamed answer that point at no source (flagged, not removed)."""
+        valid = {s.number for s in prepared.sources}
+        return sorted({n for n in cited_numbers(text) if n not in valid})
+
+    # --- steps ----------------------------------------------------------------------
+    def prepare(self, request: ChatRequest) -> PreparedChat:
+        started = time.perf_counter()
+        if not any(m.role == "user" for m in request.messages):
+            raise InvalidInput("messages needs at least one message with role 'user'.")
+        preset = self.presets.get(request.model)
+        warnings: list[str] = []
+        where = self._scope(request, preset, warnings)
+        question = next(m.content for m in reversed(request.messages) if m.role == "user")
+        trace: dict[str, Any] = {}
+        prepared = PreparedChat(
+            request,
+            self._upstream_model(request, preset),
+            list(request.messages),
+            [],
+            [],
+            warnings,
+            trace,
+            False,
+        )
+        if where is None:
+            return prepared
+        budget = self._budget(request, preset)
+        prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
+        prepared.sources = self._sources(prepared.queries, where, budget, preset, trace)
+        prepared.messages = self._inject(request.messages, prepared.sources, question, preset)
+        prepared.used_rag = True
+        trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
+        return prepared
+
+    def _scope(
+        self, request: ChatRequest, preset: ModelPreset | None, warnings: list[str]
+    ) -> list[ChunkFilter] | None:
+        """Filters for the KBs and files in scope; unknown ones become warnings, not errors."""
+        kb_ids = []
+        for name in (*(preset.knowledge if preset else ()), *request.knowledge):
+            kb = self.app.catalog.find_kb(name)
+            if kb is None:
+                warnings.append(f"knowledge collection {name!r} not found")
+            elif kb.id not in kb_ids:
+                kb_ids.append(kb.id)
+        file_ids = []
+        for file_id in request.file_ids:
+            record = self.app.catalog.get_file(file_id)
+            if record is None:
+                warnings.append(f"file {file_id!r} not found")
+            elif record.id not in file_ids:
+                file_ids.append(record.id)
+        filters = []
+        if kb_ids:
+            filters.append(ChunkFilter(kb_ids=tuple(kb_ids)))
+        if file_ids:
+            filters.append(ChunkFilter(file_ids=tuple(file_ids)))
+        return filters or None
+
+    def _upstream_model(self, request: ChatRequest, preset: ModelPreset | None) -> str:
+        if preset is not None:
+            return preset.base_model or self.settings.llm_model or request.model
+        return request.model
+
+    def _budget(self, request: ChatRequest, preset: ModelPreset | None) -> int:
+        """Tokens left for sources: the window minus the answer, the history and the template."""
+        reserve = int(request.options.get("max_tokens") or self.settings.llm_reserved_tokens)
+        history = sum(self.count(m.content) + 4 for m in request.messages)
+        template = self.count(render_rag_template(self._template(preset), "", ""))
+        return max(0, self.settings.llm_context_window - reserve - history - template)
+
+    def _template(self, preset: ModelPreset | None) -> str:
+        return (preset.template if preset and preset.template else "") or self.settings.rag_template
+
+    def _queries(
+        self, request: ChatRequest, model: str, question: str, trace: dict[str, Any]
+    ) -> list[str]:
+        if (
+            self.llm is None
+            or not self.settings.enable_retrieval_query_generation
+            or not worth_generating(request.messages)
+        ):
+            trace["query_generation"] = "skipped"
+            return [question]
+        prompt = render_query_prompt(
+            self.settings.query_generation_prompt_template, history_text(request.messages)
+        )
+        try:
+            reply = self.llm.complete(
+                model, [ChatMessage("user", prompt)], {"temperature": 0, "max_tokens": 200}
+            )
+            queries = parse_queries(reply.text)
+        except CitewellError as exc:
+            trace["query_generation"] = f"failed: {exc.code}"
+            return [question]
+        trace["query_generation"] = "ok" if queries else "unusable reply"
+        return queries or [question]
+
+    def _sources(
+        self,
+        queries: list[str],
+        where: list[ChunkFilter],
+        budget: int,
+        preset: ModelPreset | None,
+        trace: dict[str, Any],
+    ) -> list[Source]:
+        if self.settings.rag_full_context or self.settings.bypass_embedding_and_retrieval:
+            documents = self._documents(where)
+            if sum(self.count(d.text) for d in documents) <= budget or (
+                self.settings.bypass_embedding_and_retrieval
+            ):
+                trace["mode"] = "full_context"
+                return pack(documents, budget, self.count)
+            trace["mode"] = "retrieval (full context would overflow the budget)"
+        k = (preset.top_k if preset and preset.top_k else None) or self.settings.top_k
+        best: dict[str, Source] = {}
+        for query in queries:
+            for scope in where:
+                retrieval = RetrievalTrace()
+                for result in self.app.search_where(query, scope, k=k, trace=retrieval):
+                    source = chunk_source(result, self._mime(result.chunk.file_id))
+                    if result.chunk.id not in best or best[result.chunk.id].score < source.score:
+                        best[result.chunk.id] = source
+                trace.setdefault("retrieval_ms", []).append(
+                    {k_: round(v, 2) for k_, v in retrieval.timings.items()}
+                )
+        ranked = sorted(best.values(), key=lambda s: -s.score)[:k]
+        trace.setdefault("mode", "retrieval")
+        return pack(ranked, budget, self.count)
+
+    def _documents(self, where: list[ChunkFilter]) -> list[Source]:
+        file_ids: list[str] = []
+        for scope in where:
+            for kb_id in scope.kb_ids or ():
+                file_ids.extend(r.id for r in self.app.catalog.files_in_kb(kb_id).values())
+            file_ids.extend(scope.file_ids or ())
+        documents = []
+        for file_id in dict.fromkeys(file_ids):
+            record = self.app.catalog.get_file(file_id)
+            text = self.app.storage.text(file_id)
+            if record is not None and text:
+                documents.append(
+                    Source(
+                        0,
+                        text,
+                        record.id,
+                        record.name,
+                        record.mime_type,
+                        None,
+                        0,
+                        len(text),
+                        1.0,
+                        None,
+                        None,
+                    )
+                )
+        return documents
+
+    def _mime(self, file_id: str) -> str:
+        record = self.app.catalog.get_file(file_id)
+        return record.mime_type if record else ""
+
+    def _inject(
+        self,
+        messages: Sequence[ChatMessage],
+        sources: list[Source],
+        question: str,
+        preset: ModelPreset | None,
+    ) -> list[ChatMessage]:
+        prompt = render_rag_template(self._template(preset), context_string(sources), question)
+        out = list(messages)
+        if self.settings.rag_system_context:
+            system = [m.content for m in out if m.role == "system"]
+            rest = [m for m in out if m.role != "system"]
+            parts = [p for p in (preset.system if preset else "", *system, prompt) if p]
+            return [ChatMessage("system", "\n\n".join(parts)), *rest]
+        last = max(i for i, m in enumerate(out) if m.role == "user")
+        out[last] = ChatMessage("user", prompt)
+        if preset and preset.system:
+            out.insert(0, ChatMessage("system", preset.system))
+        return out
+
+    def _checked(self, text: str, prepared: PreparedChat) -> tuple[str, list[int]]:
+        return remove_invalid(text, {s.number for s in prepared.sources})
+
+    def _extractive(self, prepared: PreparedChat) -> ChatResult:
+        question = next(m.content for m in reversed(prepared.request.messages) if m.role == "user")
+        if not prepared.used_rag:
+            text = (
+                "No LLM is configured and no knowledge was selected, so there is nothing "
+                "to answer from. Set llm_base_url, or pass knowledge_collections or "
+                "file_ids."
+            )
+        else:
+            passages = [s.text for s in prepared.sources]
+            quoted = extractive_text(question, passages, self.settings.bm25_stemmer)
+            text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"
+        usage = Usage(0, self.count(text))
+        return ChatResult(prepared, text, "stop", usage, (), extractive=True)

@@ -1,0 +1,119 @@
+"""A real Citewell server on 127.0.0.1 (uvicorn in a thread), stopped after the tests."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from citewell.api.app import create_app
+from citewell.config import Settings
+from citewell.pipeline import Citewell
+from tests.fake_servers import FakeLLMService, serve
+
+
+@dataclass
+class Server:
+    url: str
+    app: Any
+    llm: FakeLLMService | None
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60)
+
+
+@contextmanager
+def run_server(settings: Settings, embedder: Any) -> Iterator[str]:
+    citewell = Citewell.from_settings(settings, embedder=embedder)
+    config = uvicorn.Config(
+        create_app(settings, citewell), host="127.0.0.1", port=0, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def fake_llm() -> Iterator[FakeLLMService]:
+    service = FakeLLMService()
+    with serve(service) as url:
+        service.url = url
+        yield service
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[Server]:
+    """Server with the fake LLM as its upstream."""
+    data = tmp_path_factory.mktemp("server-data")
+    settings = Settings.load(
+        data_dir=data,
+        llm_base_url=fake_llm.url + "/v1",
+        model_presets='[{"id": "duck-expert", "knowledge": ["ducks"], '
+        '"base_model": "llama3", "system": "Be brief."}]',
+    )
+    with run_server(settings, onnx_embedder) as url:
+        yield Server(url, None, fake_llm)
+
+
+@pytest.fixture(scope="module")
+def extractive_server(tmp_path_factory, onnx_embedder) -> Iterator[Server]:
+    """Server with no LLM configured: answers are extractive."""
+    data = tmp_path_factory.mktemp("extractive-data")
+    with run_server(Settings.load(data_dir=data), onnx_embedder) as url:
+        yield Server(url, None, None)
+
+
+def upload(client: httpx.Client, kb: str, path: Path, name: str | None = None) -> dict[str, Any]:
+    with path.open("rb") as handle:
+        response = client.post(
+            f"/api/v1/knowledge/{kb}/files", files={"file": (name or path.name, handle)}
+        )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def ensure_kb(client: httpx.Client, name: str) -> dict[str, Any]:
+    response = client.post("/api/v1/knowledge", json={"name": name})
+    if response.status_code == 400 and "exists" in response.json()["detail"]:
+        return client.get(f"/api/v1/knowledge/{name}").json()
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def assert_citations_resolve(body: dict[str, Any]) -> None:
+    """Every [n] in the answer is the id of exactly one returned source."""
+    import re
+
+    ids = [s["id"] for s in body["sources"]]
+    assert len(ids) == len(set(ids))
+    for number in re.findall(r"\[(\d+)\]", body["choices"][0]["message"]["content"]):
+        assert int(number) in ids, (number, ids)
+
+
+@pytest.fixture(scope="module")
+def copy_file(tmp_path_factory):
+    def copy(source: Path, name: str) -> Path:
+        target = tmp_path_factory.mktemp("copies") / name
+        shutil.copy(source, target)
+        return target
+
+    return copy
