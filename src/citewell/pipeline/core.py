@@ -1,17 +1,14 @@
-"""Citewell: the library's front door, and the only place that knows the order of the steps.
+"""Citewell: the library's front door. With ingest.py and chat.py beside it, the only place
+that knows the order of the steps.
 
-Ingest: source → loader → splitter → embed what is not cached → store → catalog.
+Ingest: source → loader → splitter → embed what is not cached → store → catalog (ingest.py).
 Search: query → retrievers (vector, BM25) → fusion → rerank → threshold.
 Ask:    search → answer with numbered, chunk-level citations.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
@@ -19,82 +16,15 @@ from citewell.catalog.storage import FileStorage
 from citewell.chat.extractive import extractive_answer
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
-from citewell.errors import CitewellError, FileNotFound
-from citewell.loaders import load_bytes
+from citewell.errors import FileNotFound
+from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256, space_table
 from citewell.rerankers import build_reranker
-from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace, terms_string
+from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
 from citewell.splitters import Splitter, build_splitter
 from citewell.stores.base import ChunkStore
 from citewell.stores.lancedb import LanceChunkStore
-from citewell.types import (
-    Answer,
-    Chunk,
-    ChunkFilter,
-    Document,
-    IngestReport,
-    ScoredChunk,
-    SearchMode,
-    StoredChunk,
-)
-
-FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
-COMPACT_EVERY = 20  # flushes between store optimisations during a long ingest
-
-
-@dataclass
-class IngestProgress:
-    """Running totals, handed to the progress callback after every file."""
-
-    files_total: int = 0
-    files_done: int = 0
-    chunks_done: int = 0
-    current: str = ""
-
-
-ProgressCallback = Callable[[IngestProgress], None]
-
-
-@dataclass
-class _Pending:
-    item: SourceItem
-    record: FileRecord
-    chunks: list[StoredChunk]
-    embed_texts: list[str]
-    data: bytes
-    text: str
-
-
-@dataclass
-class _Run:
-    kb: KnowledgeBase
-    progress: IngestProgress
-    callback: ProgressCallback | None
-    pending: list[_Pending] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-
-    def bump(self, key: str, amount: int = 1) -> None:
-        self.counts[key] = self.counts.get(key, 0) + amount
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def space_table(model_id: str, dimension: int) -> str:
-    """One chunk table per embedding space: changing the model never mixes vectors."""
-    return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
-
-
-def embed_text(chunk: Chunk, document: Document) -> str:
-    """The chunk as embedded: prefixed with its heading path (or the title) for context."""
-    context = " > ".join(chunk.headings) or (document.title or "")
-    if not context or chunk.text.lstrip("# ").startswith(
-        chunk.headings[-1] if chunk.headings else context
-    ):
-        return chunk.text
-    return f"{context}\n\n{chunk.text}"
+from citewell.types import Answer, ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 
 class Citewell:
@@ -111,11 +41,11 @@ class Citewell:
         self.settings = settings
         self.catalog = catalog
         self.storage = storage
-        self._ingest_lock = threading.Lock()  # one ingest at a time (a job queue comes later)
         self.embedder = embedder
         self.store = store
         self.splitter = splitter
         self.retriever = retriever
+        self.ingestor = Ingestor(settings, catalog, storage, embedder, store, splitter)
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -170,8 +100,9 @@ class Citewell:
 
     def delete_kb(self, name_or_id: str) -> None:
         kb = self.catalog.get_kb(name_or_id)
-        for record in set(self.catalog.files_in_kb(kb.id).values()):
-            self._remove_from_kb(kb.id, record.id)
+        with self.ingestor.lock:
+            for record in set(self.catalog.files_in_kb(kb.id).values()):
+                self.ingestor.remove_from_kb(kb.id, record.id)
         self.catalog.delete_kb(kb.id)
         self._kb_ids = {k: v for k, v in self._kb_ids.items() if v != kb.id}
 
@@ -194,162 +125,14 @@ class Citewell:
     def ingest_items(
         self, items: Sequence[SourceItem], kb: str, progress: ProgressCallback | None = None
     ) -> IngestReport:
-        with self._ingest_lock:
-            return self._ingest_items(items, kb, progress)
-
-    def _ingest_items(
-        self,
-        items: Sequence[SourceItem],
-        kb: str,
-        progress: ProgressCallback | None,
-        strict: bool = False,
-    ) -> IngestReport:
-        run = _Run(self.catalog.ensure_kb(kb), IngestProgress(files_total=len(items)), progress)
-        existing = self.catalog.files_in_kb(run.kb.id)
-        embedded_before = self.embedder.embedded
-        for item in items:
-            run.progress.current = item.name
-            try:
-                self._ingest_one(run, item, existing.get(item.key))
-            except CitewellError as exc:
-                if strict:
-                    raise
-                run.bump("failed")
-                run.errors.append(f"{item.name}: {exc.message}")
-            run.progress.files_done += 1
-            if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
-                self._flush(run)
-            if progress:
-                progress(run.progress)
-        self._flush(run)
-        self.store.optimize()
-        return IngestReport(
-            files_seen=len(items),
-            files_indexed=run.counts.get("indexed", 0),
-            files_linked=run.counts.get("linked", 0),
-            files_unchanged=run.counts.get("unchanged", 0),
-            files_failed=run.counts.get("failed", 0),
-            chunks_stored=run.counts.get("chunks", 0),
-            chunks_embedded=self.embedder.embedded - embedded_before,
-            errors=tuple(run.errors),
-        )
-
-    def _ingest_one(self, run: _Run, item: SourceItem, previous: FileRecord | None) -> None:
-        data = item.read()
-        digest = sha256(data)
-        if previous is not None and previous.sha256 == digest:
-            run.bump("unchanged")
-            return
-        known = self.catalog.file_by_sha(digest)
-        pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
-        if known is not None or pending_same is not None:
-            self._flush(run)  # the identical file may still be pending
-            self._link(run.kb.id, (known or pending_same.record).id, item.key)  # type: ignore[union-attr]
-            run.bump("linked")
-        else:
-            run.pending.append(self._prepare(item, data, digest, run.kb.id))
-        if previous is not None:
-            self._replace(run, previous, item.key)
-
-    def _replace(self, run: _Run, previous: FileRecord, key: str) -> None:
-        """The file at ``key`` changed: the old version leaves this KB once the new one is in."""
-        self._flush(run)
-        if key not in self.catalog.paths_in_kb(run.kb.id, previous.id):
-            self._remove_from_kb(run.kb.id, previous.id)
-
-    def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
-        document = load_bytes(data, item.name)
-        chunks = [c for c in self.splitter.split(document) if c.text.strip()]
-        if self.settings.bypass_embedding_and_retrieval:
-            chunks = []  # whole documents go to the LLM; nothing is chunked or embedded
-        file_id = digest[:32]
-        record = FileRecord(
-            id=file_id,
-            sha256=digest,
-            text_sha256=sha256(document.text.encode()),
-            name=item.name,
-            mime_type=document.mime_type,
-            size=len(data),
-            chunk_count=len(chunks),
-            status="indexed",
-            created_at=time.time(),
-        )
-        stored = [
-            self._stored_chunk(file_id, kb_id, i, c, item.name, document)
-            for i, c in enumerate(chunks)
-        ]
-        embed_texts = [embed_text(c, document) for c in chunks]
-        return _Pending(item, record, stored, embed_texts, data, document.text)
-
-    def _stored_chunk(
-        self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, document: Document
-    ) -> StoredChunk:
-        chunk_id = sha256(f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}".encode())
-        enriched = " ".join([*chunk.headings, chunk.text]) if chunk.headings else chunk.text
-        del document
-        return StoredChunk(
-            id=chunk_id[:32],
-            file_id=file_id,
-            kb_ids=(kb_id,),
-            index=index,
-            text=chunk.text,
-            start=chunk.start,
-            end=chunk.end,
-            page=chunk.page,
-            headings=chunk.headings,
-            file_name=name,
-            terms=terms_string(enriched, self.settings.bm25_stemmer),
-        )
-
-    def _flush(self, run: _Run) -> None:
-        """Embed every pending chunk in one pass (full batches), then store them in one write."""
-        if not run.pending:
-            return
-        texts = [t for p in run.pending for t in p.embed_texts]
-        vectors = self.embedder.embed(texts, "document")
-        rows = [
-            _with_vector(chunk, vector)
-            for chunk, vector in zip(
-                (c for p in run.pending for c in p.chunks), vectors, strict=True
-            )
-        ]
-        self.store.upsert(rows)
-        for pending in run.pending:
-            self.storage.put(pending.record.id, pending.data, pending.text)
-            self.catalog.add_file(pending.record)
-            self.catalog.link(run.kb.id, pending.record.id, pending.item.key)
-            run.bump("indexed")
-            run.bump("chunks", len(pending.chunks))
-            run.progress.chunks_done += len(pending.chunks)
-        run.pending.clear()
-        run.bump("flushes")
-        if run.counts["flushes"] % COMPACT_EVERY == 0:
-            self.store.optimize()  # long ingests: keep fragments few and indexes current
-
-    def _link(self, kb_id: str, file_id: str, key: str) -> None:
-        self.store.link(file_id, kb_id)
-        self.catalog.link(kb_id, file_id, key)
-
-    def _remove_from_kb(self, kb_id: str, file_id: str) -> None:
-        """Take a file out of a KB; delete its chunks and record once no KB holds it."""
-        self.catalog.unlink(kb_id, file_id)
-        self.store.unlink(file_id, kb_id)
-        if not self.catalog.kbs_of_file(file_id):
-            self._delete_file(file_id)
-
-    def _delete_file(self, file_id: str) -> None:
-        """Every chunk, vector, index entry, stored text and original of the file goes."""
-        self.store.delete(ChunkFilter(file_ids=(file_id,)))
-        self.catalog.delete_file(file_id)
-        self.storage.delete(file_id)
+        return self.ingestor.ingest(items, kb, progress)
 
     # --- files --------------------------------------------------------------------
     def upload(self, kb: str, name: str, data: bytes) -> tuple[FileRecord, IngestReport]:
         """Add one file's bytes to a KB. The same bytes again are the same file."""
         digest = sha256(data)
         item = SourceItem(key=f"upload:{digest[:32]}", name=name, read=lambda: data)
-        with self._ingest_lock:
-            report = self._ingest_items([item], kb, None, strict=True)
+        report = self.ingestor.ingest([item], kb, None, strict=True)
         return self.get_file(digest[:32]), report
 
     def get_file(self, file_id: str) -> FileRecord:
@@ -371,24 +154,24 @@ class Citewell:
     def add_file(self, kb: str, file_id: str) -> None:
         """Put an existing file into another KB: its chunks are shared, nothing is embedded."""
         record = self.get_file(file_id)
-        with self._ingest_lock:
-            self._link(self.kb_id(kb), record.id, f"upload:{record.id}")
+        with self.ingestor.lock:
+            self.ingestor.link(self.kb_id(kb), record.id, f"upload:{record.id}")
 
     def remove_file(self, kb: str, file_id: str) -> None:
         """Take a file out of one KB (deleting it once no KB holds it)."""
         kb_id = self.kb_id(kb)
         if kb_id not in self.catalog.kbs_of_file(self.get_file(file_id).id):
             raise FileNotFound(f"File {file_id!r} is not in knowledge base {kb!r}.")
-        with self._ingest_lock:
-            self._remove_from_kb(kb_id, file_id)
+        with self.ingestor.lock:
+            self.ingestor.remove_from_kb(kb_id, file_id)
 
     def delete_file(self, file_id: str) -> None:
         """Delete a file from every KB and from disk, in one operation."""
         record = self.get_file(file_id)
-        with self._ingest_lock:
+        with self.ingestor.lock:
             for kb_id in self.catalog.kbs_of_file(record.id):
                 self.catalog.unlink(kb_id, record.id)
-            self._delete_file(record.id)
+            self.ingestor.delete_file(record.id)
 
     # --- retrieval ----------------------------------------------------------------
     def search(
@@ -430,9 +213,3 @@ class Citewell:
     ) -> Answer:
         results = self.search(question, kbs, mode, k)
         return extractive_answer(question, results, self.settings.bm25_stemmer)
-
-
-def _with_vector(chunk: StoredChunk, vector: Sequence[float]) -> StoredChunk:
-    from dataclasses import replace
-
-    return replace(chunk, vector=tuple(float(x) for x in vector))
