@@ -13,18 +13,27 @@ SHORT = "# Leave\n\nParental leave lasts sixteen weeks at full pay."
 @pytest.fixture
 def start(tmp_path, onnx_embedder, fake_llm):
     def start_server(**overrides):
-        settings = Settings.load(data_dir=tmp_path / "data", llm_base_url=fake_llm.url + "/v1",
-                                 **overrides)
+        settings = Settings.load(
+            data_dir=tmp_path / "data", llm_base_url=fake_llm.url + "/v1", **overrides
+        )
         return run_server(settings, onnx_embedder)
 
     return start_server
 
 
 def ask(client, kb="docs", question="How long is parental leave?"):
-    response = client.post("/v1/chat/completions", json={
-        "model": "fake-llm", "knowledge_collections": [kb], "retrieval_trace": True,
-        "messages": [{"role": "system", "content": "You are HR."},
-                     {"role": "user", "content": question}]})
+    response = client.post(
+        "/v1/chat/completions",
+        json={
+            "model": "fake-llm",
+            "knowledge_collections": [kb],
+            "retrieval_trace": True,
+            "messages": [
+                {"role": "system", "content": "You are HR."},
+                {"role": "user", "content": question},
+            ],
+        },
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -60,8 +69,10 @@ def test_system_injection_keeps_the_users_system_prompt_first(start, fake_llm):
 def test_context_is_packed_to_the_token_budget(start, fake_llm, shared_docs):
     import httpx
 
-    with start(llm_context_window=1500, llm_reserved_tokens=200, top_k=20) as url, \
-            httpx.Client(base_url=url, timeout=60) as c:
+    with (
+        start(llm_context_window=1500, llm_reserved_tokens=200, top_k=20) as url,
+        httpx.Client(base_url=url, timeout=60) as c,
+    ):
         ensure_kb(c, "docs")
         upload(c, "docs", shared_docs / "wiki_duck.html")
         body = ask(c, question="What do ducks eat?")
@@ -74,8 +85,10 @@ def test_context_is_packed_to_the_token_budget(start, fake_llm, shared_docs):
 def test_full_context_uses_whole_documents_and_falls_back(start, fake_llm, shared_docs):
     import httpx
 
-    with start(rag_full_context=True, llm_context_window=4000) as url, \
-            httpx.Client(base_url=url, timeout=60) as c:
+    with (
+        start(rag_full_context=True, llm_context_window=4000) as url,
+        httpx.Client(base_url=url, timeout=60) as c,
+    ):
         ensure_kb(c, "docs")
         c.post("/api/v1/knowledge/docs/text", json={"name": "leave.md", "content": SHORT})
         small = ask(c)
@@ -90,8 +103,10 @@ def test_full_context_uses_whole_documents_and_falls_back(start, fake_llm, share
 def test_bypass_stores_text_without_embedding(start, fake_llm):
     import httpx
 
-    with start(bypass_embedding_and_retrieval=True) as url, \
-            httpx.Client(base_url=url, timeout=60) as c:
+    with (
+        start(bypass_embedding_and_retrieval=True) as url,
+        httpx.Client(base_url=url, timeout=60) as c,
+    ):
         ensure_kb(c, "docs")
         made = c.post("/api/v1/knowledge/docs/text", json={"name": "leave.md", "content": SHORT})
         assert made.json()["chunks_embedded"] == 0 and made.json()["file"]["chunk_count"] == 0
