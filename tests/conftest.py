@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from citewell.config import Settings
+from citewell.config import Settings, env_names
 from citewell.embedders import OnnxEmbedder
 from citewell.pipeline import Citewell
+
+# Tests define their own settings: none may leak in from the environment running them
+# (an operator's OPENAI_API_KEY, PORT, CHUNK_SIZE…).
+for _name, _info in Settings.model_fields.items():
+    for _env in env_names(_name, _info):
+        os.environ.pop(_env, None)
+os.environ.pop("CITEWELL_CONFIG", None)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CITEWELL_SHARED_DATA", REPO.parent / "shared" / "data"))

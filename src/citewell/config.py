@@ -189,6 +189,12 @@ class Settings(BaseSettings):
     )
 
     # --- LLM and chat -----------------------------------------------------------------
+    llm_engine: Literal["openai", "llamacpp"] = _setting(
+        "openai",
+        "'openai': any OpenAI-compatible server at llm_base_url; 'llamacpp': a local "
+        "GGUF model (llm_model_path) run in process (pip install 'citewell[local-llm]').",
+    )
+    llm_model_path: Path | None = _setting(None, "For llm_engine=llamacpp: the .gguf model file.")
     llm_base_url: str = _setting(
         "",
         "OpenAI-compatible chat endpoint base, e.g. http://127.0.0.1:11434/v1 (Ollama), "

@@ -15,6 +15,13 @@ from citewell.pipeline.chat import ChatPipeline
 
 
 def build_llm(settings: Settings) -> LLM | None:
+    if settings.llm_engine == "llamacpp":
+        from citewell.errors import ConfigError
+        from citewell.llm.llamacpp import LlamaCppLLM
+
+        if settings.llm_model_path is None:
+            raise ConfigError("llm_engine=llamacpp needs llm_model_path (a .gguf file).")
+        return LlamaCppLLM(settings.llm_model_path, settings.llm_context_window)
     if not settings.llm_base_url:
         return None
     return OpenAICompatibleLLM(settings.llm_base_url, settings.llm_api_key, settings.llm_timeout)

@@ -1,0 +1,90 @@
+"""A local GGUF model run in process by llama-cpp-python (the optional `local-llm` extra).
+
+For a server with no other service: `llm_engine = "llamacpp"` and `llm_model_path` pointing at
+a .gguf file. Small CPU models answer slowly and poorly; this is for offline use and tests,
+not a replacement for a real LLM server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from citewell.errors import ConfigError, LLMError, MissingDependency
+from citewell.llm.base import ChatMessage, Completion, Delta, Usage
+
+OPTIONS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "stop",
+    "seed",
+)
+
+
+class LlamaCppLLM:
+    def __init__(self, model_path: Path, context_window: int = 8192, threads: int = 0) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise MissingDependency(
+                "llm_engine=llamacpp needs llama-cpp-python: pip install 'citewell[local-llm]' "
+                "(it compiles llama.cpp; allow 5-15 minutes)."
+            ) from exc
+        if not model_path.is_file():
+            raise ConfigError(f"llm_model_path {model_path} is not a GGUF file.")
+        self.name = model_path.stem
+        self._llama = Llama(
+            model_path=str(model_path),
+            n_ctx=context_window,
+            n_threads=threads or None,
+            verbose=False,
+        )
+        self._lock = threading.Lock()  # one generation at a time: the model is not reentrant
+
+    def _kwargs(self, messages: Sequence[ChatMessage], options: dict[str, Any]) -> dict[str, Any]:
+        kwargs = {k: v for k, v in options.items() if k in OPTIONS and v is not None}
+        kwargs["messages"] = [{"role": m.role, "content": m.content} for m in messages]
+        return kwargs
+
+    def complete(
+        self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
+    ) -> Completion:
+        del model  # one model per process
+        with self._lock:
+            try:
+                out = self._llama.create_chat_completion(**self._kwargs(messages, options))
+            except ValueError as exc:  # e.g. the prompt exceeds the context window
+                raise LLMError(f"The local model could not answer: {exc}") from exc
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Completion(
+            choice["message"].get("content") or "",
+            choice.get("finish_reason") or "stop",
+            Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+        )
+
+    def stream(
+        self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
+    ) -> Iterator[Delta]:
+        del model
+        with self._lock:
+            try:
+                chunks = self._llama.create_chat_completion(
+                    stream=True, **self._kwargs(messages, options)
+                )
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    yield Delta(
+                        (choice.get("delta") or {}).get("content") or "",
+                        choice.get("finish_reason"),
+                    )
+            except ValueError as exc:
+                raise LLMError(f"The local model could not answer: {exc}") from exc
+
+    def models(self) -> list[str]:
+        return [self.name]
