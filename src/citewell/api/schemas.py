@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.catalog import FileRecord, KnowledgeBase
+from citewell.types import IngestReport
 
 
 class ErrorPublic(BaseModel):
@@ -79,6 +80,15 @@ class IngestPublic(BaseModel):
     chunks_embedded: int
     linked: bool
     unchanged: bool
+
+    @classmethod
+    def of(cls, record: FileRecord, report: IngestReport) -> IngestPublic:
+        return cls(
+            file=FilePublic.of(record),
+            chunks_embedded=report.chunks_embedded,
+            linked=report.files_linked > 0,
+            unchanged=report.files_unchanged > 0,
+        )
 
 
 class TextCreate(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,9 +10,8 @@ import numpy as np
 
 from citewell.embedders.base import Vectors, normalize
 from citewell.errors import EmbeddingError
+from citewell.http import post_with_retries
 from citewell.types import EmbedKind
-
-RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
 class HttpEmbedder:
@@ -61,25 +59,22 @@ class HttpEmbedder:
 
     def _request(self, texts: list[str]) -> Vectors:
         path, body = self._payload(texts)
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._client.post(path, json=body)
-            except httpx.HTTPError as exc:
-                if attempt == self.retries:
-                    raise EmbeddingError(
-                        f"Embedding server at {self._client.base_url} unreachable ({exc}); "
-                        "check embedding_base_url and that the server runs."
-                    ) from exc
-            else:
-                if response.status_code < 400:
-                    return normalize(self._parse(response.json(), len(texts)))
-                if response.status_code not in RETRYABLE or attempt == self.retries:
-                    raise EmbeddingError(
-                        f"Embedding server answered {response.status_code}: "
-                        f"{response.text[:300]}; check embedding_model and embedding_api_key."
-                    )
-            time.sleep(min(0.5 * 2**attempt, 8.0))
-        raise AssertionError("unreachable")
+        base = self._client.base_url
+        response = post_with_retries(
+            self._client,
+            path,
+            body,
+            self.retries,
+            unreachable=lambda exc: EmbeddingError(
+                f"Embedding server at {base} unreachable ({exc}); "
+                "check embedding_base_url and that the server runs."
+            ),
+            refused=lambda r: EmbeddingError(
+                f"Embedding server answered {r.status_code}: {r.text[:300]}; "
+                "check embedding_model and embedding_api_key."
+            ),
+        )
+        return normalize(self._parse(response.json(), len(texts)))
 
     def _payload(self, texts: list[str]) -> tuple[str, dict[str, Any]]:
         return "/embeddings", {"model": self.model, "input": texts}

@@ -6,6 +6,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# Generation options passed through from a chat request to the LLM.
+CHAT_OPTIONS = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "stop",
+    "user",
+    "seed",
+)
+
 
 @dataclass(frozen=True)
 class ChatMessage:

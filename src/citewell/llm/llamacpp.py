@@ -13,17 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from citewell.errors import ConfigError, LLMError, MissingDependency
-from citewell.llm.base import ChatMessage, Completion, Delta, Usage
-
-OPTIONS = (
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "frequency_penalty",
-    "presence_penalty",
-    "stop",
-    "seed",
-)
+from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Completion, Delta, Usage
 
 
 class LlamaCppLLM:
@@ -47,7 +37,9 @@ class LlamaCppLLM:
         self._lock = threading.Lock()  # one generation at a time: the model is not reentrant
 
     def _kwargs(self, messages: Sequence[ChatMessage], options: dict[str, Any]) -> dict[str, Any]:
-        kwargs = {k: v for k, v in options.items() if k in OPTIONS and v is not None}
+        kwargs = {
+            k: v for k, v in options.items() if k in CHAT_OPTIONS and v is not None and k != "user"
+        }
         kwargs["messages"] = [{"role": m.role, "content": m.content} for m in messages]
         return kwargs
 

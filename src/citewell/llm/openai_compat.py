@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
 
 from citewell.errors import LLMError, ModelNotFound
-from citewell.llm.base import ChatMessage, Completion, Delta, Usage
-
-RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504}
-OPTIONS = (
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "frequency_penalty",
-    "presence_penalty",
-    "stop",
-    "user",
-    "seed",
-)
+from citewell.http import post_with_retries
+from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Completion, Delta, Usage
 
 
 class OpenAICompatibleLLM:
@@ -52,7 +40,7 @@ class OpenAICompatibleLLM:
             "stream": stream,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
         }
-        body.update({k: v for k, v in options.items() if k in OPTIONS and v is not None})
+        body.update({k: v for k, v in options.items() if k in CHAT_OPTIONS and v is not None})
         if stream:
             body["stream_options"] = {"include_usage": True}
         return body
@@ -83,7 +71,7 @@ class OpenAICompatibleLLM:
             with self._client.stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     response.read()
-                    self._raise(response)
+                    raise self._error(response)
                 for line in response.iter_lines():
                     delta = parse_sse_line(line)
                     if delta is not None:
@@ -100,28 +88,23 @@ class OpenAICompatibleLLM:
             return []
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._client.post("/chat/completions", json=body)
-            except httpx.HTTPError as exc:
-                if attempt == self.retries:
-                    raise LLMError(
-                        f"The LLM at {self.base_url} is unreachable ({exc}); check "
-                        "llm_base_url and that the server runs."
-                    ) from exc
-            else:
-                if response.status_code < 400:
-                    return response
-                if response.status_code not in RETRYABLE or attempt == self.retries:
-                    self._raise(response)
-            time.sleep(min(0.5 * 2**attempt, 4.0))
-        raise AssertionError("unreachable")
+        return post_with_retries(
+            self._client,
+            "/chat/completions",
+            body,
+            self.retries,
+            unreachable=lambda exc: LLMError(
+                f"The LLM at {self.base_url} is unreachable ({exc}); check llm_base_url and "
+                "that the server runs."
+            ),
+            refused=self._error,
+        )
 
-    def _raise(self, response: httpx.Response) -> None:
+    def _error(self, response: httpx.Response) -> Exception:
         detail = response.text[:300]
         if response.status_code == 404:
-            raise ModelNotFound(f"The LLM server does not know that model ({detail}).")
-        raise LLMError(f"The LLM at {self.base_url} answered {response.status_code}: {detail}")
+            return ModelNotFound(f"The LLM server does not know that model ({detail}).")
+        return LLMError(f"The LLM at {self.base_url} answered {response.status_code}: {detail}")
 
 
 def parse_sse_line(line: str) -> Delta | None:
