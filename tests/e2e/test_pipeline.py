@@ -79,3 +79,16 @@ def test_hybrid_result_keeps_per_retriever_scores(app, tmp_path):
     app.ingest([doc], "hr")
     top = app.search("parental leave", ["hr"], SearchMode.HYBRID, k=1)[0]
     assert top.vector_rank == 0 and top.bm25_rank == 0 and top.score == pytest.approx(1.0)
+
+
+def test_changing_one_of_two_identical_files_keeps_the_other(app, tmp_path):
+    a, b = tmp_path / "a.md", tmp_path / "b.md"
+    a.write_text(HANDBOOK)
+    b.write_text(HANDBOOK)
+    first = app.ingest([a, b], "hr")
+    assert (first.files_indexed, first.files_linked) == (1, 1)
+    b.write_text(HANDBOOK.replace("sixteen", "twenty"))
+    app.ingest([a, b], "hr")
+    texts = [r.chunk.text for r in app.search("parental leave weeks", ["hr"], k=10)]
+    assert any("sixteen" in t for t in texts) and any("twenty" in t for t in texts)
+    assert len(app.store.file_ids()) == 2

@@ -165,12 +165,13 @@ class Ingestor:
         else:
             run.pending.append(self._prepare(item, data, digest, run.kb.id))
         if previous is not None:
-            self._replace(run, previous, item.key)
+            self._replace(run, previous)
 
-    def _replace(self, run: _Run, previous: FileRecord, key: str) -> None:
-        """The file at ``key`` changed: the old version leaves this KB once the new one is in."""
+    def _replace(self, run: _Run, previous: FileRecord) -> None:
+        """A path's file changed (the path already points at the new version): the old one
+        leaves this KB once the new one is in, unless another path of the KB still holds it."""
         self._flush(run)
-        if key not in self.catalog.paths_in_kb(run.kb.id, previous.id):
+        if not self.catalog.paths_in_kb(run.kb.id, previous.id):  # no other path holds it
             self.remove_from_kb(run.kb.id, previous.id)
 
     def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
