@@ -49,7 +49,8 @@ class LlamaCppLLM:
         del model  # one model per process
         with self._lock:
             try:
-                out = self._llama.create_chat_completion(**self._kwargs(messages, options))
+                # llama-cpp's return type is a union of response and stream: read it as data.
+                out: Any = self._llama.create_chat_completion(**self._kwargs(messages, options))
             except ValueError as exc:  # e.g. the prompt exceeds the context window
                 raise LLMError(f"The local model could not answer: {exc}") from exc
         choice = out["choices"][0]
@@ -66,7 +67,7 @@ class LlamaCppLLM:
         del model
         with self._lock:
             try:
-                chunks = self._llama.create_chat_completion(
+                chunks: Any = self._llama.create_chat_completion(
                     stream=True, **self._kwargs(messages, options)
                 )
                 for chunk in chunks:
