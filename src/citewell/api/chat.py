@@ -22,26 +22,14 @@ from starlette.concurrency import run_in_threadpool
 from citewell.api.schemas import ChatCompletionCreate
 from citewell.chat.context import Source
 from citewell.errors import CitewellError, ModelNotFound
-from citewell.llm.base import ChatMessage, Delta
+from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta
 from citewell.pipeline.chat import ChatPipeline, ChatRequest, ChatResult, PreparedChat
 
 MODELS_TTL = 60.0
 
 
 def to_request(body: ChatCompletionCreate) -> ChatRequest:
-    options = body.model_dump(
-        include={
-            "max_tokens",
-            "temperature",
-            "top_p",
-            "frequency_penalty",
-            "presence_penalty",
-            "stop",
-            "user",
-            "seed",
-        },
-        exclude_none=True,
-    )
+    options = body.model_dump(include=set(CHAT_OPTIONS), exclude_none=True)
     messages = tuple(ChatMessage(m.role, m.text()) for m in body.messages)
     return ChatRequest(
         model=body.model,
