@@ -134,7 +134,7 @@ class Settings(BaseSettings):
         8, "Chunks returned by a search (and put in an answer's context).", "RAG_TOP_K"
     )
     candidate_k: int = _setting(
-        100,
+        50,
         "Candidates each retriever hands to fusion and reranking; larger than top_k so "
         "fusion and the reranker have something to choose from.",
     )

@@ -17,7 +17,7 @@ from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    candidate_k: int = 100
+    candidate_k: int = 50
     fusion: str = "weighted"
     rrf_k: int = 60
     bm25_weight: float = 0.5
