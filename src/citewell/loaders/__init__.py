@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from citewell.errors import ParseError, UnsupportedFormat
 from citewell.loaders.base import EXTENSIONS, Loader, sniff
+from citewell.loaders.epub import EpubLoader
 from citewell.loaders.html import HtmlLoader
+from citewell.loaders.office import DocxLoader, PptxLoader, XlsxLoader
 from citewell.loaders.pdf import PdfLoader
+from citewell.loaders.tabular import CsvLoader, JsonLoader
 from citewell.loaders.text import MarkdownLoader, TextLoader
 from citewell.types import Document
 
-LOADERS: list[Loader] = [TextLoader(), MarkdownLoader(), HtmlLoader(), PdfLoader()]
+LOADERS: list[Loader] = [
+    TextLoader(),
+    MarkdownLoader(),
+    HtmlLoader(),
+    PdfLoader(),
+    CsvLoader(),
+    JsonLoader(),
+    DocxLoader(),
+    PptxLoader(),
+    XlsxLoader(),
+    EpubLoader(),
+]
 
 __all__ = ["LOADERS", "Loader", "load_bytes", "loader_for", "sniff", "supported_extensions"]
 

@@ -28,6 +28,33 @@ EXTENSIONS = {
     ".htm": "text/html",
     ".xhtml": "text/html",
     ".pdf": "application/pdf",
+    ".csv": "text/csv",
+    ".tsv": "text/csv",
+    ".json": "application/json",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".epub": "application/epub+zip",
+    # source code is read as plain text
+    ".py": "text/plain",
+    ".js": "text/plain",
+    ".ts": "text/plain",
+    ".java": "text/plain",
+    ".go": "text/plain",
+    ".rs": "text/plain",
+    ".c": "text/plain",
+    ".h": "text/plain",
+    ".cpp": "text/plain",
+    ".cs": "text/plain",
+    ".rb": "text/plain",
+    ".php": "text/plain",
+    ".sh": "text/plain",
+    ".sql": "text/plain",
+    ".yaml": "text/plain",
+    ".yml": "text/plain",
+    ".toml": "text/plain",
+    ".xml": "text/plain",
+    ".ini": "text/plain",
 }
 
 
@@ -36,6 +63,12 @@ def sniff(data: bytes, name: str) -> str | None:
     head = data[:1024].lstrip()
     if head.startswith(b"%PDF-"):
         return "application/pdf"
+    if data.startswith(b"PK\x03\x04"):  # a zip: OOXML or EPUB, whatever the name says
+        from citewell.loaders.archive import zip_kind
+
+        kind = zip_kind(data)
+        if kind:
+            return kind
     lowered = head[:512].lower()
     # Only a document that *starts* with markup is HTML: Markdown may quote HTML in a fence.
     if lowered.startswith((b"<!doctype html", b"<html")) or (

@@ -38,6 +38,7 @@ BLOCKS = {
     "details",
     "summary",
 }
+CONTENT = ["article", "section"]  # a <main> header is page chrome (e.g. language lists)
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
@@ -94,8 +95,11 @@ def html_to_markdown(html: str) -> tuple[str, str | None]:
     soup = BeautifulSoup(html, "html.parser")
     title = soup.title.get_text(strip=True) if soup.title else None
     for tag in soup.find_all(DROP):
-        tag.decompose()
-    root = soup.find("main") or soup.find("article") or soup.body or soup
+        # A page's header/footer is chrome; an article's header holds its title.
+        if tag.name not in ("header", "footer") or not tag.find_parent(CONTENT):
+            tag.decompose()
+    articles = soup.find_all("article")
+    root = soup.find("main") or (articles[0] if len(articles) == 1 else None) or soup.body or soup
     out: list[str] = []
     _render(root, out)
     text = re.sub(r"[ \t]+", " ", "".join(out))
