@@ -38,3 +38,13 @@ def summary(values: list[float]) -> dict[str, float]:
         "p95": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
         "n": len(ordered),
     }
+
+
+def open_scifact_index(data_dir: Path):  # noqa: ANN201 (benchmark helper)
+    """(app, data, kb name) for the SciFact test split, ingesting the corpus if needed."""
+    from citewell import Citewell, Settings
+    from citewell.evaluation.beir import ingest_corpus, load_beir
+
+    app = Citewell.from_settings(Settings.load(data_dir=data_dir))
+    data = load_beir(SCIFACT, "test")
+    return app, data, ingest_corpus(app, data, None)["kb"]

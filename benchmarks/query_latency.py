@@ -16,10 +16,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import SCIFACT, summary  # noqa: E402
+from common import open_scifact_index, summary  # noqa: E402
 
-from citewell import Citewell, SearchMode, Settings  # noqa: E402
-from citewell.evaluation.beir import ingest_corpus, load_beir  # noqa: E402
+from citewell import SearchMode  # noqa: E402
 
 
 class PrecomputedQueries:
@@ -44,9 +43,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    app = Citewell.from_settings(Settings.load(data_dir=args.data_dir))
-    data = load_beir(SCIFACT, "test")
-    kb = ingest_corpus(app, data, None)["kb"]
+    app, data, kb = open_scifact_index(args.data_dir)
     queries = list(data.queries.values())
     with_embed = {m: [] for m in SearchMode}
     without = []

@@ -17,10 +17,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import SCIFACT  # noqa: E402
+from common import open_scifact_index  # noqa: E402
 
-from citewell import Citewell, SearchMode, Settings  # noqa: E402
-from citewell.evaluation.beir import ingest_corpus, load_beir  # noqa: E402
+from citewell import SearchMode  # noqa: E402
 from citewell.evaluation.metrics import ndcg_at_k, recall_at_k  # noqa: E402
 
 
@@ -28,9 +27,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", type=Path, required=True)
     args = parser.parse_args()
-    app = Citewell.from_settings(Settings.load(data_dir=args.data_dir))
-    data = load_beir(SCIFACT, "test")
-    kb = ingest_corpus(app, data, None)["kb"]
+    app, data, kb = open_scifact_index(args.data_dir)
     docs: dict[str, list[str]] = {}
     for path, record in app.catalog.files_in_kb(app.kb_id(kb)).items():
         docs.setdefault(record.id, []).append(path)

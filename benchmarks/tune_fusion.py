@@ -19,10 +19,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import SCIFACT  # noqa: E402
+from common import open_scifact_index  # noqa: E402
 
-from citewell import Citewell, SearchMode, Settings  # noqa: E402
-from citewell.evaluation.beir import evaluate_mode, ingest_corpus, load_beir  # noqa: E402
+from citewell import SearchMode  # noqa: E402
+from citewell.evaluation.beir import evaluate_mode  # noqa: E402
 
 GRID = {
     "fusion": ["rrf", "weighted"],
@@ -36,9 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", type=Path, required=True)
     args = parser.parse_args()
-    app = Citewell.from_settings(Settings.load(data_dir=args.data_dir))
-    data = load_beir(SCIFACT, "test")
-    kb = ingest_corpus(app, data, None)["kb"]
+    app, data, kb = open_scifact_index(args.data_dir)
     base = app.retriever.settings
     rows = []
     for fusion, weight, rrf_k, cand in itertools.product(*GRID.values()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from citewell.loaders.tables import markdown_table
 from citewell.loaders.text import decode
 from citewell.types import Document
 
@@ -42,20 +43,12 @@ CONTENT = ["article", "section"]  # a <main> header is page chrome (e.g. languag
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
-def _cell(node: Any) -> str:
-    return " ".join(node.get_text(" ", strip=True).split()).replace("|", "\\|")
-
-
 def table_markdown(table: Any) -> str:
-    rows = [[_cell(c) for c in tr.find_all(["th", "td"])] for tr in table.find_all("tr")]
-    rows = [r for r in rows if any(r)]
-    if not rows:
-        return ""
-    width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    return "\n".join(lines)
+    rows = [
+        [c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
+        for tr in table.find_all("tr")
+    ]
+    return markdown_table(rows)
 
 
 def _render(node: Any, out: list[str]) -> None:

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
 from typing import Any
 
 from citewell.errors import ParseError
 from citewell.loaders.archive import open_zip
+from citewell.loaders.tables import markdown_table
 from citewell.types import Document, Section
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-
-
-def markdown_table(rows: Iterable[Iterable[Any]]) -> str:
-    cells = [
-        [" ".join(str(c if c is not None else "").split()).replace("|", "\\|") for c in row]
-        for row in rows
-    ]
-    cells = [r for r in cells if any(r)]
-    if not cells:
-        return ""
-    width = max(len(r) for r in cells)
-    cells = [r + [""] * (width - len(r)) for r in cells]
-    lines = ["| " + " | ".join(cells[0]) + " |", "|" + " --- |" * width]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells[1:]])
 
 
 def _heading_level(style_name: str) -> int | None:

@@ -7,7 +7,7 @@ import io
 import json
 
 from citewell.errors import ParseError
-from citewell.loaders.office import markdown_table
+from citewell.loaders.tables import markdown_table
 from citewell.loaders.text import decode
 from citewell.types import Document
 
