@@ -204,10 +204,6 @@ class Catalog:
                 )
             )
 
-    def unlink_path(self, kb_id: str, path: str) -> None:
-        with self._session() as session, session.begin():
-            session.query(KnowledgeBaseFileRow).filter_by(kb_id=kb_id, path=path).delete()
-
     def kbs_of_file(self, file_id: str) -> list[str]:
         with self._session() as session:
             return sorted(
@@ -223,7 +219,3 @@ class Catalog:
     def list_files(self) -> list[FileRecord]:
         with self._session() as session:
             return [_file(r) for r in session.scalars(select(FileRow).order_by(FileRow.created_at))]
-
-    def all_file_ids(self) -> set[str]:
-        with self._session() as session:
-            return set(session.scalars(select(FileRow.id)))
