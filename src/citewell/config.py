@@ -181,6 +181,39 @@ class Settings(BaseSettings):
     )
     top_k_reranker: int = _setting(8, "Chunks kept after reranking.", "RAG_TOP_K_RERANKER")
 
+    # --- extraction ----------------------------------------------------------------
+    ocr_engine: Literal["auto", "tesseract", "rapidocr", "off"] = _setting(
+        "auto",
+        "OCR for scanned PDF pages and images. 'tesseract': the tesseract binary "
+        "(apt-get install tesseract-ocr); 'rapidocr': pip install 'citewell[ocr]' (models "
+        "inside the package); 'auto': tesseract if installed, else rapidocr if installed, "
+        "else scans are refused with a message saying how to enable OCR.",
+    )
+    ocr_languages: str = _setting(
+        "eng", "Tesseract language codes joined by '+', e.g. 'eng+deu' (packs must be installed)."
+    )
+    ocr_dpi: int = _setting(200, "Resolution scanned PDF pages are rendered at for OCR.")
+    extract_timeout: float = _setting(
+        300.0,
+        "Seconds one file's text extraction may take before it is stopped and the file "
+        "refused (OCR of a long scan is the slow case).",
+    )
+    extract_memory_mb: int = _setting(
+        4096,
+        "Address-space limit (MiB) of the process that extracts text; a file that needs more "
+        "is refused. 0: no limit.",
+    )
+    extract_isolated: bool = _setting(
+        True,
+        "Extract text in a separate worker process, so that the time and memory limits can "
+        "be enforced and a crashing parser cannot take the server down.",
+    )
+    max_document_chars: int = _setting(
+        20_000_000,
+        "Largest extracted text accepted from one file, in characters (~20 MB); bigger files "
+        "are refused: split them or raise this.",
+    )
+
     # --- server --------------------------------------------------------------------
     host: str = _setting("127.0.0.1", "Address `citewell serve` binds to.")
     port: int = _setting(8080, "Port `citewell serve` listens on.", "PORT")

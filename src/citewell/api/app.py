@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
 from citewell.api import errors
@@ -42,7 +45,14 @@ def create_app(
 ) -> FastAPI:
     citewell = citewell or Citewell.from_settings(settings)
     llm = llm if llm is not None else build_llm(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        citewell.close()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Citewell",
         version="0.1.0",
         description="Answers from your documents, citing the exact passage. OpenAI-compatible "

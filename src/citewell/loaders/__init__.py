@@ -1,55 +1,114 @@
-"""Loaders by MIME type. Adding a format: write a Loader, add it to LOADERS."""
+"""Loaders by MIME type. Adding a format: write a Loader, add it to ``DocumentReader``."""
 
 from __future__ import annotations
 
-from citewell.errors import ParseError, UnsupportedFormat
+import logging
+from functools import lru_cache
+
+from citewell.errors import CitewellError, ParseError, PayloadTooLarge, UnsupportedFormat
 from citewell.loaders.base import EXTENSIONS, Loader, sniff
 from citewell.loaders.epub import EpubLoader
 from citewell.loaders.html import HtmlLoader
+from citewell.loaders.image import ImageLoader
+from citewell.loaders.legacy import DocLoader, PptLoader, XlsLoader
+from citewell.loaders.mail import EmlLoader, MsgLoader
+from citewell.loaders.ocr import OcrEngine, build_ocr
+from citewell.loaders.odf import OdtLoader
 from citewell.loaders.office import DocxLoader, PptxLoader, XlsxLoader
 from citewell.loaders.pdf import PdfLoader
+from citewell.loaders.rtf import RtfLoader
 from citewell.loaders.tabular import CsvLoader, JsonLoader
 from citewell.loaders.text import MarkdownLoader, TextLoader
 from citewell.types import Document
 
-LOADERS: list[Loader] = [
-    TextLoader(),
-    MarkdownLoader(),
-    HtmlLoader(),
-    PdfLoader(),
-    CsvLoader(),
-    JsonLoader(),
-    DocxLoader(),
-    PptxLoader(),
-    XlsxLoader(),
-    EpubLoader(),
+__all__ = [
+    "DocumentReader",
+    "Loader",
+    "load_bytes",
+    "sniff",
+    "supported_extensions",
 ]
 
-__all__ = ["LOADERS", "Loader", "load_bytes", "loader_for", "sniff", "supported_extensions"]
+DEFAULT_MAX_CHARS = 20_000_000
+PLAIN_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "application/json"})
+logger = logging.getLogger(__name__)
 
 
-def loader_for(mime_type: str) -> Loader:
-    for loader in LOADERS:
-        if mime_type in loader.mime_types:
-            return loader
-    raise UnsupportedFormat(f"No loader for {mime_type}.")
+class DocumentReader:
+    """Every loader, wired with the OCR engine: bytes and a name in, a Document out."""
+
+    def __init__(
+        self, ocr: OcrEngine | None = None, dpi: int = 200, max_chars: int = DEFAULT_MAX_CHARS
+    ) -> None:
+        self.max_chars = max_chars
+        self.loaders: list[Loader] = [
+            TextLoader(),
+            MarkdownLoader(),
+            HtmlLoader(),
+            PdfLoader(ocr, dpi),
+            ImageLoader(ocr),
+            CsvLoader(),
+            JsonLoader(),
+            DocxLoader(),
+            PptxLoader(),
+            XlsxLoader(),
+            DocLoader(),
+            PptLoader(),
+            XlsLoader(),
+            OdtLoader(),
+            RtfLoader(),
+            EpubLoader(),
+            EmlLoader(self.read),
+            MsgLoader(self.read),
+        ]
+
+    def loader_for(self, mime_type: str) -> Loader:
+        for loader in self.loaders:
+            if mime_type in loader.mime_types:
+                return loader
+        raise UnsupportedFormat(f"No loader for {mime_type}.")
+
+    def read(self, data: bytes, name: str) -> Document:
+        """Detect the format and extract the text; errors are typed and say what to do."""
+        if not data:
+            raise ParseError(f"{name} is empty (0 bytes); nothing to index.")
+        mime_type = sniff(data, name)
+        if mime_type is None:
+            raise UnsupportedFormat(
+                f"{name}: unsupported format. Citewell reads "
+                f"{', '.join(supported_extensions())} and plain text files."
+            )
+        if mime_type in PLAIN_TYPES and len(data) > 4 * self.max_chars:
+            raise PayloadTooLarge(  # refused before decoding: a huge text file costs nothing
+                f"{name} is {len(data):,} bytes of text, more than max_document_chars "
+                f"({self.max_chars:,} characters) allows: split it, or raise the limit."
+            )
+        try:
+            document = self.loader_for(mime_type).load(data, name)
+        except CitewellError:
+            raise
+        except (MemoryError, RecursionError, Exception) as exc:  # a parser's bug on bad bytes
+            logger.warning("loader for %s failed on %s", mime_type, name, exc_info=True)
+            raise ParseError(f"{name} could not be read ({type(exc).__name__}: {exc}).") from exc
+        if len(document.text) > self.max_chars:
+            raise PayloadTooLarge(
+                f"{name} holds {len(document.text):,} characters of text, more than "
+                f"max_document_chars ({self.max_chars:,}): split it, or raise the limit."
+            )
+        if not document.text.strip():
+            raise ParseError(f"{name} contains no text to index.")
+        return document
 
 
 def supported_extensions() -> list[str]:
     return sorted(EXTENSIONS)
 
 
+@lru_cache(maxsize=1)
+def default_reader() -> DocumentReader:
+    return DocumentReader(build_ocr("auto"))
+
+
 def load_bytes(data: bytes, name: str) -> Document:
-    """Detect the format and extract the text; errors are typed and say what to do."""
-    if not data:
-        raise ParseError(f"{name} is empty (0 bytes); nothing to index.")
-    mime_type = sniff(data, name)
-    if mime_type is None:
-        raise UnsupportedFormat(
-            f"{name}: unsupported format. Citewell reads {', '.join(supported_extensions())} "
-            "and plain text files today."
-        )
-    document = loader_for(mime_type).load(data, name)
-    if not document.text.strip():
-        raise ParseError(f"{name} contains no text to index.")
-    return document
+    """Extract with the default reader (OCR: whatever engine is installed)."""
+    return default_reader().read(data, name)

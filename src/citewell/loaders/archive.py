@@ -44,6 +44,10 @@ def zip_kind(data: bytes) -> str | None:
         names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
     except (zipfile.BadZipFile, ValueError):
         return None
+    if "mimetype" in names:  # ODF says what it is in its first entry
+        declared = zipfile.ZipFile(io.BytesIO(data)).read("mimetype")[:100]
+        if declared.strip() == b"application/vnd.oasis.opendocument.text":
+            return "application/vnd.oasis.opendocument.text"
     for entry, mime_type in ZIP_KINDS:
         if entry in names:
             return mime_type

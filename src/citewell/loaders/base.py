@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Protocol
 
-from citewell.types import Document
+from citewell.types import Document, Section
 
 
 class Loader(Protocol):
@@ -35,6 +35,21 @@ EXTENSIONS = {
     ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     ".epub": "application/epub+zip",
+    ".odt": "application/vnd.oasis.opendocument.text",
+    ".rtf": "application/rtf",
+    ".doc": "application/msword",
+    ".ppt": "application/vnd.ms-powerpoint",
+    ".xls": "application/vnd.ms-excel",
+    ".eml": "message/rfc822",
+    ".msg": "application/vnd.ms-outlook",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".bmp": "image/bmp",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
     # source code is read as plain text
     ".py": "text/plain",
     ".js": "text/plain",
@@ -63,12 +78,11 @@ def sniff(data: bytes, name: str) -> str | None:
     head = data[:1024].lstrip()
     if head.startswith(b"%PDF-"):
         return "application/pdf"
-    if data.startswith(b"PK\x03\x04"):  # a zip: OOXML or EPUB, whatever the name says
-        from citewell.loaders.archive import zip_kind
-
-        kind = zip_kind(data)
-        if kind:
-            return kind
+    kind = _binary_kind(data)
+    if kind:
+        return kind
+    if head.startswith(b"{\\rtf"):
+        return "application/rtf"
     lowered = head[:512].lower()
     # Only a document that *starts* with markup is HTML: Markdown may quote HTML in a fence.
     if lowered.startswith((b"<!doctype html", b"<html")) or (
@@ -81,6 +95,32 @@ def sniff(data: bytes, name: str) -> str | None:
     return "text/plain" if looks_like_text(data) else None
 
 
+IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"II*\x00", "image/tiff"),
+    (b"MM\x00*", "image/tiff"),
+    (b"GIF8", "image/gif"),
+)
+
+
+def _binary_kind(data: bytes) -> str | None:
+    """Containers and images recognised by their first bytes, whatever the name says."""
+    if data.startswith(b"PK\x03\x04"):  # a zip: OOXML, ODF or EPUB
+        from citewell.loaders.archive import zip_kind
+
+        return zip_kind(data)
+    if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):  # OLE2: Office 97-2003, .msg
+        from citewell.loaders.legacy import ole_kind
+
+        return ole_kind(data)
+    if data.startswith(b"BM") and data[6:10] == b"\0\0\0\0":  # BMP: reserved bytes are zero
+        return "image/bmp"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in IMAGE_MAGIC if data.startswith(magic)), None)
+
+
 def looks_like_text(data: bytes) -> bool:
     """True when the bytes decode as text (BOM-marked UTF-16/32 included), not binary."""
     sample = data[:4096]
@@ -90,3 +130,25 @@ def looks_like_text(data: bytes) -> bool:
         return False
     control = sum(1 for b in sample if b < 9 or 13 < b < 32)
     return control <= len(sample) // 100
+
+
+PAGE_SEPARATOR = "\n\n"
+
+
+def paged_document(
+    pages: list[str], name: str, mime_type: str, title: str | None = None
+) -> Document:
+    """Join page (or slide) texts, recording each one's span so chunks know their page."""
+    parts: list[str] = []
+    sections: list[Section] = []
+    offset = 0
+    for number, text in enumerate(pages, start=1):
+        if not text:
+            continue
+        if parts:
+            parts.append(PAGE_SEPARATOR)
+            offset += len(PAGE_SEPARATOR)
+        sections.append(Section(start=offset, end=offset + len(text), page=number))
+        parts.append(text)
+        offset += len(text)
+    return Document("".join(parts), name, mime_type, tuple(sections), title)

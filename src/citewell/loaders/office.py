@@ -7,8 +7,9 @@ from typing import Any
 
 from citewell.errors import ParseError
 from citewell.loaders.archive import open_zip
+from citewell.loaders.base import paged_document
 from citewell.loaders.tables import markdown_table
-from citewell.types import Document, Section
+from citewell.types import Document
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
@@ -63,17 +64,8 @@ class PptxLoader:
             deck = Presentation(io.BytesIO(data))
         except Exception as exc:
             raise ParseError(f"{name} is not a readable PowerPoint file ({exc}).") from exc
-        parts: list[str] = []
-        sections: list[Section] = []
-        offset = 0
-        for number, slide in enumerate(deck.slides, start=1):
-            text = _slide_markdown(number, slide)
-            if parts:
-                offset += 2
-            sections.append(Section(offset, offset + len(text), page=number))
-            parts.append(text)
-            offset += len(text)
-        return Document("\n\n".join(parts), name, PPTX, tuple(sections))
+        pages = [_slide_markdown(n, slide) for n, slide in enumerate(deck.slides, start=1)]
+        return paged_document(pages, name, PPTX)
 
 
 def _slide_markdown(number: int, slide: Any) -> str:

@@ -17,6 +17,8 @@ from citewell.chat.extractive import extractive_answer
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
 from citewell.errors import FileNotFound
+from citewell.loaders import DocumentReader
+from citewell.loaders.isolated import IsolatedReader, ReaderConfig
 from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256, space_table
 from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
@@ -25,6 +27,19 @@ from citewell.splitters import Splitter, build_splitter
 from citewell.stores.base import ChunkStore
 from citewell.stores.lancedb import LanceChunkStore
 from citewell.types import Answer, ChunkFilter, IngestReport, ScoredChunk, SearchMode
+
+
+def reader_from_settings(settings: Settings) -> DocumentReader | IsolatedReader:
+    """The extraction settings as a reader: in a limited worker process unless turned off."""
+    config = ReaderConfig(
+        ocr_engine=settings.ocr_engine,
+        ocr_languages=settings.ocr_languages,
+        ocr_dpi=settings.ocr_dpi,
+        max_chars=settings.max_document_chars,
+        timeout=settings.extract_timeout,
+        memory_mb=settings.extract_memory_mb,
+    )
+    return IsolatedReader(config) if settings.extract_isolated else config.reader()
 
 
 class Citewell:
@@ -37,6 +52,7 @@ class Citewell:
         store: ChunkStore,
         splitter: Splitter,
         retriever: HybridRetriever,
+        reader: DocumentReader | IsolatedReader | None = None,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
@@ -45,7 +61,8 @@ class Citewell:
         self.store = store
         self.splitter = splitter
         self.retriever = retriever
-        self.ingestor = Ingestor(settings, catalog, storage, embedder, store, splitter)
+        self.reader = reader or reader_from_settings(settings)
+        self.ingestor = Ingestor(settings, catalog, storage, embedder, store, splitter, self.reader)
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -77,6 +94,11 @@ class Citewell:
         storage = FileStorage(data_dir / "files")
         splitter = build_splitter(settings, cached)
         return cls(settings, catalog, storage, cached, store, splitter, retriever)
+
+    def close(self) -> None:
+        """Stop the extraction worker, if one is running."""
+        if isinstance(self.reader, IsolatedReader):
+            self.reader.close()
 
     # --- knowledge bases ----------------------------------------------------------
     def create_kb(self, name: str, description: str = "") -> KnowledgeBase:

@@ -11,13 +11,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder
 from citewell.errors import CitewellError
-from citewell.loaders import load_bytes
 from citewell.retrieval import terms_string
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
@@ -39,6 +39,12 @@ class IngestProgress:
 
 
 ProgressCallback = Callable[[IngestProgress], None]
+
+
+class Reader(Protocol):
+    """Extracts a document's text (``DocumentReader``, or ``IsolatedReader`` in a worker)."""
+
+    def read(self, data: bytes, name: str) -> Document: ...
 
 
 @dataclass
@@ -94,8 +100,10 @@ class Ingestor:
         embedder: CachedEmbedder,
         store: ChunkStore,
         splitter: Splitter,
+        reader: Reader,
     ) -> None:
         self.settings = settings
+        self.reader = reader
         self.catalog = catalog
         self.storage = storage
         self.embedder = embedder
@@ -175,7 +183,7 @@ class Ingestor:
             self.remove_from_kb(run.kb.id, previous.id)
 
     def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
-        document = load_bytes(data, item.name)
+        document = self.reader.read(data, item.name)
         chunks = [c for c in self.splitter.split(document) if c.text.strip()]
         if self.settings.bypass_embedding_and_retrieval:
             chunks = []  # whole documents go to the LLM; nothing is chunked or embedded

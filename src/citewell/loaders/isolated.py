@@ -1,0 +1,134 @@
+"""Extraction in a worker process, so a file cannot hang, exhaust or crash the server.
+
+The worker runs a ``DocumentReader`` under an address-space limit; the caller waits at most
+``timeout`` seconds for each file and kills the worker past it (a new one starts on the next
+file). Parsers are C and Python code fed untrusted bytes: this is where that risk is contained.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from citewell import errors
+from citewell.errors import CitewellError, ParseError
+from citewell.types import Document
+
+
+@dataclass(frozen=True)
+class ReaderConfig:
+    """What a worker needs to build its reader; plain values, so it crosses processes."""
+
+    ocr_engine: str = "auto"
+    ocr_languages: str = "eng"
+    ocr_dpi: int = 200
+    max_chars: int = 20_000_000
+    timeout: float = 300.0
+    memory_mb: int = 4096
+
+    def reader(self) -> Any:
+        from citewell.loaders import DocumentReader
+        from citewell.loaders.ocr import build_ocr
+
+        ocr = build_ocr(self.ocr_engine, self.ocr_languages, timeout=self.timeout)
+        return DocumentReader(ocr, self.ocr_dpi, self.max_chars)
+
+
+class IsolatedReader:
+    """``read(data, name)`` like ``DocumentReader``, run in a worker process with limits."""
+
+    def __init__(self, config: ReaderConfig) -> None:
+        self.config = config
+        self._context = multiprocessing.get_context("spawn")  # no fork of a threaded server
+        self._lock = threading.Lock()
+        self._process: Any = None
+        self._connection: Connection | None = None
+
+    def read(self, data: bytes, name: str) -> Document:
+        with self._lock:
+            connection = self._worker()
+            connection.send((data, name))
+            if not connection.poll(self.config.timeout):
+                self._stop()
+                raise ParseError(
+                    f"{name}: text extraction took longer than {self.config.timeout:.0f} s and "
+                    "was stopped; raise extract_timeout if the file is genuinely that big."
+                )
+            try:
+                reply = connection.recv()
+            except (EOFError, OSError) as exc:
+                self._stop()
+                raise ParseError(
+                    f"{name}: the parser exceeded its memory limit (extract_memory_mb = "
+                    f"{self.config.memory_mb}) or crashed; the file was not indexed."
+                ) from exc
+        if reply[0] == "ok":
+            return reply[1]  # type: ignore[no-any-return]
+        error_class = getattr(errors, reply[1], ParseError)
+        if not (isinstance(error_class, type) and issubclass(error_class, CitewellError)):
+            error_class = ParseError
+        raise error_class(reply[2])
+
+    def _worker(self) -> Connection:
+        if self._process is None or not self._process.is_alive():
+            self._stop()
+            parent, child = self._context.Pipe()
+            self._process = self._context.Process(
+                target=_serve, args=(child, self.config), name="citewell-extract", daemon=True
+            )
+            self._process.start()
+            child.close()
+            self._connection = parent
+        assert self._connection is not None
+        return self._connection
+
+    def _stop(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        if self._connection is not None:
+            self._connection.close()
+        self._process = self._connection = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None and self._process is not None:
+                try:
+                    self._connection.send(None)
+                    self._process.join(2)
+                except OSError:
+                    pass
+            self._stop()
+
+
+def _serve(connection: Connection, config: ReaderConfig) -> None:
+    """The worker's loop: one file in, a Document or an error description out."""
+    if config.memory_mb > 0:
+        import resource
+
+        limit = config.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    reader = config.reader()
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        data, name = message
+        connection.send(_read_one(reader, data, name))
+
+
+def _read_one(reader: Any, data: bytes, name: str) -> tuple[Any, ...]:
+    try:
+        return ("ok", reader.read(data, name))
+    except CitewellError as exc:
+        return ("error", type(exc).__name__, exc.message)
+    except MemoryError:
+        return ("error", "ParseError", f"{name}: the parser ran out of memory.")
+    except Exception as exc:  # noqa: BLE001 - any parser failure on bad bytes is bad input
+        return ("error", "ParseError", f"{name} could not be read ({type(exc).__name__}: {exc}).")

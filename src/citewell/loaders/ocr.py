@@ -1,0 +1,137 @@
+"""OCR engines: text from page images. Both run offline.
+
+- ``TesseractOcr``: the tesseract binary (Debian's tesseract-ocr; Apache-2.0). Fast and keeps
+  word spacing; preferred when installed.
+- ``RapidOcr``: rapidocr-onnxruntime (Apache-2.0), whose ONNX models ship inside the wheel, for
+  machines where no system package can be installed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+from typing import TYPE_CHECKING, Protocol
+
+from citewell.errors import MissingDependency, ParseError
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+MIN_SIDE = 1600  # pixels: smaller scans are upscaled first, OCR models want ~20 px letters
+
+
+class OcrEngine(Protocol):
+    name: str
+
+    def recognize(self, image: Image) -> str: ...
+
+
+def prepare(image: Image) -> Image:
+    """RGB, and upscaled when the page is small (a 72 dpi fax reads badly as it is)."""
+    from PIL import Image as PILImage
+
+    image = image.convert("RGB")
+    short = min(image.size)
+    if 0 < short < MIN_SIDE:
+        factor = min(4.0, MIN_SIDE / short)
+        size = (int(image.width * factor), int(image.height * factor))
+        image = image.resize(size, PILImage.Resampling.LANCZOS)
+    return image
+
+
+class TesseractOcr:
+    name = "tesseract"
+
+    def __init__(self, binary: str, languages: str = "eng", timeout: float = 120.0) -> None:
+        self.binary = binary
+        self.languages = languages
+        self.timeout = timeout
+
+    def recognize(self, image: Image) -> str:
+        buffer = io.BytesIO()
+        prepare(image).save(buffer, format="PNG")
+        command = [self.binary, "stdin", "stdout", "-l", self.languages, "--psm", "3"]
+        # one thread per page: tesseract's OpenMP threads fight each other on small machines
+        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+        try:
+            done = subprocess.run(
+                command,
+                input=buffer.getvalue(),
+                capture_output=True,
+                timeout=self.timeout,
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ParseError(f"OCR of a page took longer than {self.timeout:.0f} s.") from exc
+        if done.returncode != 0:
+            error = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+            raise ParseError(
+                f"tesseract failed: {error[0]} (is the '{self.languages}' language installed?)"
+            )
+        return done.stdout.decode("utf-8", errors="replace")
+
+
+class RapidOcr:
+    name = "rapidocr"
+
+    def __init__(self) -> None:
+        from rapidocr_onnxruntime import RapidOCR
+
+        self.engine = RapidOCR()
+
+    def recognize(self, image: Image) -> str:
+        import numpy as np
+
+        result, _ = self.engine(np.asarray(prepare(image)))
+        return _lines(result or [])
+
+
+def _lines(result: list[list[object]]) -> str:
+    """RapidOCR's boxes, top to bottom, joined into lines where their rows overlap."""
+    boxes = []
+    for box, text, _score in result:
+        ys = [point[1] for point in box]  # type: ignore[attr-defined]
+        xs = [point[0] for point in box]  # type: ignore[attr-defined]
+        boxes.append((min(ys), max(ys), min(xs), str(text)))
+    boxes.sort()
+    lines: list[list[tuple[float, str]]] = []
+    bottom = -1.0
+    for top, low, left, text in boxes:
+        if lines and top < bottom - (low - top) / 2:
+            lines[-1].append((left, text))
+            bottom = max(bottom, low)
+        else:
+            lines.append([(left, text)])
+            bottom = low
+    return "\n".join(" ".join(t for _, t in sorted(line)) for line in lines)
+
+
+def build_ocr(engine: str, languages: str = "eng", timeout: float = 120.0) -> OcrEngine | None:
+    """The configured engine; None for 'off' or when 'auto' finds neither installed."""
+    if engine == "off":
+        return None
+    binary = shutil.which("tesseract")
+    if engine in ("auto", "tesseract") and binary:
+        return TesseractOcr(binary, languages, timeout)
+    if engine == "tesseract":
+        raise MissingDependency(
+            "ocr_engine is 'tesseract' but no tesseract binary is on PATH: "
+            "apt-get install tesseract-ocr (or brew install tesseract)."
+        )
+    try:
+        return RapidOcr()
+    except ImportError as exc:
+        if engine == "rapidocr":
+            raise MissingDependency(
+                "ocr_engine is 'rapidocr': pip install 'citewell[ocr]'."
+            ) from exc
+        return None
+
+
+NO_OCR = (
+    "needs OCR, and no OCR engine is installed: apt-get install tesseract-ocr, "
+    "or pip install 'citewell[ocr]'."
+)
