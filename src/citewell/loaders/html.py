@@ -41,6 +41,7 @@ BLOCKS = {
 }
 CONTENT = ["article", "section"]  # a <main> header is page chrome (e.g. language lists)
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
+MAX_DEPTH = 200  # real pages nest a few dozen levels; past this, text is taken flat
 
 
 def table_markdown(table: Any) -> str:
@@ -51,7 +52,7 @@ def table_markdown(table: Any) -> str:
     return markdown_table(rows)
 
 
-def _render(node: Any, out: list[str]) -> None:
+def _render(node: Any, out: list[str], depth: int = 0) -> None:
     name = getattr(node, "name", None)
     if name is None:  # a text node
         text = str(node)
@@ -60,7 +61,9 @@ def _render(node: Any, out: list[str]) -> None:
             tail = " " if text[-1].isspace() else ""
             out.append(lead + " ".join(text.split()) + tail)
         return
-    if name in HEADINGS:
+    if depth > MAX_DEPTH:  # pathological nesting: keep the text, drop the structure
+        out.append("\n\n" + node.get_text(" ", strip=True) + "\n\n")
+    elif name in HEADINGS:
         out.append("\n\n" + "#" * HEADINGS[name] + " " + node.get_text(" ", strip=True) + "\n\n")
     elif name == "table":
         out.append("\n\n" + table_markdown(node) + "\n\n")
@@ -69,14 +72,14 @@ def _render(node: Any, out: list[str]) -> None:
     elif name == "li":
         out.append("\n- ")
         for child in node.children:
-            _render(child, out)
+            _render(child, out, depth + 1)
         out.append("\n")
     else:
         block = name in BLOCKS or name in {"ul", "ol", "dl", "tr", "hr"}
         if block:
             out.append("\n\n")
         for child in node.children:
-            _render(child, out)
+            _render(child, out, depth + 1)
         if block:
             out.append("\n\n")
 

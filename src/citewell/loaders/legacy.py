@@ -8,6 +8,7 @@ to walk here. Excel goes through xlrd (BSD).
 from __future__ import annotations
 
 import io
+import logging
 import re
 import struct
 from typing import Any
@@ -33,6 +34,7 @@ MSG = "application/vnd.ms-outlook"
 def open_ole(data: bytes, name: str) -> Any:
     import olefile
 
+    logging.getLogger("olefile").setLevel(logging.ERROR)  # it logs every bad sector at INFO
     try:
         return olefile.OleFileIO(io.BytesIO(data))
     except (OSError, ValueError, struct.error) as exc:

@@ -33,13 +33,18 @@ class EmlLoader:
         message = email.message_from_bytes(data, policy=email.policy.default)
         if not isinstance(message, EmailMessage) or not message.keys():
             raise ParseError(f"{name} is not an e-mail message (no headers).")
-        headers = {h: str(message[h]) for h in HEADERS if message[h]}
-        body = _body(message)
-        attachments = [
-            (part.get_filename() or "attachment", _payload(part))
-            for part in list(message.iter_attachments())[:MAX_ATTACHMENTS]
-            if isinstance(part, EmailMessage)
-        ]
+        try:
+            headers = {h: str(message[h]) for h in HEADERS if message[h]}
+            body = _body(message)
+            attachments = [
+                (part.get_filename() or "attachment", _payload(part))
+                for part in list(message.iter_attachments())[:MAX_ATTACHMENTS]
+                if isinstance(part, EmailMessage)
+            ]
+        except Exception as exc:  # the stdlib's header parser fails in odd ways on bad input
+            raise ParseError(
+                f"{name} is a malformed e-mail ({type(exc).__name__}: {exc})."
+            ) from exc
         return _email_document(name, EML, headers, body, attachments, self.read)
 
 

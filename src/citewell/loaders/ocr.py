@@ -85,7 +85,8 @@ class RapidOcr:
     def recognize(self, image: Image) -> str:
         import numpy as np
 
-        result, _ = self.engine(np.asarray(prepare(image)))
+        # no upscaling: the detector resizes pages itself, bigger input only costs time
+        result, _ = self.engine(np.asarray(image.convert("RGB")))
         return _lines(result or [])
 
 

@@ -1,0 +1,82 @@
+"""Broken and malicious files: a typed error (or their text) quickly, never a crash or hang."""
+
+from dataclasses import replace
+
+import pytest
+
+from citewell import errors
+from citewell.errors import ParseError, PayloadTooLarge
+from citewell.loaders import DocumentReader
+from citewell.loaders.isolated import IsolatedReader, ReaderConfig
+from tests.hostile import HOSTILE, huge_text
+
+
+@pytest.fixture(scope="module")
+def reader():
+    return DocumentReader(ocr=None)
+
+
+@pytest.fixture(scope="module")
+def isolated():
+    reader = IsolatedReader(ReaderConfig(ocr_engine="off", timeout=60))
+    yield reader
+    reader.close()
+
+
+@pytest.mark.parametrize(("name", "make", "error"), HOSTILE)
+def test_hostile_file_in_process(reader, name, make, error):
+    if error is None:
+        assert reader.read(make(), name).text.strip() == "deep text"
+    else:
+        with pytest.raises(getattr(errors, error)):
+            reader.read(make(), name)
+
+
+@pytest.mark.parametrize(("name", "make", "error"), HOSTILE)
+def test_hostile_file_in_worker(isolated, name, make, error):
+    if error is None:
+        assert isolated.read(make(), name).text.strip() == "deep text"
+    else:
+        with pytest.raises(getattr(errors, error)):
+            isolated.read(make(), name)
+
+
+def test_encrypted_pdf_says_so(reader):
+    from tests.hostile import encrypted_pdf
+
+    with pytest.raises(ParseError, match="password"):
+        reader.read(encrypted_pdf(), "locked.pdf")
+
+
+def test_200_mb_text_file_is_refused_before_decoding(reader):
+    with pytest.raises(PayloadTooLarge, match="max_document_chars"):
+        reader.read(huge_text(200), "huge.txt")
+
+
+def test_text_over_the_character_limit_is_refused():
+    small = DocumentReader(ocr=None, max_chars=1000)
+    with pytest.raises(PayloadTooLarge, match="max_document_chars"):
+        small.read(b"<p>" + b"word " * 2000 + b"</p>", "long.html")
+
+
+def test_worker_past_its_time_limit_is_stopped_and_replaced():
+    config = ReaderConfig(ocr_engine="off", timeout=0.001)
+    reader = IsolatedReader(config)
+    try:
+        with pytest.raises(ParseError, match="longer than"):
+            reader.read(b"hello", "slow.txt")
+        reader.config = replace(config, timeout=60)
+        assert reader.read(b"hello again", "fine.txt").text == "hello again"
+    finally:
+        reader.close()
+
+
+def test_worker_over_its_memory_limit_fails_cleanly():
+    config = ReaderConfig(ocr_engine="off", memory_mb=600, max_chars=10**10, timeout=120)
+    reader = IsolatedReader(config)
+    try:
+        with pytest.raises(ParseError, match="memory"):
+            reader.read(huge_text(200), "huge.txt")
+        assert reader.read(b"still alive", "ok.txt").text == "still alive"
+    finally:
+        reader.close()
