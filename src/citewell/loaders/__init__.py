@@ -87,7 +87,7 @@ class DocumentReader:
             document = self.loader_for(mime_type).load(data, name)
         except CitewellError:
             raise
-        except (MemoryError, RecursionError, Exception) as exc:  # a parser's bug on bad bytes
+        except Exception as exc:  # a parser's bug on bad bytes (MemoryError, RecursionError…)
             logger.warning("loader for %s failed on %s", mime_type, name, exc_info=True)
             raise ParseError(f"{name} could not be read ({type(exc).__name__}: {exc}).") from exc
         if len(document.text) > self.max_chars:

@@ -11,11 +11,14 @@ import multiprocessing
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citewell import errors
 from citewell.errors import CitewellError, ParseError
 from citewell.types import Document
+
+if TYPE_CHECKING:
+    from citewell.loaders import DocumentReader
 
 
 @dataclass(frozen=True)
@@ -29,8 +32,8 @@ class ReaderConfig:
     timeout: float = 300.0
     memory_mb: int = 4096
 
-    def reader(self) -> Any:
-        from citewell.loaders import DocumentReader
+    def reader(self) -> DocumentReader:
+        from citewell.loaders import DocumentReader  # here: loaders/__init__ is the importer
         from citewell.loaders.ocr import build_ocr
 
         ocr = build_ocr(self.ocr_engine, self.ocr_languages, timeout=self.timeout)
@@ -123,7 +126,7 @@ def _serve(connection: Connection, config: ReaderConfig) -> None:
         connection.send(_read_one(reader, data, name))
 
 
-def _read_one(reader: Any, data: bytes, name: str) -> tuple[Any, ...]:
+def _read_one(reader: DocumentReader, data: bytes, name: str) -> tuple[Any, ...]:
     try:
         return ("ok", reader.read(data, name))
     except CitewellError as exc:

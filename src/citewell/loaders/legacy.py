@@ -21,7 +21,6 @@ from citewell.types import Document
 DOC = "application/msword"
 PPT = "application/vnd.ms-powerpoint"
 XLS = "application/vnd.ms-excel"
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 OLE_STREAMS = (
     ("WordDocument", DOC),
     ("PowerPoint Document", PPT),
@@ -37,17 +36,15 @@ def open_ole(data: bytes, name: str) -> Any:
     logging.getLogger("olefile").setLevel(logging.ERROR)  # it logs every bad sector at INFO
     try:
         return olefile.OleFileIO(io.BytesIO(data))
-    except (OSError, ValueError, struct.error) as exc:
+    except Exception as exc:  # olefile raises OSError, ValueError, struct.error and more
         raise ParseError(f"{name} is not a readable Office 97-2003 file ({exc}).") from exc
 
 
 def ole_kind(data: bytes) -> str | None:
     """The MIME type of an OLE2 compound file, judged by the streams it holds."""
-    import olefile
-
     try:
-        ole = olefile.OleFileIO(io.BytesIO(data))
-    except Exception:  # noqa: BLE001 - anything unreadable is simply "not an OLE document"
+        ole = open_ole(data, "")
+    except ParseError:
         return None
     streams = {"/".join(s) for s in ole.listdir()}
     if any(s.startswith("__substg1.0_") for s in streams):

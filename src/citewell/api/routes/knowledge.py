@@ -8,7 +8,6 @@ from fastapi import APIRouter, File, Request, UploadFile, status
 
 from citewell.api.deps import CitewellDep
 from citewell.api.schemas import (
-    FilePublic,
     IngestPublic,
     KnowledgeBaseCreate,
     KnowledgeBasePublic,
@@ -65,12 +64,7 @@ async def upload_file(
     name = (file.filename or "upload").replace("\\", "/").rsplit("/", 1)[-1] or "upload"
     kb = app.catalog.get_kb(kb_id)
     record, report = await run_in_threadpool(app.upload, kb.id, name, data)
-    return IngestPublic(
-        file=FilePublic.of(record),
-        chunks_embedded=report.chunks_embedded,
-        linked=report.files_linked > 0,
-        unchanged=report.files_unchanged > 0,
-    )
+    return IngestPublic.of(record, report)
 
 
 @router.post("/{kb_id}/text", status_code=status.HTTP_201_CREATED)
@@ -78,12 +72,7 @@ def add_text(kb_id: str, body: TextCreate, app: CitewellDep) -> IngestPublic:
     """Ingest raw text as a file of the KB."""
     kb = app.catalog.get_kb(kb_id)
     record, report = app.upload(kb.id, body.name, body.content.encode("utf-8"))
-    return IngestPublic(
-        file=FilePublic.of(record),
-        chunks_embedded=report.chunks_embedded,
-        linked=report.files_linked > 0,
-        unchanged=report.files_unchanged > 0,
-    )
+    return IngestPublic.of(record, report)
 
 
 @router.post("/{kb_id}/files/{file_id}", status_code=status.HTTP_201_CREATED)
