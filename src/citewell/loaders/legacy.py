@@ -186,7 +186,9 @@ class XlsLoader:
         import xlrd
 
         try:
-            book = xlrd.open_workbook(file_contents=data, on_demand=True)
+            # every sheet is parsed here, inside the try (on_demand would parse them later)
+            # xlrd writes its warnings to stdout unless given a log file of its own
+            book = xlrd.open_workbook(file_contents=data, logfile=io.StringIO())
         except Exception as exc:  # xlrd raises its own and struct errors on damaged files
             raise ParseError(f"{name} is not a readable Excel 97-2003 file ({exc}).") from exc
         parts = []
