@@ -77,14 +77,16 @@ pass_app = click.make_pass_decorator(Context)
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("targets", nargs=-1, required=True, metavar="PATH|URL...")
 @click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @pass_app
-def ingest(ctx: Context, paths: tuple[Path, ...], kb: str, as_json: bool) -> None:
-    """Add files and folders (recursively) to a knowledge base."""
+def ingest(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+    """Add files, folders (recursively) and web pages to a knowledge base.
+
+    A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
     with _errors(), _progress("Ingesting") as progress:
-        report = ctx.app().ingest(list(paths), kb, progress)
+        report = ctx.app().ingest(list(targets), kb, progress)
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
         return

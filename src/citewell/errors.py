@@ -55,6 +55,18 @@ class ParseError(CitewellError):
     code = "parse_failed"
 
 
+class UrlBlocked(CitewellError):
+    """A URL points at an address Citewell refuses to fetch (SSRF guard)."""
+
+    status = 403
+    code = "url_blocked"
+
+
+class NoTranscript(CitewellError):
+    status = 422
+    code = "no_transcript"
+
+
 class MissingDependency(CitewellError):
     status = 500
     code = "missing_dependency"
@@ -73,6 +85,21 @@ class EmbeddingError(UpstreamError):
 
 class RerankError(UpstreamError):
     code = "rerank_failed"
+
+
+class FetchFailed(UpstreamError):
+    """A web page, video or search provider could not be fetched."""
+
+    code = "fetch_failed"
+
+
+class FetchTimeout(FetchFailed):
+    status = 504
+    code = "fetch_timeout"
+
+
+class WebSearchError(UpstreamError):
+    code = "web_search_failed"
 
 
 class ModelNotFound(NotFoundError):

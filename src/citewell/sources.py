@@ -19,6 +19,9 @@ class SourceItem:
     name: str
     read: Callable[[], bytes]
     mime_type: str | None = None
+    source: str = "upload"  # upload, text, url, web-search or youtube
+    url: str = ""
+    reader_name: str = ""  # the name the loaders see (its extension tells the type), if not name
 
 
 def _wanted(path: Path) -> bool:
@@ -48,4 +51,4 @@ def _item(path: Path) -> SourceItem:
 
 def text_item(name: str, text: str, mime_type: str = "text/plain") -> SourceItem:
     data = text.encode("utf-8")
-    return SourceItem(key=name, name=name, read=lambda: data, mime_type=mime_type)
+    return SourceItem(key=name, name=name, read=lambda: data, mime_type=mime_type, source="text")

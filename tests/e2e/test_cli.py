@@ -99,3 +99,50 @@ def test_errors_are_clear_and_exit_nonzero(tmp_path):
     )
     assert result.returncode == 1
     assert "No knowledge base 'nope'" in result.stderr and "citewell kb list" in result.stderr
+
+
+def test_ingest_urls_pages_and_videos(tmp_path, shared_docs):
+    """`citewell ingest URL…` against the fake web (tests/fake_web.py) on 127.0.0.1, which
+    the environment allows; a URL that fails is reported like a file that fails."""
+    import os
+
+    from tests.fake_web import FakeWebSite, FakeYouTube, serve_web
+
+    youtube = FakeYouTube()
+    with serve_web(FakeWebSite(shared_docs)) as site, serve_web(youtube) as yt:
+        youtube.url = yt
+        env = {
+            **os.environ,
+            "CITEWELL_WEB_FETCH_ALLOWLIST": "127.0.0.1",
+            "CITEWELL_YOUTUBE_URL": yt,
+        }
+        args = [f"{site}/article", f"{site}/download", "https://youtu.be/dQw4w9WgXcQ"]
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "citewell",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "ingest",
+                *args,
+                f"{site}/missing",
+                "--kb",
+                "web",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            env=env,
+        )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["files_seen"] == 4 and report["files_indexed"] == 3
+    assert report["files_failed"] == 1 and "404" in report["errors"][0]
+    hits = json.loads(
+        citewell(tmp_path / "data", "search", "mallards winter Hungary", "--kb", "web", "--json")
+    )
+    names = {h["file"] for h in hits}
+    assert "Mallards of the Northern Marsh" in names and "How Mallards Migrate" in names

@@ -39,6 +39,7 @@ def to_request(body: ChatCompletionCreate) -> ChatRequest:
         options=options,
         stream=body.stream,
         trace=body.retrieval_trace,
+        web_search=body.wants_web_search(),
     )
 
 
@@ -51,7 +52,8 @@ def source_public(source: Source) -> dict[str, Any]:
         "metadata": {
             "file_id": source.file_id,
             "name": source.file_name,
-            "source": source.file_name,
+            "source": source.url or source.file_name,
+            "url": source.url,
             "page": source.page,
             "start": source.start,
             "end": source.end,

@@ -34,6 +34,8 @@ class FilePublic(BaseModel):
     sha256: str
     chunk_count: int
     status: str
+    source: str = Field(description="upload, text, url, web-search or youtube.")
+    url: str = Field(description="The page or video it was fetched from ('' for uploads).")
     created_at: int
     updated_at: int
 
@@ -48,6 +50,8 @@ class FilePublic(BaseModel):
             sha256=record.sha256,
             chunk_count=record.chunk_count,
             status=record.status,
+            source=record.source,
+            url=record.url,
             created_at=int(record.created_at),
             updated_at=int(record.created_at),
         )
@@ -89,6 +93,64 @@ class IngestPublic(BaseModel):
             linked=report.files_linked > 0,
             unchanged=report.files_unchanged > 0,
         )
+
+
+class ProcessUrlCreate(BaseModel):
+    url: str = Field(min_length=1, max_length=4096, description="An http(s) URL.")
+    collection_name: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Knowledge base id or name (created when missing); default 'web'.",
+    )
+    language: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="YouTube only: preferred transcript languages, best first.",
+    )
+
+
+class WebIngestPublic(BaseModel):
+    status: bool = True
+    collection_name: str
+    filename: str = Field(description="The URL, as Open WebUI answers.")
+    url: str
+    title: str
+    file: FilePublic
+    chunks_embedded: int
+    linked: bool
+    unchanged: bool
+
+
+class WebSearchCreate(BaseModel):
+    queries: list[str] = Field(default_factory=list, max_length=5)
+    query: str | None = Field(default=None, description="One query (older clients).")
+    collection_name: str | None = Field(
+        default=None, max_length=200, description="Knowledge base for the pages; 'web-search'."
+    )
+    count: int | None = Field(default=None, ge=1, le=20, description="Pages per query.")
+
+    def all_queries(self) -> list[str]:
+        return [q for q in [*self.queries, self.query or ""] if q.strip()]
+
+
+class WebSearchItemPublic(BaseModel):
+    link: str
+    title: str
+    snippet: str
+    query: str
+    file_id: str | None = Field(description="The stored page; null when it could not be read.")
+    error: str | None = None
+
+
+class WebSearchPublic(BaseModel):
+    status: bool = True
+    collection_name: str
+    queries: list[str]
+    filenames: list[str] = Field(description="URLs of the pages now in the collection.")
+    loaded_count: int
+    items: list[WebSearchItemPublic]
+    files: list[FilePublic]
+    errors: list[str] = Field(description="Queries the provider failed on.")
 
 
 class TextCreate(BaseModel):
@@ -141,6 +203,17 @@ class ChatCompletionCreate(BaseModel):
     user: str | None = None
     seed: int | None = None
     retrieval_trace: bool = False
+    web_search: bool = Field(
+        default=False,
+        description="Search the web with the retrieval queries and answer from the pages too "
+        "(needs web_search_engine). Open WebUI's features.web_search is read as well.",
+    )
+    features: dict[str, Any] | None = Field(
+        default=None, description="Open WebUI's feature flags; web_search is honoured."
+    )
+
+    def wants_web_search(self) -> bool:
+        return self.web_search or bool((self.features or {}).get("web_search"))
 
 
 def file_type(record: FileRecord) -> str:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,6 +35,8 @@ class FileRecord:
     chunk_count: int
     status: str
     created_at: float
+    source: str = "upload"  # upload, text, url, web-search or youtube
+    url: str = ""
 
 
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
@@ -54,6 +56,8 @@ def _file(row: FileRow) -> FileRecord:
         row.chunk_count,
         row.status,
         row.created_at,
+        row.source,
+        row.url,
     )
 
 
@@ -69,9 +73,28 @@ def sqlite_engine(path: Path) -> Engine:
     return engine
 
 
+def _add_new_columns(engine: Engine) -> None:
+    """Columns added since a data dir was created get added to it (each has a server default)."""
+    existing = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {c["name"] for c in existing.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present and column.server_default is not None:
+                default = column.server_default.arg  # type: ignore[attr-defined]
+                ddl = column.type.compile(engine.dialect)
+                with engine.begin() as connection:
+                    connection.execute(
+                        text(
+                            f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {ddl} '
+                            f"NOT NULL DEFAULT '{default}'"
+                        )
+                    )
+
+
 class Catalog:
     def __init__(self, engine: Engine) -> None:
         Base.metadata.create_all(engine)
+        _add_new_columns(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def _session(self) -> Session:

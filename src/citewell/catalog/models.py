@@ -41,6 +41,9 @@ class FileRow(Base):
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(20), default="indexed")
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    # Where it came from: upload, text, url, web-search or youtube (with the URL for the last 3).
+    source: Mapped[str] = mapped_column(String(20), default="upload", server_default="upload")
+    url: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class KnowledgeBaseFileRow(Base):

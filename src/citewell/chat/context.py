@@ -31,6 +31,7 @@ class Source:
     score: float
     chunk_id: str | None
     kb_id: str | None
+    url: str = ""  # the page or video, for fetched sources
 
 
 def source_block(source: Source) -> str:
@@ -61,7 +62,7 @@ def _renumber(source: Source, number: int) -> Source:
     return replace(source, number=number)
 
 
-def chunk_source(result: ScoredChunk, mime_type: str) -> Source:
+def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> Source:
     chunk = result.chunk
     score = result.rerank_score if result.rerank_score is not None else result.score
     return Source(
@@ -76,4 +77,5 @@ def chunk_source(result: ScoredChunk, mime_type: str) -> Source:
         score,
         chunk.id,
         result.kb_id,
+        url,
     )

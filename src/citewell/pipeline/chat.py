@@ -4,6 +4,7 @@ RAG template → injection → LLM (or an extractive answer) → citation check.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from citewell.pipeline.core import Citewell
 from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter
 
+MAX_URL_REFS = 5  # '#https://…' references fetched from one message
+URL_REF = re.compile(r"(?<!\S)#(https?://[^\s<>\"']+)")
 EXTRACTIVE_NOTE = "Extractive answer (no LLM configured): best-matching sentences, quoted."
 
 
@@ -33,6 +36,7 @@ class ChatRequest:
     options: dict[str, Any] = field(default_factory=dict)
     stream: bool = False
     trace: bool = False
+    web_search: bool = False  # search the web with the retrieval queries, cite the pages
 
 
 @dataclass
@@ -55,6 +59,20 @@ class ChatResult:
     usage: Usage
     invalid_citations: tuple[int, ...]
     extractive: bool
+
+
+def url_refs(text: str) -> list[str]:
+    """URLs written as '#https://…' in a message (Open WebUI's way to chat with a page)."""
+    return list(dict.fromkeys(m.group(1).rstrip(".,;:!?)") for m in URL_REF.finditer(text)))
+
+
+def without_refs(text: str) -> str:
+    return " ".join(URL_REF.sub(" ", text).split())
+
+
+def plain_refs(text: str) -> str:
+    """'#https://…' as a plain URL: the '#' is an instruction to Citewell, not to the LLM."""
+    return URL_REF.sub(r"\1", text)
 
 
 class ChatPipeline:
@@ -110,8 +128,10 @@ class ChatPipeline:
             raise InvalidInput("messages needs at least one message with role 'user'.")
         preset = self.presets.get(request.model)
         warnings: list[str] = []
-        where = self._scope(request, preset, warnings)
-        question = next(m.content for m in reversed(request.messages) if m.role == "user")
+        message = next(m.content for m in reversed(request.messages) if m.role == "user")
+        pages = self._url_pages(url_refs(message), warnings)
+        question = without_refs(message) or " ".join(title for _, title in pages) or message
+        where = self._scope(request, preset, warnings, [file_id for file_id, _ in pages])
         trace: dict[str, Any] = {}
         prepared = PreparedChat(
             request,
@@ -123,20 +143,55 @@ class ChatPipeline:
             trace,
             False,
         )
-        if where is None:
+        if where is None and not request.web_search:
             return prepared
         budget = self._budget(request, preset)
         prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
-        prepared.sources = self._sources(prepared.queries, where, budget, preset, trace)
-        prepared.messages = self._inject(request.messages, prepared.sources, question, preset)
+        if request.web_search:
+            where = [*(where or []), *self._web_search(prepared.queries, warnings, trace)]
+        prepared.sources = self._sources(prepared.queries, where or [], budget, preset, trace)
+        messages = [ChatMessage(m.role, plain_refs(m.content)) for m in request.messages]
+        prepared.messages = self._inject(messages, prepared.sources, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return prepared
 
+    def _url_pages(self, urls: list[str], warnings: list[str]) -> list[tuple[str, str]]:
+        """'#https://…' in the message: each page is fetched into the 'web' KB and searched
+        with the rest of the scope. A page that cannot be fetched is a warning."""
+        pages = []
+        for url in urls[:MAX_URL_REFS]:
+            try:
+                done = self.app.ingest_url(url)
+            except CitewellError as exc:
+                warnings.append(f"{url}: {exc.message}")
+                continue
+            pages.append((done.record.id, done.title))
+        return pages
+
+    def _web_search(
+        self, queries: list[str], warnings: list[str], trace: dict[str, Any]
+    ) -> list[ChunkFilter]:
+        try:
+            outcome = self.app.web_search(queries)
+        except CitewellError as exc:
+            warnings.append(f"web search: {exc.message}")
+            return []
+        warnings.extend(f"web search: {e}" for e in outcome.errors)
+        warnings.extend(f"{h.result.url}: {h.error}" for h in outcome.hits if h.error)
+        trace["web_search"] = [h.result.url for h in outcome.hits if h.file is not None]
+        ids = tuple(dict.fromkeys(f.id for f in outcome.files))
+        return [ChunkFilter(file_ids=ids)] if ids else []
+
     def _scope(
-        self, request: ChatRequest, preset: ModelPreset | None, warnings: list[str]
+        self,
+        request: ChatRequest,
+        preset: ModelPreset | None,
+        warnings: list[str],
+        fetched: Sequence[str] = (),
     ) -> list[ChunkFilter] | None:
-        """Filters for the KBs and files in scope; unknown ones become warnings, not errors."""
+        """Filters for the KBs and files in scope; unknown ones become warnings, not errors.
+        ``fetched`` are files just fetched from the message's URLs."""
         kb_ids = []
         for name in (*(preset.knowledge if preset else ()), *request.knowledge):
             kb = self.app.catalog.find_kb(name)
@@ -144,7 +199,7 @@ class ChatPipeline:
                 warnings.append(f"knowledge collection {name!r} not found")
             elif kb.id not in kb_ids:
                 kb_ids.append(kb.id)
-        file_ids = []
+        file_ids = list(dict.fromkeys(fetched))
         for file_id in request.file_ids:
             record = self.app.catalog.get_file(file_id)
             if record is None:
@@ -219,7 +274,10 @@ class ChatPipeline:
             for scope in where:
                 retrieval = RetrievalTrace()
                 for result in self.app.search_where(query, scope, k=k, trace=retrieval):
-                    source = chunk_source(result, self._mime(result.chunk.file_id))
+                    record = self.app.catalog.get_file(result.chunk.file_id)
+                    source = chunk_source(
+                        result, record.mime_type if record else "", record.url if record else ""
+                    )
                     if result.chunk.id not in best or best[result.chunk.id].score < source.score:
                         best[result.chunk.id] = source
                 trace.setdefault("retrieval_ms", []).append(
@@ -253,13 +311,10 @@ class ChatPipeline:
                         1.0,
                         None,
                         None,
+                        record.url,
                     )
                 )
         return documents
-
-    def _mime(self, file_id: str) -> str:
-        record = self.app.catalog.get_file(file_id)
-        return record.mime_type if record else ""
 
     def _inject(
         self,

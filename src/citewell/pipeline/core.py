@@ -9,6 +9,7 @@ Ask:    search → answer with numbered, chunk-level citations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
@@ -16,10 +17,11 @@ from citewell.catalog.storage import FileStorage
 from citewell.chat.extractive import extractive_answer
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
-from citewell.errors import FileNotFound
+from citewell.errors import CitewellError, FileNotFound
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig
 from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256, space_table
+from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
 from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
@@ -63,6 +65,7 @@ class Citewell:
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
         self.ingestor = Ingestor(settings, catalog, storage, embedder, store, splitter, self.reader)
+        self.web = WebSources(settings, catalog, self.ingestor)
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -96,7 +99,8 @@ class Citewell:
         return cls(settings, catalog, storage, cached, store, splitter, retriever)
 
     def close(self) -> None:
-        """Stop the extraction worker, if one is running."""
+        """Stop the extraction worker, if one is running, and the web clients."""
+        self.web.close()
         if isinstance(self.reader, IsolatedReader):
             self.reader.close()
 
@@ -130,9 +134,25 @@ class Citewell:
 
     # --- ingestion ----------------------------------------------------------------
     def ingest(
-        self, paths: Sequence[Path], kb: str, progress: ProgressCallback | None = None
+        self, targets: Sequence[Path | str], kb: str, progress: ProgressCallback | None = None
     ) -> IngestReport:
-        return self.ingest_items(list(walk(paths)), kb, progress)
+        """Files, folders (recursively) and http(s) URLs; a URL that cannot be fetched counts
+        as a failed file, like a file that cannot be read."""
+        urls = [str(t) for t in targets if is_url(t)]
+        items = list(walk([Path(t) for t in targets if not is_url(t)]))
+        failed = []
+        for url in urls:
+            try:
+                items.append(self.web.item(url))
+            except CitewellError as exc:
+                failed.append(f"{url}: {exc.message}")
+        report = self.ingest_items(items, kb, progress)
+        return replace(
+            report,
+            files_seen=report.files_seen + len(failed),
+            files_failed=report.files_failed + len(failed),
+            errors=(*failed, *report.errors),
+        )
 
     def ingest_texts(
         self,
@@ -148,6 +168,18 @@ class Citewell:
         self, items: Sequence[SourceItem], kb: str, progress: ProgressCallback | None = None
     ) -> IngestReport:
         return self.ingestor.ingest(items, kb, progress)
+
+    def ingest_url(
+        self, url: str, kb: str | None = None, languages: Sequence[str] = ()
+    ) -> UrlIngest:
+        """Fetch a web page, remote file or YouTube transcript into ``kb`` (default 'web')."""
+        return self.web.ingest_url(url, kb, languages)
+
+    def web_search(
+        self, queries: Sequence[str], kb: str | None = None, count: int | None = None
+    ) -> WebSearchOutcome:
+        """Search the web and ingest the result pages into ``kb`` (default 'web-search')."""
+        return self.web.search(queries, kb, count)
 
     # --- files --------------------------------------------------------------------
     def upload(self, kb: str, name: str, data: bytes) -> tuple[FileRecord, IngestReport]:
@@ -169,6 +201,11 @@ class Citewell:
         return sorted(
             set(self.catalog.files_in_kb(self.kb_id(kb)).values()), key=lambda f: f.created_at
         )
+
+    def file_urls(self, file_ids: Iterable[str]) -> dict[str, str]:
+        """file id → the URL it was fetched from, for those fetched from one."""
+        records = (self.catalog.get_file(file_id) for file_id in set(file_ids))
+        return {r.id: r.url for r in records if r is not None and r.url}
 
     def file_text(self, file_id: str) -> str:
         return self.storage.text(self.get_file(file_id).id) or ""

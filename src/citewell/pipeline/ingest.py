@@ -183,7 +183,7 @@ class Ingestor:
             self.remove_from_kb(run.kb.id, previous.id)
 
     def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
-        document = self.reader.read(data, item.name)
+        document = self.reader.read(data, item.reader_name or item.name)
         chunks = [c for c in self.splitter.split(document) if c.text.strip()]
         if self.settings.bypass_embedding_and_retrieval:
             chunks = []  # whole documents go to the LLM; nothing is chunked or embedded
@@ -198,6 +198,8 @@ class Ingestor:
             chunk_count=len(chunks),
             status="indexed",
             created_at=time.time(),
+            source=item.source,
+            url=item.url,
         )
         stored = [
             self._stored_chunk(file_id, kb_id, i, c, item.name, document)
