@@ -125,6 +125,15 @@ def test_pptx_slides_are_pages(shared_docs):
     assert document.text.startswith("## Slide 1")
 
 
+def test_ppt_slide_titles_are_headings_as_in_pptx(shared_docs):
+    def headings(name):
+        text = load_bytes((shared_docs / name).read_bytes(), name).text
+        return [line for line in text.splitlines() if line.startswith("## ")]
+
+    assert headings("fake-power-point.ppt") == headings("fake-power-point.pptx")
+    assert headings("fake-power-point.ppt") == ["## Slide 1: Adding a Bullet Slide"]
+
+
 def test_xlsx_sheets_become_tables(shared_docs):
     text = load(shared_docs, "stanley-cups.xlsx").text
     assert text.count("## ") == 2 and "| Team | Location | Stanley Cups |" in text

@@ -11,6 +11,7 @@ import io
 import logging
 import re
 import struct
+from dataclasses import dataclass, field
 from typing import Any
 
 from citewell.errors import ParseError
@@ -143,24 +144,37 @@ TEXT_BYTES = 0x0FA8
 CONTAINER = 0x0F
 
 
+TEXT_HEADER = 0x0F9F
+TITLE_TYPES = (0, 6)  # TextHeaderAtom types: title, centered title
+
+
+@dataclass
+class _Slide:
+    texts: list[str] = field(default_factory=list)
+    title: str = ""
+    header: int | None = None  # type of the text that comes next
+
+
 class PptLoader:
-    """PowerPoint 97–2003: text atoms of each slide, one section (page) per slide."""
+    """PowerPoint 97–2003: text atoms of each slide, one section (page) per slide; the title
+    placeholder's text becomes the slide's heading, as for .pptx."""
 
     mime_types = frozenset({PPT})
 
     def load(self, data: bytes, name: str) -> Document:
         stream = _read(open_ole(data, name), "PowerPoint Document", name)
-        slides: list[list[str]] = []
+        slides: list[_Slide] = []
         _walk_ppt(stream, 0, len(stream), slides, in_slide=False, depth=0)
         pages = []
-        for number, texts in enumerate(slides, start=1):
-            unique = list(dict.fromkeys(t for t in texts if t))
-            pages.append("\n\n".join([f"## Slide {number}", *unique]))
+        for number, slide in enumerate(slides, start=1):
+            heading = f"## Slide {number}: {slide.title}" if slide.title else f"## Slide {number}"
+            unique = list(dict.fromkeys(t for t in slide.texts if t and t != slide.title))
+            pages.append("\n\n".join([heading, *unique]))
         return paged_document(pages, name, PPT)
 
 
 def _walk_ppt(
-    stream: bytes, pos: int, end: int, slides: list[list[str]], in_slide: bool, depth: int
+    stream: bytes, pos: int, end: int, slides: list[_Slide], in_slide: bool, depth: int
 ) -> None:
     while pos + 8 <= end and depth < 32:
         ver_inst, rec_type, length = struct.unpack_from("<HHI", stream, pos)
@@ -169,12 +183,19 @@ def _walk_ppt(
             continue  # masters and speaker-note pages repeat placeholder text
         if (ver_inst & 0x0F) == CONTAINER:
             if rec_type == SLIDE:
-                slides.append([])
+                slides.append(_Slide())
             _walk_ppt(stream, body, pos, slides, in_slide or rec_type == SLIDE, depth + 1)
+        elif in_slide and rec_type == TEXT_HEADER and pos - body >= 4:
+            slides[-1].header = struct.unpack_from("<I", stream, body)[0]
         elif in_slide and rec_type in (TEXT_CHARS, TEXT_BYTES):
             encoding = "utf-16-le" if rec_type == TEXT_CHARS else "cp1252"
-            text = stream[body:pos].decode(encoding, errors="replace")
-            slides[-1].append(text.replace("\r", "\n").replace("\x0b", "\n").strip())
+            raw = stream[body:pos].decode(encoding, errors="replace")
+            text = raw.replace("\r", "\n").replace("\x0b", "\n").strip()
+            slide = slides[-1]
+            if slide.header in TITLE_TYPES and not slide.title and text:
+                slide.title = " ".join(text.split())
+            slide.texts.append(text)
+            slide.header = None
 
 
 class XlsLoader:
