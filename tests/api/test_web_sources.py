@@ -122,7 +122,10 @@ def test_bad_pages_get_typed_errors(web, path, status, code):
     assert response.json()["code"] == code
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.org/a", "not a url"])
+@pytest.mark.parametrize(
+    "url",
+    ["file:///etc/passwd", "ftp://example.org/a", "not a url", "http://[bad", "http://x/\x00"],
+)
 def test_only_http_urls_are_accepted(web, url):
     response = post(web, "process/web", {"url": url})
     assert response.status_code == 400 and response.json()["code"] == "invalid_input"

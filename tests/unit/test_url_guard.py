@@ -2,7 +2,7 @@
 
 import pytest
 
-from citewell.errors import InvalidInput, UrlBlocked
+from citewell.errors import FetchFailed, InvalidInput, UrlBlocked
 from citewell.fetch import AddressGuard, check_url, video_id
 
 BLOCKED = [
@@ -62,7 +62,7 @@ def test_a_name_that_does_not_resolve_is_refused():
     def fail(host, port):
         raise OSError("Name or service not known")
 
-    with pytest.raises(UrlBlocked, match="does not resolve"):
+    with pytest.raises(FetchFailed, match="does not resolve"):
         AddressGuard(resolver=fail).resolve("nowhere.invalid", 80)
 
 
@@ -72,6 +72,14 @@ def test_a_name_that_does_not_resolve_is_refused():
 def test_only_http_urls_are_fetched(url):
     with pytest.raises(InvalidInput, match="http"):
         check_url(url)
+
+
+@pytest.mark.parametrize("url", ["http://[bad", "http://x/\x00", "https://\u2603.com/"])
+def test_malformed_urls_are_invalid_input(url):
+    from citewell.fetch import FetchLimits, UrlFetcher
+
+    with pytest.raises(InvalidInput, match="not a valid URL"):
+        UrlFetcher(AddressGuard(), FetchLimits()).fetch(url)
 
 
 @pytest.mark.parametrize(

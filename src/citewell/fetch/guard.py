@@ -17,7 +17,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from citewell.errors import UrlBlocked
+from citewell.errors import FetchFailed, UrlBlocked
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -69,10 +69,10 @@ class AddressGuard:
         """Every address of ``host``, each checked; refused if any one is not allowed."""
         try:
             addresses = self.resolver(host, port)
-        except OSError as exc:
-            raise UrlBlocked(f"{host} does not resolve ({exc}); check the URL.") from exc
+        except (OSError, UnicodeError) as exc:
+            raise FetchFailed(f"{host} does not resolve ({exc}); check the URL.") from exc
         if not addresses:
-            raise UrlBlocked(f"{host} does not resolve; check the URL.")
+            raise FetchFailed(f"{host} does not resolve; check the URL.")
         for address in addresses:
             self.check(host, address)
         return addresses

@@ -60,8 +60,13 @@ class FetchedPage:
 def check_url(url: str) -> str:
     """The URL, stripped, if it is an absolute http(s) URL; InvalidInput otherwise."""
     url = url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        httpx.URL(url)  # the checks the client will make: characters, IDNA host names
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except (ValueError, UnicodeError, httpx.InvalidURL) as exc:
+        raise InvalidInput(f"{url!r} is not a valid URL ({exc}).") from exc
+    if not valid:
         raise InvalidInput(f"{url!r} is not an http(s) URL; give a full address like https://…")
     return url
 
@@ -117,6 +122,8 @@ class UrlFetcher:
             ) from exc
         except httpx.HTTPError as exc:
             raise FetchFailed(f"Could not fetch {url}: {exc}.") from exc
+        except (UnicodeError, ValueError, httpx.InvalidURL) as exc:  # e.g. an unencodable host
+            raise InvalidInput(f"{url!r} is not a valid URL ({exc}).") from exc
         return FetchedPage(url, final_url, content_type, data, page_title(data, content_type, url))
 
     def _body(self, url: str, response: httpx.Response, deadline: float) -> bytes:
