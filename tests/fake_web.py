@@ -13,6 +13,7 @@ reached from the test machines):
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
@@ -152,6 +153,9 @@ class FakeWebSite:
             return Reply(302, headers={"Location": request.query["url"][0]})
         if path == "/huge":
             return Reply(body=b"<p>" + b"duck " * 2_000_000 + b"</p>")
+        if path == "/gzip-bomb":  # 50 KB on the wire, 50 MB once decoded
+            bomb = gzip.compress(b"\0" * 50_000_000, compresslevel=9)
+            return Reply(body=bomb, content_type="text/plain", headers={"Content-Encoding": "gzip"})
         if path == "/endless":  # no Content-Length, never ends
             return Reply(body=_endless(), content_type="text/plain")
         if path == "/slow":

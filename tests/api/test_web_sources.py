@@ -113,6 +113,7 @@ def test_redirects_are_followed_up_to_the_limit(web):
         ("/missing", 502, "fetch_failed"),
         ("/huge", 413, "payload_too_large"),
         ("/endless", 413, "payload_too_large"),
+        ("/gzip-bomb", 413, "payload_too_large"),
         ("/slow", 504, "fetch_timeout"),
     ],
 )
