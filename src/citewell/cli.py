@@ -296,6 +296,39 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     uvicorn.run(api, host=bind, port=listen, log_level="info")
 
 
+@main.command()
+@click.option("--repair", is_flag=True, help="Fix what is found (see the user guide).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def check(ctx: Context, repair: bool, as_json: bool) -> None:
+    """Compare the metadata database, the chunk store and the stored files.
+
+    Exits 1 when differences remain (run again with --repair to fix them)."""
+    with _errors():
+        report = ctx.app().check(repair)
+    if as_json:
+        click.echo(json.dumps({**asdict(report), "problems": report.problems}, indent=2))
+    else:
+        _print_check(report)
+    if report.problems and not repair:
+        raise SystemExit(1)
+
+
+def _print_check(report: Any) -> None:
+    for file_id, count in report.orphan_chunks.items():
+        click.echo(f"orphan chunks: {count} of unknown file {file_id}")
+    for file_id, (recorded, found) in report.missing_chunks.items():
+        click.echo(f"missing chunks: file {file_id} has {found} of its {recorded}")
+    for file_id in report.orphan_stored:
+        click.echo(f"orphan stored file: {file_id}")
+    for file_id in report.files_in_no_kb:
+        click.echo(f"file in no knowledge base: {file_id}")
+    for line in report.repairs:
+        click.echo(f"repaired: {line}")
+    if not report.problems:
+        click.echo("Consistent: the catalog, the chunk store and the stored files agree.")
+
+
 @main.group()
 def kb() -> None:
     """Create, list and delete knowledge bases."""

@@ -32,6 +32,14 @@ class FileStorage:
         path = self._path(file_id, "original")
         return path.read_bytes() if path.is_file() else None
 
+    def file_ids(self) -> set[str]:
+        """Ids of every file with a stored original or text (temp files excluded)."""
+        return {
+            p.name.split(".", 1)[0]
+            for p in self.root.iterdir()
+            if p.suffix in (".original", ".txt") and p.name.split(".", 1)[0].isalnum()
+        }
+
     def delete(self, file_id: str) -> None:
         for kind in ("original", "txt"):
             self._path(file_id, kind).unlink(missing_ok=True)

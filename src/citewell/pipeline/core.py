@@ -20,6 +20,7 @@ from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_e
 from citewell.errors import CitewellError, FileNotFound
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig
+from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256, space_table
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
 from citewell.rerankers import build_reranker
@@ -180,6 +181,11 @@ class Citewell:
     ) -> WebSearchOutcome:
         """Search the web and ingest the result pages into ``kb`` (default 'web-search')."""
         return self.web.search(queries, kb, count)
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Differences between the catalog, the chunk store and the stored files; ``repair``
+        makes them agree (see pipeline/check.py for what each repair does)."""
+        return ConsistencyCheck(self.catalog, self.store, self.storage, self.ingestor).run(repair)
 
     # --- files --------------------------------------------------------------------
     def upload(self, kb: str, name: str, data: bytes) -> tuple[FileRecord, IngestReport]:

@@ -253,6 +253,23 @@ class Ingestor:
         if run.counts["flushes"] % COMPACT_EVERY == 0:
             self.store.optimize()  # long ingests: keep fragments few and indexes current
 
+    def reindex(self, record: FileRecord, data: bytes) -> int:
+        """Rebuild a file's chunks from its original: same id, same KBs. The caller holds
+        ``lock``. Chunk ids depend on content only, so embeddings come from the cache."""
+        kb_ids = tuple(self.catalog.kbs_of_file(record.id))
+        item = SourceItem(key="", name=record.name, read=lambda: data, source=record.source)
+        pending = self._prepare(item, data, record.sha256, kb_ids[0])
+        vectors = self.embedder.embed(pending.embed_texts, "document")
+        rows = [
+            replace(_with_vector(chunk, vector), kb_ids=kb_ids)
+            for chunk, vector in zip(pending.chunks, vectors, strict=True)
+        ]
+        self.store.delete(ChunkFilter(file_ids=(record.id,)))
+        self.store.upsert(rows)
+        self.storage.put(record.id, data, pending.text)
+        self.catalog.add_file(replace(pending.record, created_at=record.created_at, url=record.url))
+        return len(rows)
+
     def link(self, kb_id: str, file_id: str, key: str) -> None:
         self.store.link(file_id, kb_id)
         self.catalog.link(kb_id, file_id, key)

@@ -1,0 +1,93 @@
+"""`citewell check`: where the metadata database, the chunk store and the stored files
+disagree, and (with repair) making them agree again.
+
+- chunks of files the catalog does not know (orphans) → deleted;
+- files whose chunks are missing or fewer than recorded → re-indexed from the stored original
+  (deleted when the original is gone too);
+- stored originals and texts of no known file → deleted;
+- files in no knowledge base → deleted, as removing a file from its last KB does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from citewell.catalog import Catalog
+from citewell.catalog.storage import FileStorage
+from citewell.pipeline.ingest import Ingestor
+from citewell.stores.base import ChunkStore
+from citewell.types import ChunkFilter
+
+
+@dataclass
+class CheckReport:
+    orphan_chunks: dict[str, int] = field(default_factory=dict)  # file id → chunks
+    missing_chunks: dict[str, tuple[int, int]] = field(default_factory=dict)  # (recorded, found)
+    orphan_stored: list[str] = field(default_factory=list)
+    files_in_no_kb: list[str] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> int:
+        return (
+            len(self.orphan_chunks)
+            + len(self.missing_chunks)
+            + len(self.orphan_stored)
+            + len(self.files_in_no_kb)
+        )
+
+
+class ConsistencyCheck:
+    def __init__(
+        self, catalog: Catalog, store: ChunkStore, storage: FileStorage, ingestor: Ingestor
+    ) -> None:
+        self.catalog = catalog
+        self.store = store
+        self.storage = storage
+        self.ingestor = ingestor
+
+    def run(self, repair: bool = False) -> CheckReport:
+        with self.ingestor.lock:  # no ingest may change things while they are compared
+            report = self._compare()
+            if repair:
+                self._repair(report)
+        return report
+
+    def _compare(self) -> CheckReport:
+        report = CheckReport()
+        files = {f.id: f for f in self.catalog.list_files()}
+        for file_id in sorted(self.store.file_ids() - set(files)):
+            report.orphan_chunks[file_id] = self.store.count(ChunkFilter(file_ids=(file_id,)))
+        for record in files.values():
+            found = self.store.count(ChunkFilter(file_ids=(record.id,)))
+            if found < record.chunk_count:
+                report.missing_chunks[record.id] = (record.chunk_count, found)
+            if not self.catalog.kbs_of_file(record.id):
+                report.files_in_no_kb.append(record.id)
+        report.orphan_stored = sorted(self.storage.file_ids() - set(files))
+        return report
+
+    def _repair(self, report: CheckReport) -> None:
+        for file_id in report.orphan_chunks:
+            self.store.delete(ChunkFilter(file_ids=(file_id,)))
+            report.repairs.append(f"deleted the orphan chunks of {file_id}")
+        for file_id in report.orphan_stored:
+            self.storage.delete(file_id)
+            report.repairs.append(f"deleted the stored files of unknown file {file_id}")
+        for file_id in report.files_in_no_kb:
+            self.ingestor.delete_file(file_id)
+            report.repairs.append(f"deleted {file_id}, which no knowledge base holds")
+        for file_id in report.missing_chunks:
+            if file_id not in report.files_in_no_kb:
+                report.repairs.append(self._reindex(file_id))
+        if report.repairs:
+            self.store.optimize()
+
+    def _reindex(self, file_id: str) -> str:
+        record = self.catalog.get_file(file_id)
+        data = self.storage.original(file_id)
+        if record is None or data is None:
+            self.ingestor.delete_file(file_id)
+            return f"deleted {file_id}: its chunks and its stored original are gone"
+        count = self.ingestor.reindex(record, data)
+        return f"re-indexed {file_id} ({record.name}) from its stored original: {count} chunks"

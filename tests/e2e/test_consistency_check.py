@@ -1,0 +1,84 @@
+"""`citewell check`: each kind of disagreement between the catalog, the chunk store and the
+stored files is found, and --repair makes them agree (a real LanceDB, a real SQLite)."""
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from citewell.types import ChunkFilter
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def filled(app):
+    app.ingest_texts(
+        [
+            ("ducks.md", "# Ducks\n\nMallards eat duckweed and snails in the marsh."),
+            ("geese.md", "# Geese\n\nGreylag geese graze on grass near the river."),
+        ],
+        "birds",
+    )
+    return app
+
+
+def test_a_fresh_ingest_is_consistent(filled):
+    report = filled.check()
+    assert report.problems == 0 and report.repairs == []
+
+
+def test_missing_chunks_are_rebuilt_from_the_original(filled):
+    ducks = next(f for f in filled.files("birds") if f.name == "ducks.md")
+    filled.store.delete(ChunkFilter(file_ids=(ducks.id,)))
+    report = filled.check()
+    assert report.missing_chunks == {ducks.id: (ducks.chunk_count, 0)}
+    repaired = filled.check(repair=True)
+    assert "re-indexed" in repaired.repairs[0]
+    assert filled.check().problems == 0
+    hits = filled.search("What do mallards eat?", ["birds"], k=1)
+    assert hits[0].chunk.file_id == ducks.id and hits[0].kb_id is not None
+
+
+def test_orphan_chunks_and_stored_files_are_removed(filled):
+    some = filled.store.get([filled.search("geese", ["birds"], k=1)[0].chunk.id])[0]
+    stray = replace(some, id="f" * 32, file_id="0" * 32)
+    vector = filled.embedder.embed([stray.text], "document")[0]
+    filled.store.upsert([replace(stray, vector=tuple(float(x) for x in vector))])
+    filled.storage.put("1" * 32, b"lost", "lost")
+    report = filled.check()
+    assert report.orphan_chunks == {"0" * 32: 1} and report.orphan_stored == ["1" * 32]
+    filled.check(repair=True)
+    assert filled.check().problems == 0
+    assert filled.store.count(ChunkFilter(file_ids=("0" * 32,))) == 0
+    assert filled.storage.original("1" * 32) is None
+
+
+def test_a_file_in_no_knowledge_base_is_deleted(filled):
+    geese = next(f for f in filled.files("birds") if f.name == "geese.md")
+    filled.catalog.unlink(filled.kb_id("birds"), geese.id)
+    assert filled.check().files_in_no_kb == [geese.id]
+    filled.check(repair=True)
+    assert filled.catalog.get_file(geese.id) is None
+    assert filled.store.count(ChunkFilter(file_ids=(geese.id,))) == 0
+    assert filled.check().problems == 0
+
+
+def test_the_cli_exits_1_until_repaired(tmp_path, filled):
+    ducks = next(f for f in filled.files("birds") if f.name == "ducks.md")
+    filled.store.delete(ChunkFilter(file_ids=(ducks.id,)))
+    filled.close()
+
+    def run(*args):
+        data = str(filled.settings.data_dir)
+        cmd = [sys.executable, "-m", "citewell", "--data-dir", data, "check", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+
+    found = run("--json")
+    assert found.returncode == 1, found.stderr
+    assert json.loads(found.stdout)["missing_chunks"][ducks.id] == [ducks.chunk_count, 0]
+    assert run("--repair").returncode == 0
+    clean = run()
+    assert clean.returncode == 0 and "Consistent" in clean.stdout
