@@ -382,6 +382,12 @@ class Settings(BaseSettings):
     def _default_data_dir(cls, value: Any) -> Any:
         return default_data_dir() if value in (None, "") else value
 
+    @field_validator("web_fetch_timeout", mode="before")
+    @classmethod
+    def _owui_empty_timeout(cls, value: Any) -> Any:
+        # Open WebUI leaves WEB_LOADER_TIMEOUT empty to mean "the default".
+        return 20.0 if value == "" else value
+
     @field_validator("embedding_engine", mode="before")
     @classmethod
     def _owui_engine_names(cls, value: Any) -> Any:

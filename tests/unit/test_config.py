@@ -19,6 +19,19 @@ def test_open_webui_names_are_accepted(monkeypatch):
     assert s.embedding_engine == "onnx"
 
 
+def test_open_webui_web_settings_carry_over(monkeypatch):
+    monkeypatch.setenv("WEB_SEARCH_ENGINE", "searxng")
+    monkeypatch.setenv("SEARXNG_QUERY_URL", "http://searxng:8080/search")
+    monkeypatch.setenv("WEB_SEARCH_RESULT_COUNT", "5")
+    monkeypatch.setenv("ENABLE_RAG_LOCAL_WEB_FETCH", "true")
+    monkeypatch.setenv("YOUTUBE_LOADER_LANGUAGE", "de,en")
+    monkeypatch.setenv("WEB_LOADER_TIMEOUT", "")  # empty: the default
+    s = Settings.load()
+    assert (s.web_search_engine, s.searxng_query_url) == ("searxng", "http://searxng:8080/search")
+    assert (s.web_search_result_count, s.web_fetch_allow_private) == (5, True)
+    assert (s.youtube_languages, s.web_fetch_timeout) == ("de,en", 20.0)
+
+
 def test_citewell_names_and_precedence(monkeypatch, tmp_path):
     config = tmp_path / "citewell.toml"
     config.write_text("chunk_size = 700\ntop_k = 3\ncandidate_k = 40\n")
