@@ -297,6 +297,30 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
 
 
 @main.command()
+@pass_app
+def worker(ctx: Context) -> None:
+    """Run queued ingest jobs until stopped (Ctrl-C or SIGTERM).
+
+    For running ingestion outside the server; set serve_job_worker=false on the server then."""
+    import signal
+    import threading
+
+    with _errors():
+        app = ctx.app()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    app.start_workers()
+    click.echo(f"Citewell worker on {app.settings.data_dir}: Ctrl-C stops it.", err=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        app.close()
+
+
+@main.command()
 @click.option("--repair", is_flag=True, help="Fix what is found (see the user guide).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
@@ -323,6 +347,10 @@ def _print_check(report: Any) -> None:
         click.echo(f"orphan stored file: {file_id}")
     for file_id in report.files_in_no_kb:
         click.echo(f"file in no knowledge base: {file_id}")
+    for job_id in report.stuck_jobs:
+        click.echo(f"stuck job: {job_id} (running far longer than any step may take)")
+    for job_id in report.orphan_staged:
+        click.echo(f"staged upload of a finished or unknown job: {job_id}")
     for line in report.repairs:
         click.echo(f"repaired: {line}")
     if not report.problems:

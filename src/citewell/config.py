@@ -301,6 +301,25 @@ class Settings(BaseSettings):
         "https://www.youtube.com", "Where YouTube's pages and player API are fetched from."
     )
 
+    # --- ingestion jobs ----------------------------------------------------------------
+    job_batch_files: int = _setting(
+        64,
+        "Queued files the worker takes at once; their chunks are embedded together, so many "
+        "small files still make full embedding batches.",
+    )
+    job_max_attempts: int = _setting(
+        3, "Attempts a job gets when it fails for a reason that may pass (a service down)."
+    )
+    job_retry_seconds: float = _setting(
+        2.0, "Wait before the first retry of a job; doubled for each further attempt."
+    )
+    max_batch_files: int = _setting(1000, "Most files one batch upload request may carry.")
+    serve_job_worker: bool = _setting(
+        True,
+        "Run queued ingest jobs inside `citewell serve`. Turn off when `citewell worker` "
+        "processes run them instead.",
+    )
+
     # --- server --------------------------------------------------------------------
     host: str = _setting("127.0.0.1", "Address `citewell serve` binds to.")
     port: int = _setting(8080, "Port `citewell serve` listens on.", "PORT")

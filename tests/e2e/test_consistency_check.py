@@ -82,3 +82,20 @@ def test_the_cli_exits_1_until_repaired(tmp_path, filled):
     assert run("--repair").returncode == 0
     clean = run()
     assert clean.returncode == 0 and "Consistent" in clean.stdout
+
+
+def test_stuck_jobs_are_queued_again_and_stale_uploads_removed(filled):
+    from citewell.pipeline.check import ConsistencyCheck
+
+    ducks, geese = filled.enqueue_uploads("birds", [("a.md", b"# A\n\na"), ("b.md", b"# B\n\nb")])
+    filled.jobs.claim(1)  # the first is taken by a worker that then died
+    filled.jobs.cancel(geese.id)  # the second was cancelled, but its upload is still staged
+    check = ConsistencyCheck(
+        filled.catalog, filled.store, filled.storage, filled.ingestor, filled.jobs, -1
+    )
+    report = check.run()
+    assert report.stuck_jobs == [ducks.id] and report.orphan_staged == [geese.id]
+    check.run(repair=True)
+    assert filled.jobs.get(ducks.id).state == "queued"
+    assert filled.storage.staged(geese.id) is None
+    assert filled.check().problems == 0

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from citewell.api import errors
-from citewell.api.routes import files, health, knowledge, openai, rag, retrieval
+from citewell.api.routes import files, health, jobs, knowledge, openai, rag, retrieval
 from citewell.chat.context import TokenCounter, approximate_tokens
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
@@ -48,6 +48,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.serve_job_worker:  # queued ingest jobs, including any a restart interrupted
+            citewell.start_workers()
         yield
         citewell.close()
 
@@ -64,6 +66,6 @@ def create_app(
         citewell, llm, parse_presets(settings.model_presets), token_counter(citewell)
     )
     errors.install(app)
-    for module in (health, knowledge, files, retrieval, rag, openai):
+    for module in (health, knowledge, files, jobs, retrieval, rag, openai):
         app.include_router(module.router)
     return app

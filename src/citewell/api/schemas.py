@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.catalog import FileRecord, KnowledgeBase
+from citewell.jobs import Job
 from citewell.types import IngestReport
 
 
@@ -151,6 +152,66 @@ class WebSearchPublic(BaseModel):
     items: list[WebSearchItemPublic]
     files: list[FilePublic]
     errors: list[str] = Field(description="Queries the provider failed on.")
+
+
+class JobPublic(BaseModel):
+    id: str
+    batch_id: str
+    knowledge_base_id: str
+    operation: str
+    name: str
+    state: str = Field(
+        description="queued, parsing, embedding, indexed, failed or cancelled (a retried job "
+        "goes back to queued)."
+    )
+    attempts: int
+    max_attempts: int
+    error: str | None = Field(description="The last failure's message, null when none.")
+    error_code: str | None
+    file_id: str | None = Field(description="The indexed file, once the job is done.")
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobPublic:
+        return cls(
+            id=job.id,
+            batch_id=job.batch_id,
+            knowledge_base_id=job.kb_id,
+            operation=job.operation,
+            name=job.name,
+            state=job.state,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            error=job.last_error or None,
+            error_code=job.error_code or None,
+            file_id=job.file_id or None,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            finished_at=job.finished_at or None,
+        )
+
+
+class BatchPublic(BaseModel):
+    batch_id: str
+    total: int
+    counts: dict[str, int] = Field(description="Jobs per state.")
+    done: bool = Field(description="True once every job is indexed, failed or cancelled.")
+    jobs: list[JobPublic]
+
+    @classmethod
+    def of(cls, batch_id: str, jobs: list[Job]) -> BatchPublic:
+        counts: dict[str, int] = {}
+        for job in jobs:
+            counts[job.state] = counts.get(job.state, 0) + 1
+        return cls(
+            batch_id=batch_id,
+            total=len(jobs),
+            counts=counts,
+            done=all(job.done for job in jobs),
+            jobs=[JobPublic.of(job) for job in jobs],
+        )
 
 
 class TextCreate(BaseModel):

@@ -93,6 +93,7 @@ def _add_new_columns(engine: Engine) -> None:
 
 class Catalog:
     def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         Base.metadata.create_all(engine)
         _add_new_columns(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)

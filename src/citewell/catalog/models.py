@@ -57,3 +57,28 @@ class KnowledgeBaseFileRow(Base):
     path: Mapped[str] = mapped_column(String(1000), primary_key=True)
     file_id: Mapped[str] = mapped_column(ForeignKey("files.id"), index=True)
     added_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class JobRow(Base):
+    """One operation on one file (ingest now; re-ingest, delete, re-embed later), durable: a
+    restarted server picks up what was queued or running."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    batch_id: Mapped[str] = mapped_column(String(32), index=True)
+    kb_id: Mapped[str] = mapped_column(String(32), index=True)
+    operation: Mapped[str] = mapped_column(String(20), default="ingest")
+    name: Mapped[str] = mapped_column(String(500))
+    key: Mapped[str] = mapped_column(String(1000))  # the file's path in the KB
+    state: Mapped[str] = mapped_column(String(20), index=True, default="queued")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    error_code: Mapped[str] = mapped_column(String(50), default="")
+    file_id: Mapped[str] = mapped_column(String(32), default="")
+    claim: Mapped[str] = mapped_column(String(32), default="", index=True)
+    not_before: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+    finished_at: Mapped[float] = mapped_column(Float, default=0.0)

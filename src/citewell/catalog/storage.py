@@ -32,6 +32,30 @@ class FileStorage:
         path = self._path(file_id, "original")
         return path.read_bytes() if path.is_file() else None
 
+    # --- uploads waiting for their ingest job (kept until it succeeds, for retries) ----------
+    def _staged(self, job_id: str) -> Path:
+        if not job_id.isalnum():
+            raise ValueError(f"not a job id: {job_id!r}")
+        return self.root / "staging" / job_id
+
+    def stage(self, job_id: str, data: bytes) -> None:
+        target = self._staged(job_id)
+        target.parent.mkdir(exist_ok=True)
+        temp = target.with_suffix(".tmp")
+        temp.write_bytes(data)
+        os.replace(temp, target)
+
+    def staged(self, job_id: str) -> bytes | None:
+        path = self._staged(job_id)
+        return path.read_bytes() if path.is_file() else None
+
+    def staged_ids(self) -> set[str]:
+        folder = self.root / "staging"
+        return {p.name for p in folder.iterdir() if p.name.isalnum()} if folder.is_dir() else set()
+
+    def unstage(self, job_id: str) -> None:
+        self._staged(job_id).unlink(missing_ok=True)
+
     def file_ids(self) -> set[str]:
         """Ids of every file with a stored original or text (temp files excluded)."""
         return {

@@ -5,15 +5,20 @@ disagree, and (with repair) making them agree again.
 - files whose chunks are missing or fewer than recorded → re-indexed from the stored original
   (deleted when the original is gone too);
 - stored originals and texts of no known file → deleted;
-- files in no knowledge base → deleted, as removing a file from its last KB does.
+- files in no knowledge base → deleted, as removing a file from its last KB does;
+- jobs that have been running far longer than any step may take (their worker died) → queued
+  again;
+- staged uploads whose job is gone or finished for good → deleted.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from citewell.catalog import Catalog
 from citewell.catalog.storage import FileStorage
+from citewell.jobs import RUNNING, JobStore
 from citewell.pipeline.ingest import Ingestor
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter
@@ -25,6 +30,8 @@ class CheckReport:
     missing_chunks: dict[str, tuple[int, int]] = field(default_factory=dict)  # (recorded, found)
     orphan_stored: list[str] = field(default_factory=list)
     files_in_no_kb: list[str] = field(default_factory=list)
+    stuck_jobs: list[str] = field(default_factory=list)
+    orphan_staged: list[str] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
 
     @property
@@ -34,17 +41,27 @@ class CheckReport:
             + len(self.missing_chunks)
             + len(self.orphan_stored)
             + len(self.files_in_no_kb)
+            + len(self.stuck_jobs)
+            + len(self.orphan_staged)
         )
 
 
 class ConsistencyCheck:
     def __init__(
-        self, catalog: Catalog, store: ChunkStore, storage: FileStorage, ingestor: Ingestor
+        self,
+        catalog: Catalog,
+        store: ChunkStore,
+        storage: FileStorage,
+        ingestor: Ingestor,
+        jobs: JobStore,
+        stuck_after: float,
     ) -> None:
         self.catalog = catalog
         self.store = store
         self.storage = storage
         self.ingestor = ingestor
+        self.jobs = jobs
+        self.stuck_after = stuck_after  # seconds a job may sit in one running state
 
     def run(self, repair: bool = False) -> CheckReport:
         with self.ingestor.lock:  # no ingest may change things while they are compared
@@ -65,7 +82,20 @@ class ConsistencyCheck:
             if not self.catalog.kbs_of_file(record.id):
                 report.files_in_no_kb.append(record.id)
         report.orphan_stored = sorted(self.storage.file_ids() - set(files))
+        self._compare_jobs(report)
         return report
+
+    def _compare_jobs(self, report: CheckReport) -> None:
+        jobs = {job.id: job for job in self.jobs.find()}
+        cutoff = time.time() - self.stuck_after
+        report.stuck_jobs = [
+            j.id for j in jobs.values() if j.state in RUNNING and j.updated_at < cutoff
+        ]
+        report.orphan_staged = sorted(
+            job_id
+            for job_id in self.storage.staged_ids()
+            if job_id not in jobs or jobs[job_id].state in ("indexed", "cancelled")
+        )
 
     def _repair(self, report: CheckReport) -> None:
         for file_id in report.orphan_chunks:
@@ -77,6 +107,12 @@ class ConsistencyCheck:
         for file_id in report.files_in_no_kb:
             self.ingestor.delete_file(file_id)
             report.repairs.append(f"deleted {file_id}, which no knowledge base holds")
+        for job_id in report.stuck_jobs:
+            self.jobs.requeue(job_id)
+            report.repairs.append(f"queued stuck job {job_id} again")
+        for job_id in report.orphan_staged:
+            self.storage.unstage(job_id)
+            report.repairs.append(f"deleted the staged upload of finished job {job_id}")
         for file_id in report.missing_chunks:
             if file_id not in report.files_in_no_kb:
                 report.repairs.append(self._reindex(file_id))

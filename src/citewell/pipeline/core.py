@@ -18,6 +18,7 @@ from citewell.chat.extractive import extractive_answer
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
 from citewell.errors import CitewellError, FileNotFound
+from citewell.jobs import Job, JobRunner, JobStore
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
@@ -67,6 +68,8 @@ class Citewell:
         self.reader = reader or reader_from_settings(settings)
         self.ingestor = Ingestor(settings, catalog, storage, embedder, store, splitter, self.reader)
         self.web = WebSources(settings, catalog, self.ingestor)
+        self.jobs = JobStore(catalog.engine)
+        self.runner: JobRunner | None = None  # started by the server (start_workers)
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -99,8 +102,23 @@ class Citewell:
         splitter = build_splitter(settings, cached)
         return cls(settings, catalog, storage, cached, store, splitter, retriever)
 
+    def start_workers(self) -> None:
+        """Run queued ingest jobs in this process (the server does; CLI commands do not)."""
+        if self.runner is None:
+            self.runner = JobRunner(
+                self.jobs,
+                self.ingestor,
+                self.storage,
+                self.settings.job_batch_files,
+                self.settings.job_retry_seconds,
+            )
+            self.runner.start()
+
     def close(self) -> None:
-        """Stop the extraction worker, if one is running, and the web clients."""
+        """Stop the job worker, the extraction worker and the web clients."""
+        if self.runner is not None:
+            self.runner.stop()
+            self.runner = None
         self.web.close()
         if isinstance(self.reader, IsolatedReader):
             self.reader.close()
@@ -185,7 +203,11 @@ class Citewell:
     def check(self, repair: bool = False) -> CheckReport:
         """Differences between the catalog, the chunk store and the stored files; ``repair``
         makes them agree (see pipeline/check.py for what each repair does)."""
-        return ConsistencyCheck(self.catalog, self.store, self.storage, self.ingestor).run(repair)
+        # A step running longer than extraction may take, and then some, has lost its worker.
+        stuck_after = 2 * self.settings.extract_timeout + 600
+        return ConsistencyCheck(
+            self.catalog, self.store, self.storage, self.ingestor, self.jobs, stuck_after
+        ).run(repair)
 
     # --- files --------------------------------------------------------------------
     def upload(self, kb: str, name: str, data: bytes) -> tuple[FileRecord, IngestReport]:
@@ -194,6 +216,19 @@ class Citewell:
         item = SourceItem(key=f"upload:{digest[:32]}", name=name, read=lambda: data)
         report = self.ingestor.ingest([item], kb, None, strict=True)
         return self.get_file(digest[:32]), report
+
+    def enqueue_uploads(self, kb: str, files: Sequence[tuple[str, bytes]]) -> list[Job]:
+        """Queue files for ingestion into ``kb``: each is staged on disk, then gets a job."""
+        kb_id = self.kb_id(kb)
+        entries = []
+        for name, data in files:
+            job_id = self.jobs.new_id()
+            self.storage.stage(job_id, data)
+            entries.append((job_id, name, f"upload:{sha256(data)[:32]}"))
+        jobs = self.jobs.enqueue(kb_id, entries, self.settings.job_max_attempts)
+        if self.runner is not None:
+            self.runner.wake()
+        return jobs
 
     def get_file(self, file_id: str) -> FileRecord:
         record = self.catalog.get_file(file_id)

@@ -41,6 +41,19 @@ class IngestProgress:
 ProgressCallback = Callable[[IngestProgress], None]
 
 
+@dataclass(frozen=True)
+class ItemEvent:
+    """One source's step: parsing → embedding → indexed, or failed (with the error)."""
+
+    key: str
+    state: str
+    file_id: str = ""
+    error: CitewellError | None = None
+
+
+Observer = Callable[[ItemEvent], None]
+
+
 class Reader(Protocol):
     """Extracts a document's text (``DocumentReader``, or ``IsolatedReader`` in a worker)."""
 
@@ -65,6 +78,13 @@ class _Run:
     pending: list[_Pending] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    observer: Observer | None = None
+
+    def notify(
+        self, key: str, state: str, file_id: str = "", error: CitewellError | None = None
+    ) -> None:
+        if self.observer is not None:
+            self.observer(ItemEvent(key, state, file_id, error))
 
     def bump(self, key: str, amount: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + amount
@@ -117,9 +137,12 @@ class Ingestor:
         kb: str,
         progress: ProgressCallback | None = None,
         strict: bool = False,
+        observer: Observer | None = None,
     ) -> IngestReport:
+        """Ingest ``items`` into ``kb``; ``observer`` hears each item's steps (the job queue
+        records them; it may raise a CitewellError at 'parsing' to skip an item)."""
         with self.lock:
-            return self._ingest_items(items, kb, progress, strict)
+            return self._ingest_items(items, kb, progress, strict, observer)
 
     def _ingest_items(
         self,
@@ -127,19 +150,27 @@ class Ingestor:
         kb: str,
         progress: ProgressCallback | None,
         strict: bool = False,
+        observer: Observer | None = None,
     ) -> IngestReport:
-        run = _Run(self.catalog.ensure_kb(kb), IngestProgress(files_total=len(items)), progress)
+        run = _Run(
+            self.catalog.ensure_kb(kb),
+            IngestProgress(files_total=len(items)),
+            progress,
+            observer=observer,
+        )
         existing = self.catalog.files_in_kb(run.kb.id)
         embedded_before = self.embedder.embedded
         for item in items:
             run.progress.current = item.name
             try:
+                run.notify(item.key, "parsing")
                 self._ingest_one(run, item, existing.get(item.key))
             except CitewellError as exc:
                 if strict:
                     raise
                 run.bump("failed")
                 run.errors.append(f"{item.name}: {exc.message}")
+                run.notify(item.key, "failed", error=exc)
             run.progress.files_done += 1
             if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
                 self._flush(run)
@@ -163,15 +194,19 @@ class Ingestor:
         digest = sha256(data)
         if previous is not None and previous.sha256 == digest:
             run.bump("unchanged")
+            run.notify(item.key, "indexed", previous.id)
             return
         known = self.catalog.file_by_sha(digest)
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is not None or pending_same is not None:
             self._flush(run)  # the identical file may still be pending
-            self.link(run.kb.id, (known or pending_same.record).id, item.key)  # type: ignore[union-attr]
+            file_id = (known or pending_same.record).id  # type: ignore[union-attr]
+            self.link(run.kb.id, file_id, item.key)
             run.bump("linked")
+            run.notify(item.key, "indexed", file_id)
         else:
             run.pending.append(self._prepare(item, data, digest, run.kb.id))
+            run.notify(item.key, "embedding")
         if previous is not None:
             self._replace(run, previous)
 
@@ -246,6 +281,7 @@ class Ingestor:
             self.catalog.add_file(pending.record)
             self.catalog.link(run.kb.id, pending.record.id, pending.item.key)
             run.bump("indexed")
+            run.notify(pending.item.key, "indexed", pending.record.id)
             run.bump("chunks", len(pending.chunks))
             run.progress.chunks_done += len(pending.chunks)
         run.pending.clear()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, Request, UploadFile, status
+from fastapi import APIRouter, File, Response, UploadFile, status
+from starlette.concurrency import run_in_threadpool
 
 from citewell.api.deps import CitewellDep
 from citewell.api.schemas import (
+    BatchPublic,
     IngestPublic,
+    JobPublic,
     KnowledgeBaseCreate,
     KnowledgeBasePublic,
     KnowledgeBaseUpdate,
@@ -53,18 +56,52 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
     return data
 
 
-@router.post("/{kb_id}/files", status_code=status.HTTP_201_CREATED)
-async def upload_file(
-    kb_id: str, request: Request, app: CitewellDep, file: Annotated[UploadFile, File()]
-) -> IngestPublic:
-    """Upload a file into the KB. The same bytes again are the same file (not re-embedded)."""
-    from starlette.concurrency import run_in_threadpool
+def upload_name(upload: UploadFile) -> str:
+    """The file's own name, without any folder a client put in front of it."""
+    return (upload.filename or "upload").replace("\\", "/").rsplit("/", 1)[-1] or "upload"
 
-    data = await read_limited(file, request.app.state.citewell.settings.max_upload_bytes)
-    name = (file.filename or "upload").replace("\\", "/").rsplit("/", 1)[-1] or "upload"
+
+@router.post(
+    "/{kb_id}/files",
+    status_code=status.HTTP_201_CREATED,
+    responses={202: {"model": JobPublic, "description": "Queued (wait=false)."}},
+)
+async def upload_file(
+    kb_id: str,
+    response: Response,
+    app: CitewellDep,
+    file: Annotated[UploadFile, File()],
+    wait: bool = True,
+) -> IngestPublic | JobPublic:
+    """Upload a file into the KB. The same bytes again are the same file (not re-embedded).
+    With wait=false the file is queued: 202 and its job, to follow at /api/v1/jobs/{id}."""
+    data = await read_limited(file, app.settings.max_upload_bytes)
     kb = app.catalog.get_kb(kb_id)
-    record, report = await run_in_threadpool(app.upload, kb.id, name, data)
+    if not wait:
+        response.status_code = status.HTTP_202_ACCEPTED
+        (job,) = await run_in_threadpool(app.enqueue_uploads, kb.id, [(upload_name(file), data)])
+        return JobPublic.of(job)
+    record, report = await run_in_threadpool(app.upload, kb.id, upload_name(file), data)
     return IngestPublic.of(record, report)
+
+
+@router.post("/{kb_id}/batch", status_code=status.HTTP_202_ACCEPTED)
+async def upload_batch(
+    kb_id: str, app: CitewellDep, files: Annotated[list[UploadFile], File()]
+) -> BatchPublic:
+    """Queue many files at once (multipart, field 'files' repeated). Follow the batch at
+    /api/v1/jobs/batches/{batch_id}; cancel it there too."""
+    if not files or len(files) > app.settings.max_batch_files:
+        raise InvalidInput(
+            f"{len(files)} files in one request; at most {app.settings.max_batch_files} "
+            "(max_batch_files). Send them in several batches."
+        )
+    kb = app.catalog.get_kb(kb_id)
+    entries = [
+        (upload_name(f), await read_limited(f, app.settings.max_upload_bytes)) for f in files
+    ]
+    jobs = await run_in_threadpool(app.enqueue_uploads, kb.id, entries)
+    return BatchPublic.of(jobs[0].batch_id, jobs)
 
 
 @router.post("/{kb_id}/text", status_code=status.HTTP_201_CREATED)

@@ -1,0 +1,141 @@
+"""The worker that runs queued ingest jobs: it claims up to ``batch_files`` jobs at once and
+ingests them in one pass, so the embedder runs full batches across many small files.
+
+A job's steps are recorded as the ingestor reports them (parsing → embedding → indexed).
+A failure the service may get over (an embedding server down: UpstreamError) is retried with
+exponential backoff; a file that cannot be read fails at once. Uploads stay staged until
+their job succeeds, so a failed job can be retried without uploading again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from citewell.catalog.storage import FileStorage
+from citewell.errors import CitewellError, UpstreamError
+from citewell.jobs.store import Job, JobStore
+from citewell.pipeline.ingest import Ingestor, ItemEvent
+from citewell.sources import SourceItem
+
+logger = logging.getLogger(__name__)
+
+
+class JobCancelled(CitewellError):
+    status = 409
+    code = "job_cancelled"
+
+
+class JobRunner:
+    def __init__(
+        self,
+        jobs: JobStore,
+        ingestor: Ingestor,
+        storage: FileStorage,
+        batch_files: int = 64,
+        retry_seconds: float = 2.0,
+        poll_seconds: float = 1.0,
+    ) -> None:
+        self.jobs = jobs
+        self.ingestor = ingestor
+        self.storage = storage
+        self.batch_files = batch_files
+        self.retry_seconds = retry_seconds
+        self.poll_seconds = poll_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Put jobs a previous run left half-done back in the queue, then start working."""
+        resumed = self.jobs.requeue_interrupted()
+        if resumed:
+            logger.info("resuming %d interrupted jobs", resumed)
+        self._thread = threading.Thread(target=self._loop, name="citewell-jobs", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                worked = self.run_once()
+            except Exception:  # the loop must survive anything one batch does
+                logger.exception("job batch failed")
+                worked = False
+            if not worked:
+                self._wake.wait(self.poll_seconds)
+                self._wake.clear()
+
+    def run_once(self) -> bool:
+        """Claim and run one batch; False when nothing was due."""
+        claimed = self.jobs.claim(self.batch_files)
+        by_kb: dict[str, list[Job]] = defaultdict(list)
+        for job in claimed:
+            by_kb[job.kb_id].append(job)
+        for kb_id, group in by_kb.items():
+            self._run_group(kb_id, group)
+        return bool(claimed)
+
+    def _run_group(self, kb_id: str, group: Sequence[Job]) -> None:
+        by_key: dict[str, list[Job]] = defaultdict(list)
+        items = []
+        for job in group:
+            data = self.storage.staged(job.id)
+            if data is None:
+                self.jobs.fail(job.id, "Its upload is gone; upload the file again.", "lost", None)
+                continue
+            by_key[job.key].append(job)
+            items.append(SourceItem(key=job.key, name=job.name, read=_constant(data)))
+        finished: set[str] = set()
+        try:
+            self.ingestor.ingest(items, kb_id, observer=self._observer(by_key, finished))
+        except CitewellError as exc:  # a store or embedding pass failed: the unfinished retry
+            for job in group:
+                if job.id not in finished:
+                    self._failed(job, exc)
+
+    def _observer(
+        self, by_key: dict[str, list[Job]], finished: set[str]
+    ) -> Callable[[ItemEvent], None]:
+        def observe(event: ItemEvent) -> None:
+            for job in by_key.get(event.key, []):
+                if event.state == "parsing" and self.jobs.get(job.id).state == "cancelled":
+                    finished.add(job.id)
+                    self.storage.unstage(job.id)
+                    raise JobCancelled(f"job {job.id} was cancelled")
+                if event.state == "embedding":
+                    self.jobs.advance(job.id, "embedding")
+                elif event.state == "indexed":
+                    finished.add(job.id)
+                    self.jobs.succeed(job.id, event.file_id)
+                    self.storage.unstage(job.id)
+                elif event.state == "failed" and not isinstance(event.error, JobCancelled):
+                    finished.add(job.id)
+                    assert event.error is not None
+                    self._failed(job, event.error)
+
+        return observe
+
+    def _failed(self, job: Job, error: CitewellError) -> None:
+        transient = isinstance(error, UpstreamError)
+        delay = self.retry_seconds * 2 ** max(0, job.attempts - 1) if transient else None
+        if self.jobs.fail(job.id, error.message, error.code, delay):
+            logger.warning("job %s (%s) will be retried: %s", job.id, job.name, error.message)
+            if delay is not None:
+                timer = threading.Timer(delay, self.wake)
+                timer.daemon = True
+                timer.start()
+
+
+def _constant(data: bytes) -> Callable[[], bytes]:
+    return lambda: data

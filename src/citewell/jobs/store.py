@@ -1,0 +1,243 @@
+"""Jobs in the metadata database: what is queued, running, done or failed, durably.
+
+Claiming is one UPDATE that marks queued rows with a fresh token, so two workers (threads or
+processes) never take the same job.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import sessionmaker
+
+from citewell.catalog.models import Base, JobRow
+from citewell.errors import InvalidInput, NotFoundError
+
+RUNNING = ("parsing", "chunking", "embedding")
+FINAL = ("indexed", "failed", "cancelled")
+STATES = ("queued", *RUNNING, *FINAL)
+
+
+class JobNotFound(NotFoundError):
+    code = "job_not_found"
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    batch_id: str
+    kb_id: str
+    operation: str
+    name: str
+    key: str
+    state: str
+    attempts: int
+    max_attempts: int
+    last_error: str
+    error_code: str
+    file_id: str
+    created_at: float
+    updated_at: float
+    finished_at: float
+
+    @property
+    def done(self) -> bool:
+        return self.state in FINAL
+
+
+def _job(row: JobRow) -> Job:
+    return Job(
+        row.id,
+        row.batch_id,
+        row.kb_id,
+        row.operation,
+        row.name,
+        row.key,
+        row.state,
+        row.attempts,
+        row.max_attempts,
+        row.last_error,
+        row.error_code,
+        row.file_id,
+        row.created_at,
+        row.updated_at,
+        row.finished_at,
+    )
+
+
+class JobStore:
+    def __init__(self, engine: Engine) -> None:
+        Base.metadata.create_all(engine)
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @staticmethod
+    def new_id() -> str:
+        return uuid.uuid4().hex
+
+    def enqueue(
+        self, kb_id: str, files: Sequence[tuple[str, str, str]], max_attempts: int = 3
+    ) -> list[Job]:
+        """One queued ingest job per (job id, name, key), all in one new batch. Ids come from
+        ``new_id`` so the caller can stage each upload before its job can be claimed."""
+        batch, now = uuid.uuid4().hex, time.time()
+        rows = [
+            JobRow(
+                id=job_id,
+                batch_id=batch,
+                kb_id=kb_id,
+                name=name,
+                key=key,
+                max_attempts=max_attempts,
+                created_at=now + i * 1e-6,  # keeps upload order when claiming
+                updated_at=now,
+            )
+            for i, (job_id, name, key) in enumerate(files)
+        ]
+        with self._sessions() as session, session.begin():
+            session.add_all(rows)
+        return [_job(r) for r in rows]
+
+    def claim(self, limit: int) -> list[Job]:
+        """Up to ``limit`` queued jobs that are due, oldest first, now 'parsing' and ours."""
+        token, now = uuid.uuid4().hex, time.time()
+        due = (
+            select(JobRow.id)
+            .where((JobRow.state == "queued") & (JobRow.not_before <= now))
+            .order_by(JobRow.created_at)
+            .limit(limit)
+        )
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(JobRow)
+                .where(JobRow.id.in_(due.scalar_subquery()) & (JobRow.state == "queued"))
+                .values(
+                    state="parsing",
+                    claim=token,
+                    attempts=JobRow.attempts + 1,
+                    updated_at=now,
+                )
+                .execution_options(synchronize_session=False)
+            )
+            rows = session.scalars(
+                select(JobRow).where(JobRow.claim == token).order_by(JobRow.created_at)
+            )
+            return [_job(r) for r in rows]
+
+    def get(self, job_id: str) -> Job:
+        with self._sessions() as session:
+            row = session.get(JobRow, job_id)
+            if row is None:
+                raise JobNotFound(f"No job {job_id!r}; list jobs with GET /api/v1/jobs.")
+            return _job(row)
+
+    def find(
+        self, batch_id: str | None = None, kb_id: str | None = None, state: str | None = None
+    ) -> list[Job]:
+        query = select(JobRow).order_by(JobRow.created_at)
+        if batch_id:
+            query = query.where(JobRow.batch_id == batch_id)
+        if kb_id:
+            query = query.where(JobRow.kb_id == kb_id)
+        if state:
+            query = query.where(JobRow.state == state)
+        with self._sessions() as session:
+            return [_job(r) for r in session.scalars(query.limit(10_000))]
+
+    def _set(self, job_id: str, only_from: Sequence[str] | None = None, **values: object) -> bool:
+        """Update one job (only while its state is in ``only_from``); True if it changed."""
+        condition = JobRow.id == job_id
+        if only_from is not None:
+            condition = condition & JobRow.state.in_(only_from)
+        with self._sessions() as session, session.begin():
+            result = session.execute(
+                update(JobRow).where(condition).values(updated_at=time.time(), **values)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def advance(self, job_id: str, state: str) -> None:
+        self._set(job_id, only_from=RUNNING, state=state)
+
+    def succeed(self, job_id: str, file_id: str) -> None:
+        """Indexed; also when a cancel came after the job had started (it ran to the end)."""
+        self._set(
+            job_id,
+            only_from=(*RUNNING, "cancelled"),
+            state="indexed",
+            file_id=file_id,
+            last_error="",
+            error_code="",
+            finished_at=time.time(),
+        )
+
+    def fail(self, job_id: str, message: str, code: str, retry_in: float | None) -> bool:
+        """Failed for good, or (``retry_in`` seconds, attempts left) queued again; True if
+        it will be retried."""
+        job = self.get(job_id)
+        if retry_in is not None and job.attempts < job.max_attempts:
+            self._set(
+                job_id,
+                only_from=RUNNING,
+                state="queued",
+                claim="",
+                last_error=message,
+                error_code=code,
+                not_before=time.time() + retry_in,
+            )
+            return True
+        self._set(
+            job_id,
+            only_from=RUNNING,
+            state="failed",
+            last_error=message,
+            error_code=code,
+            finished_at=time.time(),
+        )
+        return False
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job that has not finished; a running one stops before its next step."""
+        self.get(job_id)
+        self._set(
+            job_id, only_from=("queued", *RUNNING), state="cancelled", finished_at=time.time()
+        )
+        return self.get(job_id)
+
+    def cancel_batch(self, batch_id: str) -> list[Job]:
+        for job in self.find(batch_id=batch_id):
+            if not job.done:
+                self.cancel(job.id)
+        return self.find(batch_id=batch_id)
+
+    def retry(self, job_id: str) -> Job:
+        """Queue a failed or cancelled job again, with a fresh set of attempts."""
+        job = self.get(job_id)
+        if job.state not in ("failed", "cancelled"):
+            raise InvalidInput(f"Job {job_id} is {job.state}; only failed or cancelled jobs retry.")
+        self._set(
+            job_id,
+            only_from=("failed", "cancelled"),
+            state="queued",
+            claim="",
+            not_before=0.0,
+            max_attempts=job.attempts + job.max_attempts,
+        )
+        return self.get(job_id)
+
+    def requeue(self, job_id: str) -> None:
+        """A running job whose worker is gone goes back to the queue."""
+        self._set(job_id, only_from=RUNNING, state="queued", claim="")
+
+    def requeue_interrupted(self) -> int:
+        """Jobs a stopped or killed server left running go back to the queue."""
+        with self._sessions() as session, session.begin():
+            result = session.execute(
+                update(JobRow)
+                .where(JobRow.state.in_(RUNNING))
+                .values(state="queued", claim="", updated_at=time.time())
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]

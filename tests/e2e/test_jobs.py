@@ -1,0 +1,143 @@
+"""The ingest job queue, in process: a real SQLite job table, real LanceDB, the runner's own
+steps driven one batch at a time (run_once) so each state can be looked at."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from citewell.config import Settings
+from citewell.embedders import OpenAIEmbedder
+from citewell.jobs import JobRunner
+from citewell.pipeline import Citewell
+from tests.fake_servers import FakeService, serve
+
+pytestmark = pytest.mark.e2e
+
+DUCKS = ("ducks.md", b"# Ducks\n\nMallards eat duckweed and snails in the marsh.")
+GEESE = ("geese.md", b"# Geese\n\nGreylag geese graze on grass near the river.")
+
+
+def runner(app: Citewell, retry_seconds: float = 0.0) -> JobRunner:
+    return JobRunner(
+        app.jobs, app.ingestor, app.storage, batch_files=64, retry_seconds=retry_seconds
+    )
+
+
+def test_queued_files_are_indexed_in_one_batch(app):
+    app.create_kb("birds")
+    jobs = app.enqueue_uploads("birds", [DUCKS, GEESE])
+    assert {j.state for j in jobs} == {"queued"} and len({j.batch_id for j in jobs}) == 1
+    assert runner(app).run_once() is True
+    done = app.jobs.find(batch_id=jobs[0].batch_id)
+    assert [j.state for j in done] == ["indexed", "indexed"]
+    assert all(j.file_id and j.attempts == 1 for j in done)
+    assert app.storage.staged(jobs[0].id) is None  # the staged upload is gone once indexed
+    hits = app.search("What do mallards eat?", ["birds"], k=1)
+    assert hits[0].chunk.file_id == done[0].file_id
+    assert runner(app).run_once() is False  # nothing left
+
+
+def test_cancelled_jobs_are_not_run(app):
+    app.create_kb("birds")
+    ducks, geese = app.enqueue_uploads("birds", [DUCKS, GEESE])
+    assert app.jobs.cancel(geese.id).state == "cancelled"
+    runner(app).run_once()
+    assert app.jobs.get(ducks.id).state == "indexed"
+    assert app.jobs.get(geese.id).state == "cancelled"
+    assert [f.name for f in app.files("birds")] == ["ducks.md"]
+    batch = app.jobs.cancel_batch(ducks.batch_id)  # finished jobs stay as they are
+    assert [j.state for j in batch] == ["indexed", "cancelled"]
+
+
+def test_a_job_cancelled_while_its_batch_runs_stops_before_parsing(app):
+    app.create_kb("birds")
+    ducks, geese = app.enqueue_uploads("birds", [DUCKS, GEESE])
+    work = runner(app)
+    claimed = app.jobs.claim(64)  # the worker has taken both...
+    app.jobs.cancel(geese.id)  # ...when the user cancels the second
+    work._run_group(claimed[0].kb_id, claimed)
+    assert app.jobs.get(ducks.id).state == "indexed"
+    assert app.jobs.get(geese.id).state == "cancelled"
+    assert app.storage.staged(geese.id) is None
+
+
+def test_an_unreadable_file_fails_at_once_and_can_be_retried(app):
+    app.create_kb("birds")
+    (broken,) = app.enqueue_uploads("birds", [("empty.txt", b"")])
+    runner(app).run_once()
+    failed = app.jobs.get(broken.id)
+    assert (failed.state, failed.attempts, failed.error_code) == ("failed", 1, "parse_failed")
+    assert "empty" in failed.last_error
+    assert app.storage.staged(broken.id) == b""  # kept, so retrying needs no new upload
+    again = app.jobs.retry(broken.id)
+    assert again.state == "queued" and again.max_attempts > failed.attempts
+    with pytest.raises(Exception, match="only failed or cancelled"):
+        app.jobs.retry(broken.id)
+
+
+def test_a_service_failure_is_retried_with_backoff(tmp_path):
+    """The embedding server (a wire-faithful fake) fails once; the job goes back to the queue,
+    not before its backoff, and succeeds on its second attempt."""
+    service = FakeService()
+    with serve(service) as url:
+        embedder = OpenAIEmbedder(url + "/v1", "m", retries=0)
+        app = Citewell.from_settings(Settings.load(data_dir=tmp_path / "data"), embedder=embedder)
+        app.create_kb("birds")
+        (job,) = app.enqueue_uploads("birds", [DUCKS])
+        service.fail_next = [503]
+        runner(app, retry_seconds=0.5).run_once()
+        waiting = app.jobs.get(job.id)
+        assert (waiting.state, waiting.attempts) == ("queued", 1)
+        assert waiting.error_code == "embedding_failed"
+        assert runner(app).run_once() is False  # not due yet: backing off
+        time.sleep(0.6)
+        runner(app).run_once()
+        assert app.jobs.get(job.id).state == "indexed"
+        assert app.jobs.get(job.id).attempts == 2
+        app.close()
+
+
+def test_jobs_a_stopped_worker_left_running_are_resumed(app):
+    app.create_kb("birds")
+    (job,) = app.enqueue_uploads("birds", [DUCKS])
+    app.jobs.claim(64)  # taken by a worker that then died
+    assert app.jobs.get(job.id).state == "parsing"
+    app.start_workers()  # a restart: interrupted jobs go back to the queue and run
+    try:
+        for _ in range(200):
+            if app.jobs.get(job.id).state == "indexed":
+                break
+            time.sleep(0.05)
+    finally:
+        app.close()
+    assert app.jobs.get(job.id).state == "indexed"
+
+
+def test_citewell_worker_runs_queued_jobs_in_its_own_process(tmp_path):
+    """Jobs queued by one process, run by `citewell worker` in another, which stops on SIGTERM."""
+    import signal
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    queueing = Citewell.from_settings(Settings.load(data_dir=data, extract_isolated=False))
+    queueing.create_kb("birds")
+    jobs = queueing.enqueue_uploads("birds", [DUCKS, GEESE])
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data), "worker"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while any(queueing.jobs.get(j.id).state != "indexed" for j in jobs):
+            assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+            assert time.monotonic() < deadline, [queueing.jobs.get(j.id) for j in jobs]
+            time.sleep(0.2)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert worker.returncode == 0
+    assert len(queueing.files("birds")) == 2
