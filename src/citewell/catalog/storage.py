@@ -53,6 +53,10 @@ class FileStorage:
         folder = self.root / "staging"
         return {p.name for p in folder.iterdir() if p.name.isalnum()} if folder.is_dir() else set()
 
+    def staged_at(self, job_id: str) -> float:
+        path = self._staged(job_id)
+        return path.stat().st_mtime if path.is_file() else 0.0
+
     def unstage(self, job_id: str) -> None:
         self._staged(job_id).unlink(missing_ok=True)
 

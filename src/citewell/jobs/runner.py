@@ -11,16 +11,36 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from citewell.catalog.storage import FileStorage
 from citewell.errors import CitewellError, UpstreamError
 from citewell.jobs.store import Job, JobStore
-from citewell.pipeline.ingest import Ingestor, ItemEvent
 from citewell.sources import SourceItem
 
+if TYPE_CHECKING:  # the pipeline imports the jobs package
+    from citewell.pipeline.ingest import Ingestor, ItemEvent
+
 logger = logging.getLogger(__name__)
+
+
+ORPHAN_UPLOAD_SECONDS = 3600  # a staged upload with no job yet may be one being queued now
+
+
+def stale_staged(jobs: JobStore, storage: FileStorage) -> list[str]:
+    """Staged uploads nothing will read again: their job finished (a crash can land between
+    the job's success and the upload's removal), or no job came for them within the hour."""
+    known = {job.id: job for job in jobs.find()}
+    cutoff = time.time() - ORPHAN_UPLOAD_SECONDS
+    return sorted(
+        job_id
+        for job_id in storage.staged_ids()
+        if (job_id in known and known[job_id].state in ("indexed", "cancelled"))
+        or (job_id not in known and storage.staged_at(job_id) < cutoff)
+    )
 
 
 class JobCancelled(CitewellError):
@@ -53,6 +73,8 @@ class JobRunner:
         resumed = self.jobs.requeue_interrupted()
         if resumed:
             logger.info("resuming %d interrupted jobs", resumed)
+        for job_id in stale_staged(self.jobs, self.storage):
+            self.storage.unstage(job_id)
         self._thread = threading.Thread(target=self._loop, name="citewell-jobs", daemon=True)
         self._thread.start()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from citewell.catalog import Catalog
 from citewell.catalog.storage import FileStorage
 from citewell.jobs import RUNNING, JobStore
+from citewell.jobs.runner import stale_staged
 from citewell.pipeline.ingest import Ingestor
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter
@@ -91,11 +92,7 @@ class ConsistencyCheck:
         report.stuck_jobs = [
             j.id for j in jobs.values() if j.state in RUNNING and j.updated_at < cutoff
         ]
-        report.orphan_staged = sorted(
-            job_id
-            for job_id in self.storage.staged_ids()
-            if job_id not in jobs or jobs[job_id].state in ("indexed", "cancelled")
-        )
+        report.orphan_staged = stale_staged(self.jobs, self.storage)
 
     def _repair(self, report: CheckReport) -> None:
         for file_id in report.orphan_chunks:
