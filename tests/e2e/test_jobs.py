@@ -141,3 +141,22 @@ def test_citewell_worker_runs_queued_jobs_in_its_own_process(tmp_path):
         worker.wait(timeout=60)
     assert worker.returncode == 0
     assert len(queueing.files("birds")) == 2
+
+
+def test_deleting_a_kb_cancels_its_queued_jobs(app):
+    app.create_kb("birds")
+    (job,) = app.enqueue_uploads("birds", [DUCKS])
+    app.delete_kb("birds")
+    assert app.jobs.get(job.id).state == "cancelled"
+    assert runner(app).run_once() is False
+    assert app.catalog.find_kb(job.kb_id) is None  # not re-created by the worker
+
+
+def test_a_claimed_job_whose_kb_is_gone_fails_without_recreating_it(app):
+    app.create_kb("birds")
+    (job,) = app.enqueue_uploads("birds", [DUCKS])
+    claimed = app.jobs.claim(64)
+    app.catalog.delete_kb(job.kb_id)  # gone between claim and run
+    runner(app)._run_group(job.kb_id, claimed)
+    assert app.jobs.get(job.id).error_code == "kb_deleted"
+    assert app.catalog.find_kb(job.kb_id) is None and app.list_kbs() == []

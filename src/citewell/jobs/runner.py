@@ -109,6 +109,11 @@ class JobRunner:
         return bool(claimed)
 
     def _run_group(self, kb_id: str, group: Sequence[Job]) -> None:
+        if self.ingestor.catalog.find_kb(kb_id) is None:
+            for job in group:
+                self.jobs.fail(job.id, "Its knowledge base was deleted.", "kb_deleted", None)
+                self.storage.unstage(job.id)
+            return
         by_key: dict[str, list[Job]] = defaultdict(list)
         items = []
         for job in group:

@@ -145,6 +145,9 @@ class Citewell:
 
     def delete_kb(self, name_or_id: str) -> None:
         kb = self.catalog.get_kb(name_or_id)
+        for job in self.jobs.find(kb_id=kb.id):  # queued files have nowhere to go now
+            if not job.done:
+                self.jobs.cancel(job.id)
         with self.ingestor.lock:
             for record in set(self.catalog.files_in_kb(kb.id).values()):
                 self.ingestor.remove_from_kb(kb.id, record.id)

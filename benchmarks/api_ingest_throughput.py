@@ -1,0 +1,118 @@
+"""Throughput of ingestion through the HTTP API (batch upload, the job queue, its worker) next
+to the raw encoder on the same texts.
+
+A real server (uvicorn on 127.0.0.1, in this process so it shares the encoder) gets the
+first N SciFact documents as N small Markdown files in batch uploads; the clock runs from
+the first upload to the last job indexed. Rounds alternate encoder and API on a fresh data
+dir (empty embedding cache). The figure that matters is the ratio API/encoder.
+
+    python benchmarks/api_ingest_throughput.py --docs 1000 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+from common import scifact_docs, timed  # noqa: E402
+
+from citewell import Citewell, Document, Settings  # noqa: E402
+from citewell.api.app import create_app  # noqa: E402
+from citewell.embedders import OnnxEmbedder  # noqa: E402
+from citewell.pipeline import embed_text  # noqa: E402
+
+UPLOAD_BATCH = 250
+
+
+@contextmanager
+def server(embedder: OnnxEmbedder) -> Iterator[str]:
+    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()))
+    app = create_app(settings, Citewell.from_settings(settings, embedder=embedder))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    running = uvicorn.Server(config)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    while not running.started:
+        time.sleep(0.05)
+    port = running.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        running.should_exit = True
+        thread.join(timeout=60)
+
+
+def ingest_through_api(base: str, docs: list[tuple[str, str]]) -> None:
+    with httpx.Client(base_url=base, timeout=600) as client:
+        client.post("/api/v1/knowledge", json={"name": "bench"}).raise_for_status()
+        batches = []
+        for start in range(0, len(docs), UPLOAD_BATCH):
+            files = [
+                ("files", (f"{n}.md", t.encode())) for n, t in docs[start : start + UPLOAD_BATCH]
+            ]
+            response = client.post("/api/v1/knowledge/bench/batch", files=files)
+            response.raise_for_status()
+            batches.append(response.json()["batch_id"])
+        for batch in batches:
+            while True:
+                body = client.get(f"/api/v1/jobs/batches/{batch}").json()
+                if body["done"]:
+                    assert body["counts"] == {"indexed": body["total"]}, body["counts"]
+                    break
+                time.sleep(0.2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    docs = scifact_docs(args.docs)
+    embedder = OnnxEmbedder()
+    splitter_app = Citewell.from_settings(
+        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
+    )
+    texts = [
+        embed_text(c, d)
+        for d in (Document(t, n, "text/markdown") for n, t in docs)
+        for c in splitter_app.splitter.split(d)
+    ]
+    encoder, api = [], []
+    for _ in range(args.rounds):
+        encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))
+        with server(embedder) as base:
+            api.append(len(texts) / timed(lambda base=base: ingest_through_api(base, docs)))
+    ratios = [a / e for a, e in zip(api, encoder, strict=True)]
+    print(
+        json.dumps(
+            {
+                "docs": len(docs),
+                "chunks": len(texts),
+                "rounds": args.rounds,
+                "encoder_chunks_per_s": round(statistics.median(encoder), 2),
+                "api_chunks_per_s": round(statistics.median(api), 2),
+                "api_docs_per_s": round(statistics.median(api) * len(docs) / len(texts), 2),
+                "ratio_median": round(statistics.median(ratios), 3),
+                "ratios": [round(r, 3) for r in ratios],
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
