@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the pipeline imports the jobs package
 logger = logging.getLogger(__name__)
 
 
+OPTIMIZE_EVERY = 8  # batches between chunk store compactions while the queue stays busy
 ORPHAN_UPLOAD_SECONDS = 3600  # a staged upload with no job yet may be one being queued now
 
 
@@ -67,6 +68,7 @@ class JobRunner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._since_optimize = 0  # batches run since the store was last compacted
 
     def start(self) -> None:
         """Put jobs a previous run left half-done back in the queue, then start working."""
@@ -99,13 +101,20 @@ class JobRunner:
                 self._wake.clear()
 
     def run_once(self) -> bool:
-        """Claim and run one batch; False when nothing was due."""
+        """Claim and run one batch; False when nothing was due. The chunk store is compacted
+        every OPTIMIZE_EVERY batches and when the queue runs dry, not after every batch."""
         claimed = self.jobs.claim(self.batch_files)
         by_kb: dict[str, list[Job]] = defaultdict(list)
         for job in claimed:
             by_kb[job.kb_id].append(job)
         for kb_id, group in by_kb.items():
             self._run_group(kb_id, group)
+        if claimed:
+            self._since_optimize += 1
+        if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
+            with self.ingestor.lock:
+                self.ingestor.store.optimize()
+            self._since_optimize = 0
         return bool(claimed)
 
     def _run_group(self, kb_id: str, group: Sequence[Job]) -> None:
@@ -125,7 +134,8 @@ class JobRunner:
             items.append(SourceItem(key=job.key, name=job.name, read=_constant(data)))
         finished: set[str] = set()
         try:
-            self.ingestor.ingest(items, kb_id, observer=self._observer(by_key, finished))
+            observer = self._observer(by_key, finished)
+            self.ingestor.ingest(items, kb_id, observer=observer, optimize=False)
         except CitewellError as exc:  # a store or embedding pass failed: the unfinished retry
             for job in group:
                 if job.id not in finished:

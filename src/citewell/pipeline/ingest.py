@@ -138,11 +138,16 @@ class Ingestor:
         progress: ProgressCallback | None = None,
         strict: bool = False,
         observer: Observer | None = None,
+        optimize: bool = True,
     ) -> IngestReport:
         """Ingest ``items`` into ``kb``; ``observer`` hears each item's steps (the job queue
-        records them; it may raise a CitewellError at 'parsing' to skip an item)."""
+        records them; it may raise a CitewellError at 'parsing' to skip an item). The job
+        queue passes ``optimize=False`` and compacts the store itself, less often."""
         with self.lock:
-            return self._ingest_items(items, kb, progress, strict, observer)
+            report = self._ingest_items(items, kb, progress, strict, observer)
+            if optimize:
+                self.store.optimize()
+            return report
 
     def _ingest_items(
         self,
@@ -177,7 +182,6 @@ class Ingestor:
             if progress:
                 progress(run.progress)
         self._flush(run)
-        self.store.optimize()
         return IngestReport(
             files_seen=len(items),
             files_indexed=run.counts.get("indexed", 0),
