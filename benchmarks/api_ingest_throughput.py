@@ -28,12 +28,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
-from common import scifact_docs, timed  # noqa: E402
+from common import pipeline_texts, scifact_docs, timed  # noqa: E402
 
-from citewell import Citewell, Document, Settings  # noqa: E402
+from citewell import Citewell, Settings  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
-from citewell.pipeline import embed_text  # noqa: E402
 
 UPLOAD_BATCH = 250
 
@@ -86,11 +85,7 @@ def main() -> None:
     splitter_app = Citewell.from_settings(
         Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
     )
-    texts = [
-        embed_text(c, d)
-        for d in (Document(t, n, "text/markdown") for n, t in docs)
-        for c in splitter_app.splitter.split(d)
-    ]
+    texts = pipeline_texts(docs, splitter_app.splitter)
     encoder, api = [], []
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))

@@ -8,6 +8,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = Path(os.environ.get("CITEWELL_SHARED_DATA", REPO.parent / "shared" / "data")) / "scifact"
@@ -23,6 +24,19 @@ def scifact_docs(limit: int | None = None) -> list[tuple[str, str]]:
             if limit and len(docs) >= limit:
                 break
     return docs
+
+
+def pipeline_texts(docs: list[tuple[str, str]], splitter: Any) -> list[str]:
+    """Exactly the texts the pipeline embeds for ``docs`` (chunks with their heading prefix),
+    so the raw encoder can be timed on the same work."""
+    from citewell import Document
+    from citewell.pipeline import embed_text
+
+    return [
+        embed_text(c, d)
+        for d in (Document(t, n, "text/markdown") for n, t in docs)
+        for c in splitter.split(d)
+    ]
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -19,11 +19,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import scifact_docs, timed  # noqa: E402
+from common import pipeline_texts, scifact_docs, timed  # noqa: E402
 
-from citewell import Citewell, Document, Settings  # noqa: E402
+from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
-from citewell.pipeline import embed_text  # noqa: E402
 
 
 def main() -> None:
@@ -35,11 +34,7 @@ def main() -> None:
     embedder = OnnxEmbedder()
     settings = Settings.load(data_dir=Path(tempfile.mkdtemp()))
     app = Citewell.from_settings(settings, embedder=embedder)
-    texts = [
-        embed_text(c, d)
-        for d in (Document(t, n, "text/markdown") for n, t in docs)
-        for c in app.splitter.split(d)
-    ]
+    texts = pipeline_texts(docs, app.splitter)
     encoder, pipeline = [], []
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))

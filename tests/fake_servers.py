@@ -90,7 +90,16 @@ def serve(service: FakeService) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serve_handler(Handler) as url:
+        yield url
+
+
+@contextmanager
+def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on 127.0.0.1 (free port) in a thread; yields the base URL and stops
+    the server afterwards."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -90,6 +90,7 @@ class WebSources:
             settings.youtube_url, settings.web_fetch_timeout, _split(settings.youtube_languages)
         )
         self._search: WebSearch | None = None
+        self.domains = _split(settings.web_search_domain_filter.lower())
 
     def close(self) -> None:
         self.fetcher.close()
@@ -179,9 +180,8 @@ class WebSources:
         return found
 
     def _domain_allowed(self, url: str) -> bool:
-        domains = _split(self.settings.web_search_domain_filter.lower())
         host = (urlsplit(url).hostname or "").lower()
-        return not domains or any(host == d or host.endswith("." + d) for d in domains)
+        return not self.domains or any(host == d or host.endswith("." + d) for d in self.domains)
 
     def _fetch_all(self, results: list[WebResult]) -> list[SourceItem | str]:
         """Every result page at once (up to web_search_concurrent_requests); a failure is that

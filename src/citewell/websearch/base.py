@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,7 +24,7 @@ class WebSearch(Protocol):
     def search(self, query: str, count: int) -> list[WebResult]: ...
 
 
-class HttpSearch:
+class HttpSearch(ABC):
     """Shared plumbing of the JSON search APIs: one client, typed errors that say what to do."""
 
     name = "http"
@@ -34,8 +35,9 @@ class HttpSearch:
         self.url = url or self.default_url
         self.client = httpx.Client(timeout=timeout, headers={"Accept": "application/json"})
 
+    @abstractmethod
     def search(self, query: str, count: int) -> list[WebResult]:
-        raise NotImplementedError
+        """Up to ``count`` results for ``query``, best first."""
 
     def close(self) -> None:
         self.client.close()
