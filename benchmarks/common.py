@@ -33,7 +33,7 @@ def pipeline_texts(docs: list[tuple[str, str]], splitter: Any) -> list[str]:
     from citewell.pipeline import embed_text
 
     return [
-        embed_text(c, d)
+        embed_text(c.text, c.headings, d.title or "")
         for d in (Document(t, n, "text/markdown") for n, t in docs)
         for c in splitter.split(d)
     ]

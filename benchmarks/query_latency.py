@@ -47,7 +47,7 @@ def main() -> None:
     queries = list(data.queries.values())
     with_embed = {m: [] for m in SearchMode}
     without = []
-    real = app.retriever.embedder
+    real = app.retriever.space.embedder
     fake = PrecomputedQueries(real, queries)
     for _ in range(args.rounds):
         for query in queries:
@@ -55,11 +55,11 @@ def main() -> None:
                 began = time.perf_counter()
                 app.search(query, [kb], mode)
                 with_embed[mode].append((time.perf_counter() - began) * 1000)
-            app.retriever.embedder = fake
+            app.retriever.use(app.store, fake)
             began = time.perf_counter()
             app.search(query, [kb], SearchMode.HYBRID)
             without.append((time.perf_counter() - began) * 1000)
-            app.retriever.embedder = real
+            app.retriever.use(app.store, real)
     print(
         json.dumps(
             {

@@ -35,12 +35,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(data: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(
+    data: Path, port: int, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`citewell serve` on 127.0.0.1:``port``, with ``env`` added to this environment."""
     command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve"]
     server = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
         start_new_session=True,  # its own process group: the kill takes its workers too
     )
     deadline = time.monotonic() + 120

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,13 +20,15 @@ from citewell.testing.fakes import FakeHashEmbedder
 
 
 class FakeService:
-    def __init__(self) -> None:
+    def __init__(self, dimension: int = 32, delay: float = 0.0) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.fail_next: list[int] = []  # status codes to answer before behaving
-        self.embedder = FakeHashEmbedder(32)
+        self.embedder = FakeHashEmbedder(dimension)
+        self.delay = delay  # seconds each request takes, like a busy model server
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         self.requests.append((path, body))
+        time.sleep(self.delay)
         if self.fail_next:
             return self.fail_next.pop(0), {"error": {"message": "injected failure"}}
         if path == "/v1/embeddings":

@@ -34,3 +34,15 @@ def test_data_persists_across_instances(tmp_path):
 
     LanceChunkStore(tmp_path / "lance", "t", DIM).upsert(CORPUS)
     assert LanceChunkStore(tmp_path / "lance", "t", DIM).count(ALL) == len(CORPUS)
+
+
+def test_drop_removes_the_table(tmp_path):
+    from citewell.testing.conformance import ALL, CORPUS
+
+    store = LanceChunkStore(tmp_path / "lance", "t", DIM)
+    store.upsert(CORPUS)
+    other = LanceChunkStore(tmp_path / "lance", "other", DIM)
+    other.upsert(CORPUS[:1])
+    store.drop()
+    assert LanceChunkStore(tmp_path / "lance", "t", DIM).count(ALL) == 0  # a new, empty table
+    assert other.count(ALL) == 1

@@ -8,7 +8,16 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from citewell.api import errors
-from citewell.api.routes import files, health, jobs, knowledge, openai, rag, retrieval
+from citewell.api.routes import (
+    embedding,
+    files,
+    health,
+    jobs,
+    knowledge,
+    openai,
+    rag,
+    retrieval,
+)
 from citewell.chat.context import TokenCounter, approximate_tokens
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
@@ -66,6 +75,6 @@ def create_app(
         citewell, llm, parse_presets(settings.model_presets), token_counter(citewell)
     )
     errors.install(app)
-    for module in (health, knowledge, files, jobs, retrieval, rag, openai):
+    for module in (health, knowledge, files, jobs, embedding, retrieval, rag, openai):
         app.include_router(module.router)
     return app

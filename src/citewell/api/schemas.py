@@ -214,6 +214,30 @@ class BatchPublic(BaseModel):
         )
 
 
+class SpacePublic(BaseModel):
+    id: str = Field(description="The embedding space: one model at one dimension.")
+    model_id: str
+    dimension: int
+
+
+class SwitchPublic(SpacePublic):
+    batch_id: str = Field(description="The re-embed jobs' batch (GET /api/v1/jobs/batches/…).")
+    total: int = Field(description="Files to re-embed.")
+    counts: dict[str, int] = Field(description="Re-embed jobs per state.")
+    stalled: bool = Field(
+        description="Some file failed to re-embed: retry its job and the switch goes on."
+    )
+
+
+class EmbeddingPublic(BaseModel):
+    active: SpacePublic = Field(description="The space searches use now.")
+    chunks: int = Field(description="Chunks in the active space.")
+    switch: SwitchPublic | None = Field(
+        description="The model change in progress (null when none): every file is re-embedded "
+        "into the new space, which becomes active when all are."
+    )
+
+
 class TextCreate(BaseModel):
     name: str = Field(min_length=1, max_length=500)
     content: str = Field(min_length=1)

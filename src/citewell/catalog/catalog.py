@@ -37,6 +37,7 @@ class FileRecord:
     created_at: float
     source: str = "upload"  # upload, text, url, web-search or youtube
     url: str = ""
+    title: str = ""
 
 
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
@@ -58,6 +59,7 @@ def _file(row: FileRow) -> FileRecord:
         row.created_at,
         row.source,
         row.url,
+        row.title,
     )
 
 

@@ -44,6 +44,9 @@ class FileRow(Base):
     # Where it came from: upload, text, url, web-search or youtube (with the URL for the last 3).
     source: Mapped[str] = mapped_column(String(20), default="upload", server_default="upload")
     url: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # The document's title, part of what is embedded for chunks without headings (re-embedding
+    # into a new model rebuilds those texts from the stored chunks and this).
+    title: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class KnowledgeBaseFileRow(Base):
@@ -60,7 +63,7 @@ class KnowledgeBaseFileRow(Base):
 
 
 class JobRow(Base):
-    """One operation on one file (ingest now; re-ingest, delete, re-embed later), durable: a
+    """One operation on one file (ingest, or re-embed into a new embedding space), durable: a
     restarted server picks up what was queued or running."""
 
     __tablename__ = "jobs"
@@ -82,3 +85,19 @@ class JobRow(Base):
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
     finished_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class EmbeddingSpaceRow(Base):
+    """An embedding space: one model at one dimension, with its own chunk table. One is
+    active (searched); while the model changes, a second one is built and then takes over."""
+
+    __tablename__ = "embedding_spaces"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # the chunk table's name
+    model_id: Mapped[str] = mapped_column(String(500))
+    dimension: Mapped[int] = mapped_column(Integer)
+    config: Mapped[str] = mapped_column(Text)  # the embedding settings, JSON, to rebuild it
+    state: Mapped[str] = mapped_column(String(20), index=True)  # active, building, retired
+    batch_id: Mapped[str] = mapped_column(String(32), default="")  # its re-embed jobs
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    changed_at: Mapped[float] = mapped_column(Float, default=time.time)

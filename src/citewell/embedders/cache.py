@@ -55,6 +55,11 @@ class EmbeddingCache:
             self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
             self._db.execute("COMMIT")
 
+    def forget(self, model: str) -> int:
+        """Drop every vector of one model (its embedding space is gone); returns how many."""
+        with self._lock:
+            return self._db.execute("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
+
     def close(self) -> None:
         self._db.close()
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from citewell.catalog.storage import FileStorage
 from citewell.errors import CitewellError, UpstreamError
@@ -44,6 +44,18 @@ def stale_staged(jobs: JobStore, storage: FileStorage) -> list[str]:
     )
 
 
+class Reembedder(Protocol):
+    """The model switch, as the runner drives it (pipeline.spaces.EmbeddingSpaces)."""
+
+    def refresh(self) -> None: ...
+
+    def reembed(self, jobs: Sequence[Job]) -> None: ...
+
+    def finish(self) -> bool: ...
+
+    def drop_retired(self) -> None: ...
+
+
 class JobCancelled(CitewellError):
     status = 409
     code = "job_cancelled"
@@ -58,8 +70,10 @@ class JobRunner:
         batch_files: int = 64,
         retry_seconds: float = 2.0,
         poll_seconds: float = 1.0,
+        spaces: Reembedder | None = None,
     ) -> None:
         self.jobs = jobs
+        self.spaces = spaces
         self.ingestor = ingestor
         self.storage = storage
         self.batch_files = batch_files
@@ -102,20 +116,38 @@ class JobRunner:
 
     def run_once(self) -> bool:
         """Claim and run one batch; False when nothing was due. The chunk store is compacted
-        every OPTIMIZE_EVERY batches and when the queue runs dry, not after every batch."""
+        every OPTIMIZE_EVERY batches and when the queue runs dry, not after every batch. A
+        model switch whose re-embed jobs are all done is finished between batches."""
+        if self.spaces is not None:
+            self.spaces.refresh()
         claimed = self.jobs.claim(self.batch_files)
-        by_kb: dict[str, list[Job]] = defaultdict(list)
+        groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
         for job in claimed:
-            by_kb[job.kb_id].append(job)
-        for kb_id, group in by_kb.items():
-            self._run_group(kb_id, group)
+            groups[job.operation, job.kb_id].append(job)
+        for (operation, kb_id), group in groups.items():
+            if operation == "reembed":
+                self._reembed(group)
+            else:
+                self._run_group(kb_id, group)
         if claimed:
             self._since_optimize += 1
         if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
             with self.ingestor.lock:
                 self.ingestor.store.optimize()
             self._since_optimize = 0
+        if self.spaces is not None and not any(op == "reembed" for op, _ in groups):
+            self.spaces.finish()
+            if not claimed:
+                self.spaces.drop_retired()
         return bool(claimed)
+
+    def _reembed(self, group: Sequence[Job]) -> None:
+        assert self.spaces is not None
+        try:
+            self.spaces.reembed(group)
+        except CitewellError as exc:  # e.g. the new model's server is down: retried later
+            for job in group:
+                self._failed(job, exc)
 
     def _run_group(self, kb_id: str, group: Sequence[Job]) -> None:
         if self.ingestor.catalog.find_kb(kb_id) is None:

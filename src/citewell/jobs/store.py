@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
@@ -80,16 +80,24 @@ class JobStore:
         return uuid.uuid4().hex
 
     def enqueue(
-        self, kb_id: str, files: Sequence[tuple[str, str, str]], max_attempts: int = 3
+        self,
+        kb_id: str,
+        files: Sequence[tuple[str, str, str]],
+        max_attempts: int = 3,
+        operation: str = "ingest",
+        batch_id: str | None = None,
     ) -> list[Job]:
-        """One queued ingest job per (job id, name, key), all in one new batch. Ids come from
-        ``new_id`` so the caller can stage each upload before its job can be claimed."""
-        batch, now = uuid.uuid4().hex, time.time()
+        """One queued job per (job id, name, key), all in one batch (a new one unless given).
+        Ids come from ``new_id`` so the caller can stage each upload before its job can be
+        claimed. An ingest job's key is the file's path in the KB; a re-embed job's is the
+        file id."""
+        batch, now = batch_id or uuid.uuid4().hex, time.time()
         rows = [
             JobRow(
                 id=job_id,
                 batch_id=batch,
                 kb_id=kb_id,
+                operation=operation,
                 name=name,
                 key=key,
                 max_attempts=max_attempts,
@@ -147,6 +155,16 @@ class JobStore:
             query = query.where(JobRow.state == state)
         with self._sessions() as session:
             return [_job(r) for r in session.scalars(query.limit(10_000))]
+
+    def counts(self, batch_id: str) -> dict[str, int]:
+        """How many jobs of the batch are in each state (any batch size, one query)."""
+        query = (
+            select(JobRow.state, func.count())
+            .where(JobRow.batch_id == batch_id)
+            .group_by(JobRow.state)
+        )
+        with self._sessions() as session:
+            return {state: int(n) for state, n in session.execute(query)}
 
     def _set(self, job_id: str, only_from: Sequence[str] | None = None, **values: object) -> bool:
         """Update one job (only while its state is in ``only_from``); True if it changed."""

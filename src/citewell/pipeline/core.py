@@ -8,6 +8,7 @@ Ask:    search → answer with numbered, chunk-level citations.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -16,20 +17,19 @@ from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
 from citewell.catalog.storage import FileStorage
 from citewell.chat.extractive import extractive_answer
 from citewell.config import Settings
-from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
+from citewell.embedders import Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
-from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256, space_table
+from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256
+from citewell.pipeline.spaces import EmbeddingSpaces, Space
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
 from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
-from citewell.splitters import Splitter, build_splitter
-from citewell.stores.base import ChunkStore
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.splitters import build_splitter
 from citewell.types import Answer, ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 
@@ -52,40 +52,53 @@ class Citewell:
         settings: Settings,
         catalog: Catalog,
         storage: FileStorage,
-        embedder: CachedEmbedder,
-        store: ChunkStore,
-        splitter: Splitter,
+        spaces: EmbeddingSpaces,
         retriever: HybridRetriever,
         reader: DocumentReader | IsolatedReader | None = None,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
         self.storage = storage
-        self.embedder = embedder
-        self.store = store
-        self.splitter = splitter
+        self.spaces = spaces
+        self.embedder = spaces.active.embedder
+        self.store = spaces.active.store
+        self.splitter = build_splitter(settings, self.embedder)
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
-        self.ingestor = Ingestor(settings, catalog, storage, embedder, store, splitter, self.reader)
+        self.ingestor = Ingestor(
+            settings,
+            catalog,
+            storage,
+            self.embedder,
+            self.store,
+            self.splitter,
+            self.reader,
+            spaces.lock,
+        )
+        spaces.on_switch(self._use_space)
         self.web = WebSources(settings, catalog, self.ingestor)
-        self.jobs = JobStore(catalog.engine)
+        self.jobs = spaces.jobs
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
-    def from_settings(cls, settings: Settings, embedder: Embedder | None = None) -> Citewell:
+    def from_settings(
+        cls,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        previous: Sequence[Embedder] = (),
+    ) -> Citewell:
+        """``embedder`` replaces the one the settings name; ``previous`` are embedders of
+        earlier embedding spaces that the kept settings cannot rebuild (tests use both)."""
         data_dir = settings.data_dir
-        inner = embedder or build_embedder(settings)
-        cached = CachedEmbedder(inner, EmbeddingCache(data_dir / "embeddings.sqlite"))
-        store = LanceChunkStore(
-            data_dir / "lancedb",
-            space_table(inner.model_id, inner.dimension),
-            inner.dimension,
-            settings.vector_index_min_rows,
+        catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
+        cache = EmbeddingCache(data_dir / "embeddings.sqlite")
+        spaces = EmbeddingSpaces(
+            settings, catalog, JobStore(catalog.engine), cache, threading.Lock(), embedder, previous
         )
         retriever = HybridRetriever(
-            store,
-            cached,
+            spaces.active.store,
+            spaces.active.embedder,
             RetrievalSettings(
                 candidate_k=settings.candidate_k,
                 fusion=settings.fusion,
@@ -97,10 +110,15 @@ class Citewell:
             ),
             build_reranker(settings),
         )
-        catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
-        storage = FileStorage(data_dir / "files")
-        splitter = build_splitter(settings, cached)
-        return cls(settings, catalog, storage, cached, store, splitter, retriever)
+        return cls(settings, catalog, FileStorage(data_dir / "files"), spaces, retriever)
+
+    def _use_space(self, space: Space) -> None:
+        """Another embedding space became active (the caller holds the ingestor's lock)."""
+        self.embedder, self.store = space.embedder, space.store
+        self.splitter = build_splitter(self.settings, space.embedder)
+        self.ingestor.embedder, self.ingestor.store = space.embedder, space.store
+        self.ingestor.splitter = self.splitter
+        self.retriever.use(space.store, space.embedder)
 
     def start_workers(self) -> None:
         """Run queued ingest jobs in this process (the server does; CLI commands do not)."""
@@ -111,6 +129,7 @@ class Citewell:
                 self.storage,
                 self.settings.job_batch_files,
                 self.settings.job_retry_seconds,
+                spaces=self.spaces,
             )
             self.runner.start()
 
@@ -298,6 +317,7 @@ class Citewell:
         threshold: float | None = None,
     ) -> list[ScoredChunk]:
         """Search the chunks ``where`` allows (KBs and/or files), filtered inside the store."""
+        self.spaces.refresh()
         mode = mode or (SearchMode.HYBRID if self.settings.hybrid_search else SearchMode.VECTOR)
         results = self.retriever.search(
             query, where, k or self.settings.top_k, mode, trace, threshold

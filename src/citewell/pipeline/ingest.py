@@ -99,14 +99,13 @@ def space_table(model_id: str, dimension: int) -> str:
     return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
 
 
-def embed_text(chunk: Chunk, document: Document) -> str:
-    """The chunk as embedded: prefixed with its heading path (or the title) for context."""
-    context = " > ".join(chunk.headings) or (document.title or "")
-    if not context or chunk.text.lstrip("# ").startswith(
-        chunk.headings[-1] if chunk.headings else context
-    ):
-        return chunk.text
-    return f"{context}\n\n{chunk.text}"
+def embed_text(text: str, headings: Sequence[str], title: str = "") -> str:
+    """A chunk as embedded: prefixed with its heading path (or the title) for context.
+    Built from what the store and catalog keep, so a new model can re-embed it the same way."""
+    context = " > ".join(headings) or title
+    if not context or text.lstrip("# ").startswith(headings[-1] if headings else context):
+        return text
+    return f"{context}\n\n{text}"
 
 
 class Ingestor:
@@ -121,6 +120,7 @@ class Ingestor:
         store: ChunkStore,
         splitter: Splitter,
         reader: Reader,
+        lock: threading.Lock | None = None,
     ) -> None:
         self.settings = settings
         self.reader = reader
@@ -129,7 +129,8 @@ class Ingestor:
         self.embedder = embedder
         self.store = store
         self.splitter = splitter
-        self.lock = threading.Lock()  # one ingest at a time (a job queue comes later)
+        # One write at a time; the embedding spaces hold it too while the active one changes.
+        self.lock = lock or threading.Lock()
 
     def ingest(
         self,
@@ -239,12 +240,13 @@ class Ingestor:
             created_at=time.time(),
             source=item.source,
             url=item.url,
+            title=document.title or "",
         )
         stored = [
             self._stored_chunk(file_id, kb_id, i, c, item.name, document)
             for i, c in enumerate(chunks)
         ]
-        embed_texts = [embed_text(c, document) for c in chunks]
+        embed_texts = [embed_text(c.text, c.headings, record.title) for c in chunks]
         return _Pending(item, record, stored, embed_texts, data, document.text)
 
     def _stored_chunk(

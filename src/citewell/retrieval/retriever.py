@@ -34,6 +34,15 @@ class RetrievalTrace:
     dropped_by_threshold: int = 0
 
 
+@dataclass(frozen=True)
+class SearchSpace:
+    """A chunk store and the embedder that made its vectors: always used as a pair, so a
+    query is never embedded by one model and compared with another's vectors."""
+
+    store: ChunkStore
+    embedder: Embedder
+
+
 class HybridRetriever:
     def __init__(
         self,
@@ -42,11 +51,15 @@ class HybridRetriever:
         settings: RetrievalSettings,
         reranker: Reranker | None = None,
     ) -> None:
-        self.store = store
-        self.embedder = embedder
+        self.space = SearchSpace(store, embedder)
         self.settings = settings
         self.reranker = reranker
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-bm25")
+
+    def use(self, store: ChunkStore, embedder: Embedder) -> None:
+        """Search another embedding space from the next query on (one assignment: a query
+        already running finishes in the space it started in)."""
+        self.space = SearchSpace(store, embedder)
 
     def search(
         self,
@@ -58,19 +71,20 @@ class HybridRetriever:
         threshold: float | None = None,
     ) -> list[ScoredChunk]:
         trace = trace or RetrievalTrace()
+        space = self.space
         floor = self.settings.relevance_threshold if threshold is None else threshold
         started = time.perf_counter()
         widen = mode is SearchMode.HYBRID or self.reranker is not None
         pool = max(k, self.settings.candidate_k) if widen else k
         if mode is SearchMode.BM25:
-            ranked = _single(self._keyword(query, pool, where), bm25=True)
+            ranked = _single(self._keyword(space, query, pool, where), bm25=True)
         elif mode is SearchMode.VECTOR:
-            ranked = _single(self._vector(query, pool, where, trace), bm25=False)
+            ranked = _single(self._vector(space, query, pool, where, trace), bm25=False)
         else:
-            ranked = self._hybrid(query, pool, where, trace)
+            ranked = self._hybrid(space, query, pool, where, trace)
         # Rows are read for the survivors only: a margin for duplicates, or the rerank pool.
         keep = len(ranked) if self.reranker is not None else 2 * k
-        results = self._with_rows(ranked[:keep], trace)
+        results = self._with_rows(space, ranked[:keep], trace)
         if self.reranker is not None:
             began = time.perf_counter()
             results = self.reranker.rerank(query, results, min(k, self.settings.top_k_reranker))
@@ -80,9 +94,11 @@ class HybridRetriever:
         trace.timings["total"] = _ms(started)
         return kept[:k]
 
-    def _with_rows(self, ranked: list[ScoredChunk], trace: RetrievalTrace) -> list[ScoredChunk]:
+    def _with_rows(
+        self, space: SearchSpace, ranked: list[ScoredChunk], trace: RetrievalTrace
+    ) -> list[ScoredChunk]:
         began = time.perf_counter()
-        chunks = {c.id: c for c in self.store.get([r.chunk_id for r in ranked])}
+        chunks = {c.id: c for c in space.store.get([r.chunk_id for r in ranked])}
         trace.timings["fetch"] = _ms(began)
         out, seen = [], set()
         for result in ranked:
@@ -94,25 +110,28 @@ class HybridRetriever:
             out.append(result)
         return out
 
-    def _keyword(self, query: str, k: int, where: ChunkFilter) -> list[SearchHit]:
-        return self.store.keyword_search(terms_string(query, self.settings.stemmer), k, where)
+    def _keyword(
+        self, space: SearchSpace, query: str, k: int, where: ChunkFilter
+    ) -> list[SearchHit]:
+        terms = terms_string(query, self.settings.stemmer)
+        return space.store.keyword_search(terms, k, where)
 
     def _vector(
-        self, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
+        self, space: SearchSpace, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
     ) -> list[SearchHit]:
         began = time.perf_counter()
-        vector = self.embedder.embed([query], "query")[0]
+        vector = space.embedder.embed([query], "query")[0]
         trace.timings["embed"] = _ms(began)
         began = time.perf_counter()
-        hits = self.store.vector_search(vector.tolist(), k, where)
+        hits = space.store.vector_search(vector.tolist(), k, where)
         trace.timings["vector"] = _ms(began)
         return hits
 
     def _hybrid(
-        self, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
+        self, space: SearchSpace, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
     ) -> list[ScoredChunk]:
-        keyword = self._pool.submit(self._keyword, query, k, where)
-        vector_hits = self._vector(query, k, where, trace)
+        keyword = self._pool.submit(self._keyword, space, query, k, where)
+        vector_hits = self._vector(space, query, k, where, trace)
         keyword_hits = keyword.result()
         lists = [
             [(h.chunk_id, h.score) for h in vector_hits],

@@ -26,6 +26,15 @@ class SearchHit:
     rank: int
 
 
+@dataclass(frozen=True)
+class FileChunks:
+    """What a store holds of one file: its chunk ids and the KBs they belong to. Two stores
+    agree on a file when these are equal (chunk ids are content hashes)."""
+
+    chunk_ids: frozenset[str]
+    kb_ids: frozenset[str]
+
+
 @runtime_checkable
 class ChunkStore(Protocol):
     dimension: int
@@ -62,6 +71,19 @@ class ChunkStore(Protocol):
 
     def file_ids(self) -> set[str]:
         """Every file id that has at least one chunk (for consistency checks)."""
+        ...
+
+    def scan(self, where: ChunkFilter) -> list[StoredChunk]:
+        """Every chunk matching ``where``, in file and chunk order, without vectors (to
+        re-embed them into another embedding space)."""
+        ...
+
+    def manifest(self) -> dict[str, FileChunks]:
+        """File id → its chunk ids and KB ids, for every file in the store."""
+        ...
+
+    def drop(self) -> None:
+        """Remove the whole store (an embedding space no longer used); it is unusable after."""
         ...
 
     def optimize(self) -> None:

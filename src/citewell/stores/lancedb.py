@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from citewell.errors import StoreError
-from citewell.stores.base import SearchHit
+from citewell.stores.base import FileChunks, SearchHit
 from citewell.stores.snapshot import ROW_COLUMNS, TableSnapshot, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -253,3 +253,26 @@ class LanceChunkStore:
     def file_ids(self) -> set[str]:
         column = self._table.search().select(["file_id"]).limit(None).to_arrow()["file_id"]
         return set(column.to_pylist())
+
+    def scan(self, where: ChunkFilter) -> list[StoredChunk]:
+        query = self._table.search().select([*ROW_COLUMNS, "terms"])
+        predicate = where_sql(where)
+        if predicate is not None:
+            query = query.where(predicate)
+        chunks = [to_chunk(row) for row in query.limit(None).to_list()]
+        return sorted(chunks, key=lambda c: (c.file_id, c.index))
+
+    def manifest(self) -> dict[str, FileChunks]:
+        data = self._table.search().select(["id", "file_id", "kb_ids"]).limit(None).to_arrow()
+        ids: dict[str, set[str]] = {}
+        kbs: dict[str, set[str]] = {}
+        columns = (data[name].to_pylist() for name in ("id", "file_id", "kb_ids"))
+        for chunk_id, file_id, kb_ids in zip(*columns, strict=True):
+            ids.setdefault(file_id, set()).add(chunk_id)
+            kbs.setdefault(file_id, set()).update(kb_ids or ())
+        return {f: FileChunks(frozenset(ids[f]), frozenset(kbs[f])) for f in ids}
+
+    def drop(self) -> None:
+        with self._write_lock:
+            self._db.drop_table(self._name)
+        self._changed()

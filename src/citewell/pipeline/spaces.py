@@ -1,0 +1,291 @@
+"""Embedding spaces and the switch from one embedding model to another, online.
+
+A server started with a different model (or dimension) does not open an empty index: the
+space that was active stays active, with the embedder it was made by (rebuilt from the
+settings kept with it), while every file is re-embedded into the new space by re-embed jobs
+in the job queue. Files added, changed or deleted meanwhile go to the active space and are
+caught up at the end. When no re-embed job is left, the last differences are copied with
+ingestion paused, the new space becomes active in one transaction, and from the next query
+on searches use it. The old table is dropped a minute later (queries still in it finish).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from citewell.catalog import Catalog
+from citewell.catalog.spaces import ACTIVE, BUILDING, SpaceRecord, SpaceRegistry
+from citewell.config import Settings
+from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
+from citewell.errors import ConfigError
+from citewell.jobs import Job, JobStore
+from citewell.pipeline.ingest import embed_text, space_table
+from citewell.stores.base import ChunkStore
+from citewell.stores.lancedb import LanceChunkStore
+from citewell.types import ChunkFilter
+
+logger = logging.getLogger(__name__)
+
+EMBEDDING_SETTINGS = (
+    "embedding_engine",
+    "embedding_model",
+    "embedding_base_url",
+    "embedding_api_key",
+    "embedding_batch_size",
+    "embedding_max_tokens",
+    "embedding_threads",
+    "embedding_onnx_path",
+    "embedding_tokenizer_path",
+    "embedding_timeout",
+)
+PATH_SETTINGS = ("embedding_onnx_path", "embedding_tokenizer_path")
+DROP_AFTER = 60.0  # seconds a retired space's table is kept for queries still running in it
+REFRESH_EVERY = 1.0  # seconds between checks whether another process switched spaces
+COPY_FILES = 64  # files re-embedded together while catching up
+
+
+def embedding_config(settings: Settings) -> dict[str, str | int | float | None]:
+    """The settings that make an embedder, as JSON-able values."""
+    values = {name: getattr(settings, name) for name in EMBEDDING_SETTINGS}
+    return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+
+
+def settings_with(settings: Settings, config: dict[str, str | int | float | None]) -> Settings:
+    """``settings`` with the embedding settings a space was made with."""
+    update = {k: v for k, v in config.items() if k in EMBEDDING_SETTINGS}
+    for name in PATH_SETTINGS:
+        update[name] = Path(str(update[name])) if update.get(name) else None  # type: ignore[assignment]
+    return settings.model_copy(update=update)
+
+
+@dataclass(frozen=True)
+class Space:
+    """A space ready for use: its record, the embedder that made it, and its chunk table."""
+
+    record: SpaceRecord
+    embedder: CachedEmbedder
+    store: ChunkStore
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
+@dataclass(frozen=True)
+class SwitchStatus:
+    """Where a model switch stands: the space being built and its re-embed jobs by state."""
+
+    target: SpaceRecord
+    jobs: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.jobs.values())
+
+    @property
+    def stalled(self) -> bool:
+        """Some file failed to re-embed (or was cancelled): retry it and the switch goes on."""
+        return bool(self.jobs.get("failed") or self.jobs.get("cancelled"))
+
+
+class EmbeddingSpaces:
+    """The active space (searched and written) and, during a switch, the one being built."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        jobs: JobStore,
+        cache: EmbeddingCache,
+        lock: threading.Lock,
+        embedder: Embedder | None = None,
+        known: Sequence[Embedder] = (),
+    ) -> None:
+        """``embedder`` is the one the settings name (built from them if not given);
+        ``known`` are embedders of earlier spaces that settings cannot rebuild (tests)."""
+        self.settings = settings
+        self.catalog = catalog
+        self.jobs = jobs
+        self.cache = cache
+        self.lock = lock  # the ingestor's: held while the active space changes
+        self.registry = SpaceRegistry(catalog.engine)
+        self._known = {e.model_id: e for e in known}  # embedders not made from settings
+        self._listeners: list[Callable[[Space], None]] = []
+        self._checked = time.monotonic()
+        self.target: Space | None = None
+        self.active = self._start(self._space_for(settings, embedder or build_embedder(settings)))
+
+    # --- opening --------------------------------------------------------------------
+    def _space_for(self, settings: Settings, embedder: Embedder) -> Space:
+        record = SpaceRecord(
+            id=space_table(embedder.model_id, embedder.dimension),
+            model_id=embedder.model_id,
+            dimension=embedder.dimension,
+            config=embedding_config(settings),
+        )
+        return self._open(record, embedder)
+
+    def _open(self, record: SpaceRecord, embedder: Embedder | None = None) -> Space:
+        embedder = embedder or self._rebuild(record)
+        store = LanceChunkStore(
+            self.settings.data_dir / "lancedb",
+            record.id,
+            record.dimension,
+            self.settings.vector_index_min_rows,
+        )
+        return Space(record, CachedEmbedder(embedder, self.cache), store)
+
+    def _rebuild(self, record: SpaceRecord) -> Embedder:
+        """The embedder a recorded space was made by, from its kept settings."""
+        embedder = self._known.get(record.model_id)
+        if embedder is None:
+            embedder = build_embedder(settings_with(self.settings, record.config))
+        if embedder.model_id != record.model_id:
+            raise ConfigError(
+                f"The active embedding space was made by {record.model_id}, which cannot be "
+                f"rebuilt here (got {embedder.model_id}). Start once with the settings it "
+                "was made with, or move the data dir aside to start empty."
+            )
+        return embedder
+
+    def _start(self, wanted: Space) -> Space:
+        """Decide the active space at start-up, and begin or give up a switch as needed."""
+        if self.registry.active() is None:
+            self.registry.add(wanted.record)  # a new data dir (or one from before spaces)
+        active = self.registry.active()
+        assert active is not None
+        building = self.registry.building()
+        if building is not None and building.id != wanted.id:
+            self._give_up(building)  # the model changed again, or changed back
+            building = None
+        if active.id == wanted.id:
+            return replace(wanted, record=active)
+        self.target = replace(wanted, record=building or self._begin(wanted.record))
+        logger.warning(
+            "embedding model changed from %s to %s: re-embedding every file in the background; "
+            "searches use %s until that is done",
+            active.model_id,
+            wanted.record.model_id,
+            active.model_id,
+        )
+        return self._open(active)
+
+    def _begin(self, record: SpaceRecord) -> SpaceRecord:
+        """Record the new space as building and queue one re-embed job per file."""
+        batch = self.jobs.new_id()
+        if self.registry.add(replace(record, state=BUILDING, batch_id=batch)):
+            entries = [(self.jobs.new_id(), f.name, f.id) for f in self.catalog.list_files()]
+            self.jobs.enqueue(
+                "", entries, self.settings.job_max_attempts, operation="reembed", batch_id=batch
+            )
+        building = self.registry.building()  # ours, or another process's of the same model
+        assert building is not None and building.id == record.id
+        return building
+
+    def _give_up(self, building: SpaceRecord) -> None:
+        logger.warning("giving up the switch to %s", building.model_id)
+        self.registry.retire(building.id)
+        self.jobs.cancel_batch(building.batch_id)
+
+    # --- the switch -----------------------------------------------------------------
+    def on_switch(self, listener: Callable[[Space], None]) -> None:
+        """``listener`` is called (with ingestion paused) when another space becomes active."""
+        self._listeners.append(listener)
+
+    def status(self) -> SwitchStatus | None:
+        if self.target is None:
+            return None
+        return SwitchStatus(self.target.record, self.jobs.counts(self.target.record.batch_id))
+
+    def reembed(self, jobs: Sequence[Job]) -> None:
+        """Run re-embed jobs: the files' chunks, read from the active space, embedded by the
+        new model into the new space. A job of a switch given up is cancelled."""
+        target = self.target
+        current = [j for j in jobs if target is not None and j.batch_id == target.record.batch_id]
+        for job in jobs:
+            if job not in current:
+                self.jobs.cancel(job.id)
+        if target is None or not current:
+            return
+        for job in current:
+            self.jobs.advance(job.id, "embedding")
+        self._copy(tuple(job.key for job in current), target)
+        for job in current:
+            self.jobs.succeed(job.id, job.key)
+
+    def _copy(self, file_ids: tuple[str, ...], target: Space) -> None:
+        """The files' chunks as the active space holds them, embedded into ``target``."""
+        chunks = self.active.store.scan(ChunkFilter(file_ids=file_ids))
+        records = {f: self.catalog.get_file(f) for f in file_ids}
+        titles = {f: r.title if r else "" for f, r in records.items()}
+        texts = [embed_text(c.text, c.headings, titles[c.file_id]) for c in chunks]
+        vectors = target.embedder.embed(texts, "document") if texts else None
+        target.store.delete(ChunkFilter(file_ids=file_ids))  # none left for a deleted file
+        if vectors is not None:
+            pairs = zip(chunks, vectors, strict=True)
+            target.store.upsert([replace(c, vector=tuple(float(x) for x in v)) for c, v in pairs])
+
+    def finish(self) -> bool:
+        """Make the new space active if every re-embed job is done; True if it switched."""
+        status = self.status()
+        if status is None or status.stalled or status.jobs.get("indexed", 0) != status.total:
+            return False
+        target = self.target
+        assert target is not None
+        self._catch_up(target)  # most of what changed meanwhile, ingestion still running
+        target.store.optimize()  # indexes built before the first query arrives
+        with self.lock:
+            self._catch_up(target)  # the rest, with ingestion paused
+            self.registry.activate(target.id)
+            self._use(target)
+        logger.info("embedding space %s (%s) is now active", target.id, target.record.model_id)
+        return True
+
+    def _catch_up(self, target: Space) -> None:
+        """Make ``target`` hold what the active space holds, file by file."""
+        old, new = self.active.store.manifest(), target.store.manifest()
+        gone = [f for f in new if f not in old]
+        for i in range(0, len(gone), 500):
+            target.store.delete(ChunkFilter(file_ids=tuple(gone[i : i + 500])))
+        stale = [f for f, chunks in old.items() if new.get(f) != chunks]
+        for i in range(0, len(stale), COPY_FILES):
+            self._copy(tuple(stale[i : i + COPY_FILES]), target)
+
+    def _use(self, space: Space) -> None:
+        self.active = replace(space, record=replace(space.record, state=ACTIVE))
+        self.target = None
+        for listener in self._listeners:
+            listener(self.active)
+
+    def refresh(self) -> None:
+        """Follow a switch another process made (checked at most once a second)."""
+        now = time.monotonic()
+        if now - self._checked < REFRESH_EVERY:
+            return
+        self._checked = now
+        record = self.registry.active()
+        if record is None or record.id == self.active.id:
+            return
+        target = self.target
+        space = target if target is not None and target.id == record.id else self._open(record)
+        with self.lock:
+            self._use(space)
+
+    def drop_retired(self) -> None:
+        """Drop the tables (and cached vectors) of spaces retired over DROP_AFTER ago."""
+        in_use = {self.active.record.model_id} | (
+            {self.target.record.model_id} if self.target else set()
+        )
+        for record in self.registry.retired():
+            if time.time() - record.changed_at < DROP_AFTER:
+                continue
+            LanceChunkStore(self.settings.data_dir / "lancedb", record.id, record.dimension).drop()
+            if record.model_id not in in_use:
+                self.cache.forget(record.model_id)
+            self.registry.forget(record.id)
+            logger.info("dropped the retired embedding space %s", record.id)
