@@ -38,8 +38,8 @@ UPLOAD_BATCH = 250
 
 
 @contextmanager
-def server(embedder: OnnxEmbedder) -> Iterator[str]:
-    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()))
+def server(embedder: OnnxEmbedder, batch_files: int) -> Iterator[str]:
+    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), job_batch_files=batch_files)
     app = create_app(settings, Citewell.from_settings(settings, embedder=embedder))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
     running = uvicorn.Server(config)
@@ -79,6 +79,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--batch-files", type=int, nargs="+", default=[64], help="job_batch_files values"
+    )
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
     embedder = OnnxEmbedder()
@@ -86,27 +89,28 @@ def main() -> None:
         Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
     )
     texts = pipeline_texts(docs, splitter_app.splitter)
-    encoder, api = [], []
+    encoder: list[float] = []
+    api: dict[int, list[float]] = {n: [] for n in args.batch_files}
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))
-        with server(embedder) as base:
-            api.append(len(texts) / timed(lambda base=base: ingest_through_api(base, docs)))
-    ratios = [a / e for a, e in zip(api, encoder, strict=True)]
-    print(
-        json.dumps(
-            {
-                "docs": len(docs),
-                "chunks": len(texts),
-                "rounds": args.rounds,
-                "encoder_chunks_per_s": round(statistics.median(encoder), 2),
-                "api_chunks_per_s": round(statistics.median(api), 2),
-                "api_docs_per_s": round(statistics.median(api) * len(docs) / len(texts), 2),
-                "ratio_median": round(statistics.median(ratios), 3),
-                "ratios": [round(r, 3) for r in ratios],
-            },
-            indent=2,
-        )
-    )
+        for n in args.batch_files:
+            with server(embedder, n) as base:
+                api[n].append(len(texts) / timed(lambda b=base: ingest_through_api(b, docs)))
+    result: dict[str, object] = {
+        "docs": len(docs),
+        "chunks": len(texts),
+        "rounds": args.rounds,
+        "encoder_chunks_per_s": round(statistics.median(encoder), 2),
+    }
+    for n, rates in api.items():
+        ratios = [a / e for a, e in zip(rates, encoder, strict=True)]
+        result[f"job_batch_files={n}"] = {
+            "api_chunks_per_s": round(statistics.median(rates), 2),
+            "api_docs_per_s": round(statistics.median(rates) * len(docs) / len(texts), 2),
+            "ratio_median": round(statistics.median(ratios), 3),
+            "ratios": [round(r, 3) for r in ratios],
+        }
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

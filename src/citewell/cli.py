@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 # Native runtime defaults, set before numpy/onnxruntime/lance load (an operator's own values
 # win). Spinning OpenMP/OpenBLAS threads fight the query path for the CPU on small machines:
@@ -79,12 +80,21 @@ pass_app = click.make_pass_decorator(Context)
 @main.command()
 @click.argument("targets", nargs=-1, required=True, metavar="PATH|URL...")
 @click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
+@click.option(
+    "--queue",
+    is_flag=True,
+    help="Queue the files as durable jobs and run them here, showing the batch's progress; "
+    "what is left when interrupted runs in the server or `citewell worker`.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @pass_app
-def ingest(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+def ingest(ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, as_json: bool) -> None:
     """Add files, folders (recursively) and web pages to a knowledge base.
 
     A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
+    if queue:
+        _ingest_queued(ctx, targets, kb, as_json)
+        return
     with _errors(), _progress("Ingesting") as progress:
         report = ctx.app().ingest(list(targets), kb, progress)
     if as_json:
@@ -100,8 +110,46 @@ def ingest(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> No
         click.echo(f"  failed: {error}", err=True)
 
 
-@contextmanager
-def _progress(label: str) -> Iterator[Callable[[Any], None]]:
+def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+    from citewell.pipeline.web import is_url
+
+    if any(is_url(t) for t in targets):
+        raise click.UsageError("--queue takes files and folders; ingest URLs without it.")
+    with _errors():
+        app = ctx.app()
+        app.catalog.ensure_kb(kb)
+        items, _ = app.items(list(targets))
+        jobs = app.enqueue(kb, items) if items else []
+    if not jobs:
+        click.echo("No files to ingest.", err=True)
+        return
+    batch = jobs[0].batch_id
+    app.start_workers()
+    try:
+        with _job_progress(app, batch) as watch:
+            watch()
+    except KeyboardInterrupt:
+        click.echo(f"Stopped; the batch's unfinished jobs stay queued (batch {batch}).", err=True)
+    finally:
+        app.close()
+    _print_batch(app.jobs.find(batch_id=batch), batch, as_json)
+
+
+def _print_batch(jobs: list[Any], batch: str, as_json: bool) -> None:
+    counts: dict[str, int] = {}
+    for job in jobs:
+        counts[job.state] = counts.get(job.state, 0) + 1
+    failed = [f"{j.name}: {j.last_error}" for j in jobs if j.state == "failed"]
+    if as_json:
+        click.echo(json.dumps({"batch_id": batch, "counts": counts, "errors": failed}, indent=2))
+        return
+    summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    click.echo(f"{len(jobs)} files (batch {batch}): {summary}.")
+    for error in failed:
+        click.echo(f"  failed: {error}", err=True)
+
+
+def _progress_bar() -> Any:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -121,7 +169,13 @@ def _progress(label: str) -> Iterator[Callable[[Any], None]]:
         TextColumn("ETA"),
         TimeRemainingColumn(),
     ]
-    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+    return Progress(*columns, console=Console(stderr=True), transient=False)
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[Any], None]]:
+    """A progress bar fed by the ingestor's progress callback (in-process ingestion)."""
+    with _progress_bar() as bar:
         task = bar.add_task(label, total=None, chunks=0, rate="0.0")
 
         def update(state: Any) -> None:
@@ -135,6 +189,42 @@ def _progress(label: str) -> Iterator[Callable[[Any], None]]:
             )
 
         yield update
+
+
+@contextmanager
+def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
+    """A progress bar fed by the batch's jobs, as the job event streams are: it counts work
+    done by any worker, this process's or a server's."""
+    from citewell.jobs.progress import ProgressTracker
+
+    chunks: dict[str, int] = {}  # job id → chunks of its indexed file
+    tracker = ProgressTracker()
+    with _progress_bar() as bar:
+        task = bar.add_task("Ingesting", total=None, chunks=0, rate="0.0")
+
+        def watch() -> None:
+            while True:
+                jobs = app.jobs.find(batch_id=batch)
+                for job in jobs:
+                    if job.state == "indexed" and job.id not in chunks:
+                        record = app.catalog.get_file(job.file_id)
+                        chunks[job.id] = record.chunk_count if record else 0
+                progress = tracker.update(sum(j.done for j in jobs), len(jobs))
+                elapsed = bar.tasks[0].elapsed or 1e-9
+                total_chunks = sum(chunks.values())
+                rate = f"{total_chunks / elapsed:.1f}"
+                bar.update(
+                    task,
+                    total=progress.total,
+                    completed=progress.finished,
+                    chunks=total_chunks,
+                    rate=rate,
+                )
+                if progress.finished == progress.total:
+                    return
+                time.sleep(0.25)
+
+        yield watch
 
 
 def _result_json(r: ScoredChunk, n: int) -> dict[str, Any]:

@@ -146,3 +146,37 @@ def test_ingest_urls_pages_and_videos(tmp_path, shared_docs):
     )
     names = {h["file"] for h in hits}
     assert "Mallards of the Northern Marsh" in names and "How Mallards Migrate" in names
+
+
+def test_queued_ingest_runs_the_batch_and_reports_it(tmp_path, docs):
+    data = tmp_path / "data"
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    result = subprocess.run(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data), "ingest", str(docs)]
+        + ["--kb", "handbook", "--queue", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["counts"] == {"indexed": 4, "failed": 1}
+    assert report["errors"][0].startswith("broken.pdf: ")
+    assert "5/5" in result.stderr and "chunks" in result.stderr  # the progress bar's last state
+    hits = json.loads(citewell(data, "search", "What do ducks eat?", "--kb", "handbook", "--json"))
+    assert hits[0]["file"] == "wiki_duck.html"
+    again = json.loads(citewell(data, "ingest", str(docs / "codeblock.md"), "--queue", "--json"))
+    assert again["counts"] == {"indexed": 1}  # the same bytes again: unchanged, still indexed
+
+
+def test_queued_ingest_refuses_urls(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "citewell", "--data-dir", str(tmp_path / "data"), "ingest"]
+        + ["https://example.org/page", "--queue"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2 and "--queue takes files and folders" in result.stderr

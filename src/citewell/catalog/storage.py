@@ -49,6 +49,9 @@ class FileStorage:
         path = self._staged(job_id)
         return path.read_bytes() if path.is_file() else None
 
+    def is_staged(self, job_id: str) -> bool:
+        return self._staged(job_id).is_file()
+
     def staged_ids(self) -> set[str]:
         folder = self.root / "staging"
         return {p.name for p in folder.iterdir() if p.name.isalnum()} if folder.is_dir() else set()

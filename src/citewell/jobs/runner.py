@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 OPTIMIZE_EVERY = 8  # batches between chunk store compactions while the queue stays busy
+WRITE_EVERY = 0.5  # seconds between writes of a running batch's job steps
 ORPHAN_UPLOAD_SECONDS = 3600  # a staged upload with no job yet may be one being queued now
 
 
@@ -54,6 +55,12 @@ class Reembedder(Protocol):
     def finish(self) -> bool: ...
 
     def drop_retired(self) -> None: ...
+
+
+class UploadLost(CitewellError):
+    status = 410
+    code = "lost"
+    message_text = "Its upload is gone; upload the file again."
 
 
 class JobCancelled(CitewellError):
@@ -158,38 +165,50 @@ class JobRunner:
         by_key: dict[str, list[Job]] = defaultdict(list)
         items = []
         for job in group:
-            data = self.storage.staged(job.id)
-            if data is None:
-                self.jobs.fail(job.id, "Its upload is gone; upload the file again.", "lost", None)
+            if not self.storage.is_staged(job.id):
+                self.jobs.fail(job.id, UploadLost.message_text, UploadLost.code, None)
                 continue
             by_key[job.key].append(job)
-            items.append(SourceItem(key=job.key, name=job.name, read=_constant(data)))
-        finished: set[str] = set()
+            items.append(SourceItem(key=job.key, name=job.name, read=self._staged(job.id)))
+        updates = JobUpdates(self.jobs, self.storage)
         try:
-            observer = self._observer(by_key, finished)
-            self.ingestor.ingest(items, kb_id, observer=observer, optimize=False)
+            self.ingestor.ingest(
+                items, kb_id, observer=self._observer(by_key, updates), optimize=False
+            )
         except CitewellError as exc:  # a store or embedding pass failed: the unfinished retry
+            updates.write()
             for job in group:
-                if job.id not in finished:
+                if job.id not in updates.finished:
                     self._failed(job, exc)
+        updates.write()
+
+    def _staged(self, job_id: str) -> Callable[[], bytes]:
+        """Reads the upload when its file's turn comes, not the whole batch at once."""
+
+        def read() -> bytes:
+            data = self.storage.staged(job_id)
+            if data is None:
+                raise UploadLost(UploadLost.message_text)
+            return data
+
+        return read
 
     def _observer(
-        self, by_key: dict[str, list[Job]], finished: set[str]
+        self, by_key: dict[str, list[Job]], updates: JobUpdates
     ) -> Callable[[ItemEvent], None]:
         def observe(event: ItemEvent) -> None:
             for job in by_key.get(event.key, []):
                 if event.state == "parsing" and self.jobs.get(job.id).state == "cancelled":
-                    finished.add(job.id)
+                    updates.finished.add(job.id)
                     self.storage.unstage(job.id)
                     raise JobCancelled(f"job {job.id} was cancelled")
                 if event.state == "embedding":
-                    self.jobs.advance(job.id, "embedding")
+                    updates.embedding(job.id)
                 elif event.state == "indexed":
-                    finished.add(job.id)
-                    self.jobs.succeed(job.id, event.file_id)
-                    self.storage.unstage(job.id)
+                    updates.indexed(job.id, event.file_id)
                 elif event.state == "failed" and not isinstance(event.error, JobCancelled):
-                    finished.add(job.id)
+                    updates.write()
+                    updates.finished.add(job.id)
                     assert event.error is not None
                     self._failed(job, event.error)
 
@@ -206,5 +225,35 @@ class JobRunner:
                 timer.start()
 
 
-def _constant(data: bytes) -> Callable[[], bytes]:
-    return lambda: data
+class JobUpdates:
+    """A batch's job steps, written to the database together at most every WRITE_EVERY
+    seconds instead of one commit per file and step. An upload is removed only once its
+    job's success is written, so a crash in between leaves a job that runs again."""
+
+    def __init__(self, jobs: JobStore, storage: FileStorage) -> None:
+        self.jobs, self.storage = jobs, storage
+        self.finished: set[str] = set()
+        self._embedding: list[str] = []
+        self._indexed: list[tuple[str, str]] = []
+        self._written = time.monotonic()
+
+    def embedding(self, job_id: str) -> None:
+        self._embedding.append(job_id)
+        self._maybe_write()
+
+    def indexed(self, job_id: str, file_id: str) -> None:
+        self.finished.add(job_id)
+        self._indexed.append((job_id, file_id))
+        self._maybe_write()
+
+    def _maybe_write(self) -> None:
+        if time.monotonic() - self._written >= WRITE_EVERY:
+            self.write()
+
+    def write(self) -> None:
+        self.jobs.advance_many(self._embedding, "embedding")
+        self.jobs.succeed_many(self._indexed)
+        for job_id, _ in self._indexed:
+            self.storage.unstage(job_id)
+        self._embedding, self._indexed = [], []
+        self._written = time.monotonic()

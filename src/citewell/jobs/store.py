@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
@@ -21,6 +21,7 @@ from citewell.errors import InvalidInput, NotFoundError
 RUNNING = ("parsing", "chunking", "embedding")
 FINAL = ("indexed", "failed", "cancelled")
 STATES = ("queued", *RUNNING, *FINAL)
+ENDABLE = (*RUNNING, "cancelled")  # states a job may succeed from (a cancel can come late)
 
 
 class JobNotFound(NotFoundError):
@@ -180,17 +181,41 @@ class JobStore:
     def advance(self, job_id: str, state: str) -> None:
         self._set(job_id, only_from=RUNNING, state=state)
 
+    def advance_many(self, job_ids: Sequence[str], state: str) -> None:
+        """Several running jobs to the next step, in one transaction."""
+        if not job_ids:
+            return
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(JobRow)
+                .where(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING))
+                .values(state=state, updated_at=time.time())
+            )
+
+    def succeed_many(self, done: Sequence[tuple[str, str]]) -> None:
+        """``succeed`` for several (job id, file id) pairs, in one transaction."""
+        if not done:
+            return
+        now = time.time()
+        statement = (
+            update(Base.metadata.tables["jobs"])
+            # Plain comparisons: an IN list cannot be part of an executemany statement.
+            .where((JobRow.id == bindparam("job")) & or_(*(JobRow.state == s for s in ENDABLE)))
+            .values(
+                state="indexed",
+                file_id=bindparam("file"),
+                last_error="",
+                error_code="",
+                finished_at=now,
+                updated_at=now,
+            )
+        )
+        with self._sessions() as session, session.begin():
+            session.connection().execute(statement, [{"job": j, "file": f} for j, f in done])
+
     def succeed(self, job_id: str, file_id: str) -> None:
         """Indexed; also when a cancel came after the job had started (it ran to the end)."""
-        self._set(
-            job_id,
-            only_from=(*RUNNING, "cancelled"),
-            state="indexed",
-            file_id=file_id,
-            last_error="",
-            error_code="",
-            finished_at=time.time(),
-        )
+        self.succeed_many([(job_id, file_id)])
 
     def fail(self, job_id: str, message: str, code: str, retry_in: float | None) -> bool:
         """Failed for good, or (``retry_in`` seconds, attempts left) queued again; True if

@@ -9,7 +9,7 @@ Ask:    search → answer with numbered, chunk-level citations.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -179,14 +179,7 @@ class Citewell:
     ) -> IngestReport:
         """Files, folders (recursively) and http(s) URLs; a URL that cannot be fetched counts
         as a failed file, like a file that cannot be read."""
-        urls = [str(t) for t in targets if is_url(t)]
-        items = list(walk([Path(t) for t in targets if not is_url(t)]))
-        failed = []
-        for url in urls:
-            try:
-                items.append(self.web.item(url))
-            except CitewellError as exc:
-                failed.append(f"{url}: {exc.message}")
+        items, failed = self.items(targets)
         report = self.ingest_items(items, kb, progress)
         return replace(
             report,
@@ -240,17 +233,37 @@ class Citewell:
         return self.get_file(digest[:32]), report
 
     def enqueue_uploads(self, kb: str, files: Sequence[tuple[str, bytes]]) -> list[Job]:
-        """Queue files for ingestion into ``kb``: each is staged on disk, then gets a job."""
+        """Queue uploaded files for ingestion into ``kb`` (identical bytes are one file)."""
+        items = [
+            SourceItem(key=f"upload:{sha256(data)[:32]}", name=name, read=_constant(data))
+            for name, data in files
+        ]
+        return self.enqueue(kb, items)
+
+    def enqueue(self, kb: str, items: Sequence[SourceItem]) -> list[Job]:
+        """Queue items for ingestion into ``kb``, as one batch: each is read and staged on
+        disk, then gets a job that a worker (server, `citewell worker`) runs."""
         kb_id = self.kb_id(kb)
         entries = []
-        for name, data in files:
+        for item in items:
             job_id = self.jobs.new_id()
-            self.storage.stage(job_id, data)
-            entries.append((job_id, name, f"upload:{sha256(data)[:32]}"))
+            self.storage.stage(job_id, item.read())
+            entries.append((job_id, item.name, item.key))
         jobs = self.jobs.enqueue(kb_id, entries, self.settings.job_max_attempts)
         if self.runner is not None:
             self.runner.wake()
         return jobs
+
+    def items(self, targets: Sequence[Path | str]) -> tuple[list[SourceItem], list[str]]:
+        """Files, folders (recursively) and URLs as items, and the URLs that failed to fetch."""
+        items = list(walk([Path(t) for t in targets if not is_url(t)]))
+        failed = []
+        for url in (str(t) for t in targets if is_url(t)):
+            try:
+                items.append(self.web.item(url))
+            except CitewellError as exc:
+                failed.append(f"{url}: {exc.message}")
+        return items, failed
 
     def get_file(self, file_id: str) -> FileRecord:
         record = self.catalog.get_file(file_id)
@@ -336,3 +349,7 @@ class Citewell:
     ) -> Answer:
         results = self.search(question, kbs, mode, k)
         return extractive_answer(question, results, self.settings.bm25_stemmer)
+
+
+def _constant(data: bytes) -> Callable[[], bytes]:
+    return lambda: data

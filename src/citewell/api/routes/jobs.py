@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
@@ -15,6 +15,7 @@ from citewell.api.deps import CitewellDep
 from citewell.api.schemas import BatchPublic, JobPublic
 from citewell.errors import InvalidInput
 from citewell.jobs import STATES, Job, JobNotFound
+from citewell.jobs.progress import ProgressTracker
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -93,7 +94,7 @@ async def _job_events(
     """'job' for every state change, then 'progress' (done/total, rate, ETA) after each round
     of changes; with ``until_done``, 'done' once every job has finished."""
     seen: dict[str, tuple[str, int]] = {}
-    started = time.monotonic()
+    tracker = ProgressTracker()
     while not await request.is_disconnected():
         jobs = await run_in_threadpool(fetch)
         changed = [j for j in jobs if seen.get(j.id) != (j.state, j.attempts)]
@@ -102,18 +103,12 @@ async def _job_events(
             yield _event("job", JobPublic.of(job).model_dump_json())
         finished = sum(job.done for job in jobs)
         if changed:
-            yield _event("progress", json.dumps(_progress(finished, len(jobs), started)))
+            progress = tracker.update(finished, len(jobs))
+            yield _event("progress", json.dumps(asdict(progress)))
         if until_done and jobs and finished == len(jobs):
             yield _event("done", json.dumps({"total": len(jobs)}))
             return
         await asyncio.sleep(POLL_SECONDS)
-
-
-def _progress(finished: int, total: int, started: float) -> dict[str, float | int | None]:
-    elapsed = time.monotonic() - started
-    rate = finished / elapsed if elapsed > 0 else 0.0
-    eta = (total - finished) / rate if rate > 0 else None
-    return {"finished": finished, "total": total, "files_per_s": round(rate, 3), "eta_s": eta}
 
 
 def _sse(events: AsyncIterator[str]) -> StreamingResponse:
