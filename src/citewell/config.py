@@ -203,6 +203,12 @@ class Settings(BaseSettings):
         "Address-space limit (MiB) of the process that extracts text; a file that needs more "
         "is refused. 0: no limit.",
     )
+    extract_workers: int = _setting(
+        2,
+        "Files parsed at once during ingestion (each in its own worker process when "
+        "extract_isolated), while the embedder works on files already parsed: a slow file "
+        "holds up one worker, not the others or the embedding.",
+    )
     extract_isolated: bool = _setting(
         True,
         "Extract text in a separate worker process, so that the time and memory limits can "

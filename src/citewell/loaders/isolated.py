@@ -8,6 +8,7 @@ file). Parsers are C and Python code fed untrusted bytes: this is where that ris
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -135,3 +136,26 @@ def _read_one(reader: DocumentReader, data: bytes, name: str) -> tuple[Any, ...]
         return ("error", "ParseError", f"{name}: the parser ran out of memory.")
     except Exception as exc:  # noqa: BLE001 - any parser failure on bad bytes is bad input
         return ("error", "ParseError", f"{name} could not be read ({type(exc).__name__}: {exc}).")
+
+
+class ReaderPool:
+    """Several isolated readers, so that several files are parsed at once; ``read`` uses
+    whichever is free. Each worker process starts on its first file."""
+
+    def __init__(self, config: ReaderConfig, size: int) -> None:
+        self.config = config
+        self._readers = [IsolatedReader(config) for _ in range(max(1, size))]
+        self._free: queue.SimpleQueue[IsolatedReader] = queue.SimpleQueue()
+        for reader in self._readers:
+            self._free.put(reader)
+
+    def read(self, data: bytes, name: str) -> Document:
+        reader = self._free.get()
+        try:
+            return reader.read(data, name)
+        finally:
+            self._free.put(reader)
+
+    def close(self) -> None:
+        for reader in self._readers:
+            reader.close()

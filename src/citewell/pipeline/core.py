@@ -21,7 +21,7 @@ from citewell.embedders import Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
 from citewell.loaders import DocumentReader
-from citewell.loaders.isolated import IsolatedReader, ReaderConfig
+from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256
 from citewell.pipeline.spaces import EmbeddingSpaces, Space
@@ -33,8 +33,9 @@ from citewell.splitters import build_splitter
 from citewell.types import Answer, ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 
-def reader_from_settings(settings: Settings) -> DocumentReader | IsolatedReader:
-    """The extraction settings as a reader: in a limited worker process unless turned off."""
+def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:
+    """The extraction settings as a reader: in limited worker processes (extract_workers of
+    them) unless turned off."""
     config = ReaderConfig(
         ocr_engine=settings.ocr_engine,
         ocr_languages=settings.ocr_languages,
@@ -43,7 +44,9 @@ def reader_from_settings(settings: Settings) -> DocumentReader | IsolatedReader:
         timeout=settings.extract_timeout,
         memory_mb=settings.extract_memory_mb,
     )
-    return IsolatedReader(config) if settings.extract_isolated else config.reader()
+    if settings.extract_isolated:
+        return ReaderPool(config, settings.extract_workers)
+    return config.reader()
 
 
 class Citewell:
@@ -54,7 +57,7 @@ class Citewell:
         storage: FileStorage,
         spaces: EmbeddingSpaces,
         retriever: HybridRetriever,
-        reader: DocumentReader | IsolatedReader | None = None,
+        reader: DocumentReader | IsolatedReader | ReaderPool | None = None,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
@@ -139,7 +142,7 @@ class Citewell:
             self.runner.stop()
             self.runner = None
         self.web.close()
-        if isinstance(self.reader, IsolatedReader):
+        if isinstance(self.reader, IsolatedReader | ReaderPool):
             self.reader.close()
 
     # --- knowledge bases ----------------------------------------------------------

@@ -10,7 +10,9 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
@@ -25,6 +27,7 @@ from citewell.stores.base import ChunkStore
 from citewell.types import Chunk, ChunkFilter, Document, IngestReport, StoredChunk
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
+PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
 COMPACT_EVERY = 20  # flushes between store optimisations during a long ingest
 
 
@@ -75,7 +78,12 @@ class _Run:
     kb: KnowledgeBase
     progress: IngestProgress
     callback: ProgressCallback | None
-    pending: list[_Pending] = field(default_factory=list)
+    pending: list[_Pending] = field(default_factory=list)  # parsed, waiting to be embedded
+    # Being parsed: future → (item, digest, the file its path held before, if any).
+    parsing: dict[Future[_Pending], tuple[SourceItem, str, FileRecord | None]] = field(
+        default_factory=dict
+    )
+    later: list[SourceItem] = field(default_factory=list)  # same bytes as one being parsed
     counts: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     observer: Observer | None = None
@@ -166,22 +174,18 @@ class Ingestor:
         )
         existing = self.catalog.files_in_kb(run.kb.id)
         embedded_before = self.embedder.embedded
-        for item in items:
-            run.progress.current = item.name
-            try:
-                run.notify(item.key, "parsing")
-                self._ingest_one(run, item, existing.get(item.key))
-            except CitewellError as exc:
-                if strict:
-                    raise
-                run.bump("failed")
-                run.errors.append(f"{item.name}: {exc.message}")
-                run.notify(item.key, "failed", error=exc)
-            run.progress.files_done += 1
-            if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
-                self._flush(run)
-            if progress:
-                progress(run.progress)
+        workers = max(1, self.settings.extract_workers)
+        with ThreadPoolExecutor(workers, thread_name_prefix="citewell-parse") as pool:
+            for item in items:
+                while len(run.parsing) >= PARSE_AHEAD * workers:
+                    self._collect(run, strict, block=True)
+                self._guarded(run, item, strict, partial(self._start, run, item, existing, pool))
+                self._collect(run, strict, block=False)
+            while run.parsing:
+                self._collect(run, strict, block=True)
+            self._flush(run)  # files identical to one parsed in this run link to it now
+            for item in run.later:
+                self._guarded(run, item, strict, partial(self._start, run, item, existing, pool))
         self._flush(run)
         return IngestReport(
             files_seen=len(items),
@@ -194,26 +198,83 @@ class Ingestor:
             errors=tuple(run.errors),
         )
 
-    def _ingest_one(self, run: _Run, item: SourceItem, previous: FileRecord | None) -> None:
+    def _guarded(self, run: _Run, item: SourceItem, strict: bool, step: Callable[[], bool]) -> None:
+        """Run one item's step; a CitewellError fails the item (or, ``strict``, the run).
+        The step returns True when the item is finished (not handed to a parser)."""
+        try:
+            finished = step()
+        except CitewellError as exc:
+            if strict:
+                raise
+            run.bump("failed")
+            run.errors.append(f"{item.name}: {exc.message}")
+            run.notify(item.key, "failed", error=exc)
+            finished = True
+        if finished:
+            self._done(run, item)
+
+    def _done(self, run: _Run, item: SourceItem) -> None:
+        run.progress.files_done += 1
+        run.progress.current = item.name
+        if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
+            self._flush(run)
+        if run.callback:
+            run.callback(run.progress)
+
+    def _start(
+        self,
+        run: _Run,
+        item: SourceItem,
+        existing: dict[str, FileRecord],
+        pool: ThreadPoolExecutor,
+    ) -> bool:
+        """Decide what an item needs: nothing (unchanged), a link (its bytes are stored), or
+        parsing, which starts in the pool. True when the item is finished."""
+        run.notify(item.key, "parsing")
+        previous = existing.get(item.key)
         data = item.read()
         digest = sha256(data)
         if previous is not None and previous.sha256 == digest:
             run.bump("unchanged")
             run.notify(item.key, "indexed", previous.id)
-            return
+            return True
+        if any(d == digest for _, d, _ in run.parsing.values()):
+            run.later.append(item)  # the same bytes are being parsed right now
+            return False
         known = self.catalog.file_by_sha(digest)
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
-        if known is not None or pending_same is not None:
-            self._flush(run)  # the identical file may still be pending
-            file_id = (known or pending_same.record).id  # type: ignore[union-attr]
-            self.link(run.kb.id, file_id, item.key)
-            run.bump("linked")
-            run.notify(item.key, "indexed", file_id)
-        else:
-            run.pending.append(self._prepare(item, data, digest, run.kb.id))
-            run.notify(item.key, "embedding")
+        if known is None and pending_same is None:
+            future = pool.submit(self._prepare, item, data, digest, run.kb.id)
+            run.parsing[future] = (item, digest, previous)
+            return False
+        self._flush(run)  # the identical file may still be pending
+        file_id = (known or pending_same.record).id  # type: ignore[union-attr]
+        self.link(run.kb.id, file_id, item.key)
+        run.bump("linked")
+        run.notify(item.key, "indexed", file_id)
         if previous is not None:
             self._replace(run, previous)
+        return True
+
+    def _collect(self, run: _Run, strict: bool, block: bool) -> None:
+        """Take the parsed files that are ready (with ``block``, wait for one, embedding
+        what is pending meanwhile, so a slow parser never holds back other files)."""
+        if block and not any(f.done() for f in run.parsing):
+            self._flush(run)
+            wait(run.parsing, return_when=FIRST_COMPLETED)
+        for future in [f for f in run.parsing if f.done()]:
+            item, _, previous = run.parsing.pop(future)
+            step = partial(self._parsed, run, future, item, previous)
+            self._guarded(run, item, strict, step)
+
+    def _parsed(
+        self, run: _Run, future: Future[_Pending], item: SourceItem, previous: FileRecord | None
+    ) -> bool:
+        run.pending.append(future.result())  # raises the parser's error, if any
+        run.notify(item.key, "embedding")
+        if previous is not None:
+            self._replace(run, previous)
+        return True
 
     def _replace(self, run: _Run, previous: FileRecord) -> None:
         """A path's file changed (the path already points at the new version): the old one
