@@ -36,13 +36,15 @@ class Context:
         self.config = config
         self._app: Any = None
 
-    def app(self) -> Any:
+    def app(self, switch_models: bool = False) -> Any:
+        """The Citewell of this data dir. Only the server and workers (``switch_models``)
+        start re-embedding when the settings name another embedding model."""
         if self._app is None:
             from citewell.config import Settings
             from citewell.pipeline import Citewell
 
             settings = Settings.load(self.config, data_dir=self.data_dir)
-            self._app = Citewell.from_settings(settings)
+            self._app = Citewell.from_settings(settings, switch_models=switch_models)
         return self._app
 
 
@@ -375,7 +377,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     from citewell.api.app import create_app
 
     with _errors():
-        app = ctx.app()
+        app = ctx.app(switch_models=True)
         settings = app.settings
         api = create_app(settings, app)
     bind, listen = host or settings.host, port or settings.port
@@ -396,7 +398,7 @@ def worker(ctx: Context) -> None:
     import threading
 
     with _errors():
-        app = ctx.app()
+        app = ctx.app(switch_models=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     app.start_workers()

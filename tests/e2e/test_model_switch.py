@@ -192,3 +192,51 @@ def test_an_old_space_the_settings_cannot_rebuild_is_a_clear_error(filled, new):
     # The old space was made by an embedder passed in code; the kept settings name onnx.
     with pytest.raises(ConfigError, match="Start once with the settings"):
         Citewell.from_settings(filled, embedder=new)
+
+
+def test_only_switching_processes_start_a_switch_or_run_its_jobs(filled, old, new):
+    reader = Citewell.from_settings(filled, embedder=new, previous=[old], switch_models=False)
+    assert reader.spaces.status() is None and reader.store.dimension == 64
+    assert reader.spaces.registry.building() is None  # nothing was started
+    assert top_file(reader, "seeds2 song2") == "bird-2.md"
+    server = Citewell.from_settings(filled, embedder=new, previous=[old])
+    batch = server.spaces.status().target.batch_id
+    runner(reader).run_once()  # a CLI's worker leaves re-embed jobs to the server
+    assert server.jobs.counts(batch) == {"queued": 40}
+    run_until_switched(server)
+    follower = Citewell.from_settings(filled, embedder=old, previous=[new], switch_models=False)
+    assert follower.store.dimension == 32  # the switch is not undone by other settings
+
+
+def test_a_cli_command_with_other_settings_warns_and_changes_nothing(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.fake_servers import FakeService, serve
+
+    data = tmp_path / "data"
+    command = [sys.executable, "-m", "citewell", "--data-dir", str(data)]
+    note = tmp_path / "note.md"
+    note.write_text("# Herons\n\nGrey herons stand still in shallow water.")
+    subprocess.run([*command, "ingest", str(note), "--kb", "k"], check=True, capture_output=True)
+    with serve(FakeService(dimension=24)) as url:
+        env = {
+            **os.environ,
+            "CITEWELL_EMBEDDING_ENGINE": "openai",
+            "CITEWELL_EMBEDDING_BASE_URL": url + "/v1",
+            "CITEWELL_EMBEDDING_MODEL": "other",
+        }
+        result = subprocess.run(
+            [*command, "search", "herons", "--kb", "k", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "Start `citewell serve` with these settings to switch models" in result.stderr
+    assert json.loads(result.stdout)[0]["file"] == "note.md"
+    app = Citewell.from_settings(Settings.load(data_dir=data), switch_models=False)
+    assert app.spaces.registry.building() is None and app.jobs.find() == []

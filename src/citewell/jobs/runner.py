@@ -50,6 +50,9 @@ class Reembedder(Protocol):
 
     def refresh(self) -> None: ...
 
+    @property
+    def switching(self) -> bool: ...
+
     def reembed(self, jobs: Sequence[Job]) -> None: ...
 
     def finish(self) -> bool: ...
@@ -127,7 +130,9 @@ class JobRunner:
         model switch whose re-embed jobs are all done is finished between batches."""
         if self.spaces is not None:
             self.spaces.refresh()
-        claimed = self.jobs.claim(self.batch_files)
+        # Re-embed jobs only where this process builds the new space (not a CLI's worker).
+        switching = self.spaces is not None and self.spaces.switching
+        claimed = self.jobs.claim(self.batch_files, None if switching else ("ingest",))
         groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
         for job in claimed:
             groups[job.operation, job.kb_id].append(job)

@@ -111,15 +111,14 @@ class JobStore:
             session.add_all(rows)
         return [_job(r) for r in rows]
 
-    def claim(self, limit: int) -> list[Job]:
-        """Up to ``limit`` queued jobs that are due, oldest first, now 'parsing' and ours."""
+    def claim(self, limit: int, operations: Sequence[str] | None = None) -> list[Job]:
+        """Up to ``limit`` queued jobs that are due (of ``operations`` only, if given), oldest
+        first, now 'parsing' and ours."""
         token, now = uuid.uuid4().hex, time.time()
-        due = (
-            select(JobRow.id)
-            .where((JobRow.state == "queued") & (JobRow.not_before <= now))
-            .order_by(JobRow.created_at)
-            .limit(limit)
-        )
+        condition = (JobRow.state == "queued") & (JobRow.not_before <= now)
+        if operations is not None:
+            condition = condition & JobRow.operation.in_(operations)
+        due = select(JobRow.id).where(condition).order_by(JobRow.created_at).limit(limit)
         with self._sessions() as session, session.begin():
             session.execute(
                 update(JobRow)

@@ -90,14 +90,19 @@ class Citewell:
         settings: Settings,
         embedder: Embedder | None = None,
         previous: Sequence[Embedder] = (),
+        switch_models: bool = True,
     ) -> Citewell:
         """``embedder`` replaces the one the settings name; ``previous`` are embedders of
-        earlier embedding spaces that the kept settings cannot rebuild (tests use both)."""
+        earlier embedding spaces that the kept settings cannot rebuild (tests use both).
+        ``switch_models``: settings naming another embedding model start re-embedding into
+        it (the server and workers); without, the data dir's active model is used as is."""
         data_dir = settings.data_dir
         catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
         cache = EmbeddingCache(data_dir / "embeddings.sqlite")
+        jobs = JobStore(catalog.engine)
+        lock = threading.Lock()
         spaces = EmbeddingSpaces(
-            settings, catalog, JobStore(catalog.engine), cache, threading.Lock(), embedder, previous
+            settings, catalog, jobs, cache, lock, embedder, previous, switch_models
         )
         retriever = HybridRetriever(
             spaces.active.store,

@@ -105,9 +105,12 @@ class EmbeddingSpaces:
         lock: threading.Lock,
         embedder: Embedder | None = None,
         known: Sequence[Embedder] = (),
+        switch: bool = True,
     ) -> None:
         """``embedder`` is the one the settings name (built from them if not given);
-        ``known`` are embedders of earlier spaces that settings cannot rebuild (tests)."""
+        ``known`` are embedders of earlier spaces that settings cannot rebuild (tests).
+        Only with ``switch`` (the server, workers) may settings naming another model begin
+        a switch (or give one up); other processes just use the active space."""
         self.settings = settings
         self.catalog = catalog
         self.jobs = jobs
@@ -118,7 +121,8 @@ class EmbeddingSpaces:
         self._listeners: list[Callable[[Space], None]] = []
         self._checked = time.monotonic()
         self.target: Space | None = None
-        self.active = self._start(self._space_for(settings, embedder or build_embedder(settings)))
+        wanted = self._space_for(settings, embedder or build_embedder(settings))
+        self.active = self._start(wanted) if switch else self._follow(wanted)
 
     # --- opening --------------------------------------------------------------------
     def _space_for(self, settings: Settings, embedder: Embedder) -> Space:
@@ -175,6 +179,24 @@ class EmbeddingSpaces:
         )
         return self._open(active)
 
+    def _follow(self, wanted: Space) -> Space:
+        """The active space as recorded, whatever these settings name (a CLI command run
+        with other settings than the server's must not start or stop a switch)."""
+        if self.registry.active() is None:
+            self.registry.add(wanted.record)
+        active = self.registry.active()
+        assert active is not None
+        if active.id == wanted.id:
+            return replace(wanted, record=active)
+        logger.warning(
+            "these settings name the embedding model %s, but this data dir's active one is %s: "
+            "using %s. Start `citewell serve` with these settings to switch models.",
+            wanted.record.model_id,
+            active.model_id,
+            active.model_id,
+        )
+        return self._open(active)
+
     def _begin(self, record: SpaceRecord) -> SpaceRecord:
         """Record the new space as building and queue one re-embed job per file."""
         batch = self.jobs.new_id()
@@ -196,6 +218,11 @@ class EmbeddingSpaces:
     def on_switch(self, listener: Callable[[Space], None]) -> None:
         """``listener`` is called (with ingestion paused) when another space becomes active."""
         self._listeners.append(listener)
+
+    @property
+    def switching(self) -> bool:
+        """True while this process builds a new space (and so runs re-embed jobs)."""
+        return self.target is not None
 
     def status(self) -> SwitchStatus | None:
         if self.target is None:
