@@ -38,8 +38,10 @@ UPLOAD_BATCH = 250
 
 
 @contextmanager
-def server(embedder: OnnxEmbedder, batch_files: int) -> Iterator[str]:
-    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), job_batch_files=batch_files)
+def server(embedder: OnnxEmbedder, variant: str) -> Iterator[str]:
+    """A server with the default settings, changed by ``variant`` ("name=value,...")."""
+    changes = dict(pair.split("=", 1) for pair in variant.split(",") if pair)
+    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), **changes)
     app = create_app(settings, Citewell.from_settings(settings, embedder=embedder))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
     running = uvicorn.Server(config)
@@ -80,7 +82,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
-        "--batch-files", type=int, nargs="+", default=[64], help="job_batch_files values"
+        "--variants",
+        nargs="+",
+        default=[""],
+        help='settings to compare side by side, e.g. "job_batch_files=256,extract_workers=1"',
     )
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
@@ -90,21 +95,21 @@ def main() -> None:
     )
     texts = pipeline_texts(docs, splitter_app.splitter)
     encoder: list[float] = []
-    api: dict[int, list[float]] = {n: [] for n in args.batch_files}
+    api: dict[str, list[float]] = {v: [] for v in args.variants}
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))
-        for n in args.batch_files:
-            with server(embedder, n) as base:
-                api[n].append(len(texts) / timed(lambda b=base: ingest_through_api(b, docs)))
+        for variant in args.variants:
+            with server(embedder, variant) as base:
+                api[variant].append(len(texts) / timed(lambda b=base: ingest_through_api(b, docs)))
     result: dict[str, object] = {
         "docs": len(docs),
         "chunks": len(texts),
         "rounds": args.rounds,
         "encoder_chunks_per_s": round(statistics.median(encoder), 2),
     }
-    for n, rates in api.items():
+    for variant, rates in api.items():
         ratios = [a / e for a, e in zip(rates, encoder, strict=True)]
-        result[f"job_batch_files={n}"] = {
+        result[variant or "defaults"] = {
             "api_chunks_per_s": round(statistics.median(rates), 2),
             "api_docs_per_s": round(statistics.median(rates) * len(docs) / len(texts), 2),
             "ratio_median": round(statistics.median(ratios), 3),

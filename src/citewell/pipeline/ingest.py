@@ -28,6 +28,7 @@ from citewell.types import Chunk, ChunkFilter, Document, IngestReport, StoredChu
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
+SLOW_PARSE = 1.0  # seconds of waiting for a parser before the pending files are embedded
 COMPACT_EVERY = 20  # flushes between store optimisations during a long ingest
 
 
@@ -257,9 +258,10 @@ class Ingestor:
         return True
 
     def _collect(self, run: _Run, strict: bool, block: bool) -> None:
-        """Take the parsed files that are ready (with ``block``, wait for one, embedding
-        what is pending meanwhile, so a slow parser never holds back other files)."""
-        if block and not any(f.done() for f in run.parsing):
+        """Take the parsed files that are ready. With ``block``, wait for one; if none is
+        done within SLOW_PARSE seconds, embed what is pending meanwhile, so a slow parser
+        never holds back other files (and fast ones still make full embedding batches)."""
+        if block and not wait(run.parsing, SLOW_PARSE, FIRST_COMPLETED).done:
             self._flush(run)
             wait(run.parsing, return_when=FIRST_COMPLETED)
         for future in [f for f in run.parsing if f.done()]:
