@@ -194,7 +194,7 @@ def test_an_old_space_the_settings_cannot_rebuild_is_a_clear_error(filled, new):
         Citewell.from_settings(filled, embedder=new)
 
 
-def test_only_switching_processes_start_a_switch_or_run_its_jobs(filled, old, new):
+def test_only_switching_processes_start_a_switch_or_run_its_jobs(filled, old, new, monkeypatch):
     reader = Citewell.from_settings(filled, embedder=new, previous=[old], switch_models=False)
     assert reader.spaces.status() is None and reader.store.dimension == 64
     assert reader.spaces.registry.building() is None  # nothing was started
@@ -204,6 +204,9 @@ def test_only_switching_processes_start_a_switch_or_run_its_jobs(filled, old, ne
     runner(reader).run_once()  # a CLI's worker leaves re-embed jobs to the server
     assert server.jobs.counts(batch) == {"queued": 40}
     run_until_switched(server)
+    monkeypatch.setattr(spaces_module, "REFRESH_EVERY", 0.0)
+    assert top_file(reader, "seeds2 song2") == "bird-2.md"  # it follows the other's switch
+    assert reader.store.dimension == 32 and reader.ingestor.store is reader.store
     follower = Citewell.from_settings(filled, embedder=old, previous=[new], switch_models=False)
     assert follower.store.dimension == 32  # the switch is not undone by other settings
 

@@ -121,7 +121,9 @@ class EmbeddingSpaces:
         self._listeners: list[Callable[[Space], None]] = []
         self._checked = time.monotonic()
         self.target: Space | None = None
-        wanted = self._space_for(settings, embedder or build_embedder(settings))
+        embedder = embedder or build_embedder(settings)
+        self._known[embedder.model_id] = embedder  # another process may switch to it
+        wanted = self._space_for(settings, embedder)
         self.active = self._start(wanted) if switch else self._follow(wanted)
 
     # --- opening --------------------------------------------------------------------
@@ -298,10 +300,14 @@ class EmbeddingSpaces:
         record = self.registry.active()
         if record is None or record.id == self.active.id:
             return
-        target = self.target
-        space = target if target is not None and target.id == record.id else self._open(record)
-        with self.lock:
-            self._use(space)
+        if not self.lock.acquire(blocking=False):
+            return  # an ingest runs here: a search never waits on it; next time, then
+        try:
+            target = self.target
+            space = target if target is not None and target.id == record.id else None
+            self._use(space or self._open(record))
+        finally:
+            self.lock.release()
 
     def drop_retired(self) -> None:
         """Drop the tables (and cached vectors) of spaces retired over DROP_AFTER ago."""
