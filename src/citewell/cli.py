@@ -505,3 +505,9 @@ def config(ctx: Context, markdown: bool) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+from citewell.cli_auth import key, user  # noqa: E402 (commands in their own module)
+
+main.add_command(user)
+main.add_command(key)

@@ -35,6 +35,21 @@ class FileNotFound(NotFoundError):
     code = "file_not_found"
 
 
+class Unauthenticated(CitewellError):
+    status = 401
+    code = "unauthenticated"
+
+
+class Forbidden(CitewellError):
+    status = 403
+    code = "forbidden"
+
+
+class Conflict(CitewellError):
+    status = 409
+    code = "conflict"
+
+
 class InvalidInput(CitewellError):
     status = 400
     code = "invalid_input"

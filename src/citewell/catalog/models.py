@@ -101,3 +101,34 @@ class EmbeddingSpaceRow(Base):
     batch_id: Mapped[str] = mapped_column(String(32), default="")  # its re-embed jobs
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     changed_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class UserRow(Base):
+    """A person or service that signs in; 'admin' manages users and sees every KB."""
+
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    role: Mapped[str] = mapped_column(String(20), default="user")  # admin or user
+    password_hash: Mapped[str] = mapped_column(Text, default="")  # argon2; empty: keys only
+    disabled: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class ApiKeyRow(Base):
+    """An API key: only its SHA-256 is kept (keys are random, so a slow hash adds nothing);
+    the prefix lets a user tell keys apart. Optionally limited to some KBs and to reading."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    kb_ids: Mapped[str] = mapped_column(Text, default="")  # comma-separated; empty: no limit
+    read_only: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    last_used_at: Mapped[float] = mapped_column(Float, default=0.0)
+    revoked_at: Mapped[float] = mapped_column(Float, default=0.0)

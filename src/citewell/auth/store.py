@@ -1,0 +1,182 @@
+"""Users and API keys in the metadata database."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import sessionmaker
+
+from citewell.auth.secrets import (
+    MIN_PASSWORD,
+    hash_password,
+    key_digest,
+    key_prefix,
+    new_api_key,
+    verify_password,
+)
+from citewell.catalog.models import ApiKeyRow, Base, UserRow
+from citewell.errors import Conflict, InvalidInput, NotFoundError
+
+ROLES = ("admin", "user")
+
+
+class UserNotFound(NotFoundError):
+    code = "user_not_found"
+
+
+class KeyNotFound(NotFoundError):
+    code = "api_key_not_found"
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    name: str
+    role: str
+    disabled: bool
+    created_at: float
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    user_id: str
+    name: str
+    prefix: str
+    kb_ids: tuple[str, ...]  # empty: every KB its user may use
+    read_only: bool
+    created_at: float
+    last_used_at: float
+    revoked_at: float
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at > 0
+
+
+def _user(row: UserRow) -> User:
+    return User(row.id, row.name, row.role, bool(row.disabled), row.created_at)
+
+
+def _key(row: ApiKeyRow) -> ApiKey:
+    kb_ids = tuple(k for k in row.kb_ids.split(",") if k)
+    return ApiKey(
+        row.id,
+        row.user_id,
+        row.name,
+        row.prefix,
+        kb_ids,
+        bool(row.read_only),
+        row.created_at,
+        row.last_used_at,
+        row.revoked_at,
+    )
+
+
+class AuthStore:
+    def __init__(self, engine: Engine) -> None:
+        Base.metadata.create_all(engine)
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    # --- users ----------------------------------------------------------------------
+    def create_user(self, name: str, password: str = "", role: str = "user") -> User:
+        if role not in ROLES:
+            raise InvalidInput(f"role must be one of {', '.join(ROLES)}.")
+        if not name.strip():
+            raise InvalidInput("A user needs a name.")
+        if password and len(password) < MIN_PASSWORD:
+            raise InvalidInput(f"Use a password of at least {MIN_PASSWORD} characters.")
+        row = UserRow(
+            name=name.strip(), role=role, password_hash=hash_password(password) if password else ""
+        )
+        try:
+            with self._sessions() as session, session.begin():
+                session.add(row)
+        except IntegrityError as exc:
+            raise Conflict(f"A user named {name!r} exists; pick another name.") from exc
+        return _user(row)
+
+    def get_user(self, name_or_id: str) -> User:
+        with self._sessions() as session:
+            row = session.scalar(
+                select(UserRow).where((UserRow.id == name_or_id) | (UserRow.name == name_or_id))
+            )
+            if row is None:
+                raise UserNotFound(f"No user {name_or_id!r}; list them with `citewell user list`.")
+            return _user(row)
+
+    def list_users(self) -> list[User]:
+        with self._sessions() as session:
+            return [_user(r) for r in session.scalars(select(UserRow).order_by(UserRow.name))]
+
+    def admin_count(self) -> int:
+        with self._sessions() as session:
+            query = select(func.count()).select_from(UserRow).where(UserRow.role == "admin")
+            return int(session.scalar(query) or 0)
+
+    def authenticate(self, name: str, password: str) -> User | None:
+        """The user if the name and password match and the account is enabled."""
+        with self._sessions() as session:
+            row = session.scalar(select(UserRow).where(UserRow.name == name))
+        if row is None or row.disabled or not verify_password(row.password_hash, password):
+            return None
+        return _user(row)
+
+    # --- API keys -------------------------------------------------------------------
+    def create_key(
+        self, user_id: str, name: str = "", kb_ids: Sequence[str] = (), read_only: bool = False
+    ) -> tuple[ApiKey, str]:
+        """A new key for the user: the record, and the key itself (shown once, never kept)."""
+        user = self.get_user(user_id)
+        plain = new_api_key()
+        row = ApiKeyRow(
+            user_id=user.id,
+            name=name,
+            prefix=key_prefix(plain),
+            digest=key_digest(plain),
+            kb_ids=",".join(kb_ids),
+            read_only=int(read_only),
+            created_at=time.time(),
+        )
+        with self._sessions() as session, session.begin():
+            session.add(row)
+        return _key(row), plain
+
+    def identify(self, plain: str) -> tuple[User, ApiKey] | None:
+        """Whose key this is, if it is a live key of an enabled user."""
+        with self._sessions() as session:
+            row = session.scalar(select(ApiKeyRow).where(ApiKeyRow.digest == key_digest(plain)))
+            if row is None or row.revoked_at:
+                return None
+            owner = session.get(UserRow, row.user_id)
+            if owner is None or owner.disabled:
+                return None
+            return _user(owner), _key(row)
+
+    def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
+        query = select(ApiKeyRow).order_by(ApiKeyRow.created_at)
+        if user_id is not None:
+            query = query.where(ApiKeyRow.user_id == user_id)
+        with self._sessions() as session:
+            return [_key(r) for r in session.scalars(query)]
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(ApiKeyRow)
+                .where((ApiKeyRow.id == key_id) & (ApiKeyRow.revoked_at == 0.0))
+                .values(revoked_at=time.time())
+            )
+            row = session.get(ApiKeyRow, key_id)
+        if row is None:
+            raise KeyNotFound(f"No API key {key_id!r}; list them with `citewell key list`.")
+        return _key(row)

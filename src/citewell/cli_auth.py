@@ -1,0 +1,113 @@
+"""`citewell user …` and `citewell key …`: accounts and API keys, straight on the metadata
+database (no model is loaded)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+
+import click
+
+from citewell.auth import AuthStore
+from citewell.catalog import Catalog, sqlite_engine
+from citewell.config import Settings
+from citewell.errors import CitewellError
+
+
+def _store() -> tuple[AuthStore, Catalog]:
+    root = click.get_current_context().find_root()
+    settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
+    engine = sqlite_engine(settings.data_dir / "citewell.sqlite")
+    return AuthStore(engine), Catalog(engine)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except CitewellError as exc:
+        raise click.ClickException(exc.message) from exc
+
+
+def _password(from_stdin: bool) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    value: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return value
+
+
+@click.group()
+def user() -> None:
+    """Create and list users (admins manage users, keys and every knowledge base)."""
+
+
+@user.command(name="create")
+@click.argument("name")
+@click.option("--admin", is_flag=True, help="Make an administrator.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--no-password", is_flag=True, help="No password: the user signs in with keys.")
+def user_create(name: str, admin: bool, password_stdin: bool, no_password: bool) -> None:
+    password = "" if no_password else _password(password_stdin)
+    with _errors():
+        created = _store()[0].create_user(name, password, "admin" if admin else "user")
+    click.echo(f"Created {created.role} {created.name} ({created.id}).")
+
+
+@user.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+def user_list(as_json: bool) -> None:
+    users = _store()[0].list_users()
+    if as_json:
+        click.echo(json.dumps([asdict(u) for u in users], indent=2))
+        return
+    for u in users:
+        click.echo(f"{u.name}\t{u.role}\t{u.id}" + ("\tdisabled" if u.disabled else ""))
+    if not users:
+        click.echo("No users yet: 'citewell user create NAME --admin' makes the first admin.")
+
+
+@click.group()
+def key() -> None:
+    """Create, list and revoke API keys (the `openai` SDK's api_key)."""
+
+
+@key.command(name="create")
+@click.option("--user", "owner", required=True, help="The user the key acts as.")
+@click.option("--name", default="", help="A label, e.g. the machine that uses it.")
+@click.option("--kb", "kbs", multiple=True, help="Limit the key to this KB (repeatable).")
+@click.option("--read-only", is_flag=True, help="The key may search and chat, not change.")
+def key_create(owner: str, name: str, kbs: tuple[str, ...], read_only: bool) -> None:
+    """Print a new key once; only its hash is kept."""
+    with _errors():
+        store, catalog = _store()
+        kb_ids = [catalog.get_kb(k).id for k in kbs]
+        record, plain = store.create_key(store.get_user(owner).id, name, kb_ids, read_only)
+    click.echo(plain)
+    click.echo(f"Key {record.id} ({record.prefix}…) for {owner}: shown once, keep it.", err=True)
+
+
+@key.command(name="list")
+@click.option("--user", "owner", default=None, help="Only this user's keys.")
+@click.option("--json", "as_json", is_flag=True)
+def key_list(owner: str | None, as_json: bool) -> None:
+    with _errors():
+        store = _store()[0]
+        keys = store.list_keys(store.get_user(owner).id if owner else None)
+    if as_json:
+        click.echo(json.dumps([asdict(k) for k in keys], indent=2))
+        return
+    for k in keys:
+        scope = ",".join(k.kb_ids) or "all KBs"
+        state = "revoked" if k.revoked else ("read-only" if k.read_only else "read-write")
+        click.echo(f"{k.id}\t{k.prefix}…\t{k.name}\t{scope}\t{state}")
+
+
+@key.command(name="revoke")
+@click.argument("key_id")
+def key_revoke(key_id: str) -> None:
+    with _errors():
+        revoked = _store()[0].revoke_key(key_id)
+    click.echo(f"Revoked {revoked.id} ({revoked.prefix}…).")

@@ -1,0 +1,51 @@
+"""`citewell user` and `citewell key` as a user runs them: a real process, a real data dir."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def run(data, *args, stdin=""):
+    return subprocess.run(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_first_admin_then_a_scoped_key_then_revoke(tmp_path):
+    data = tmp_path / "data"
+    made = run(
+        data, "user", "create", "ada", "--admin", "--password-stdin", stdin="a long secret\n"
+    )
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith("Created admin ada (")
+    assert run(data, "kb", "create", "handbook").returncode == 0
+    created = run(data, "key", "create", "--user", "ada", "--kb", "handbook", "--read-only")
+    assert created.returncode == 0, created.stderr
+    plain = created.stdout.strip()
+    assert plain.startswith("cw_") and "shown once" in created.stderr
+    listed = json.loads(run(data, "key", "list", "--json").stdout)
+    assert len(listed) == 1 and listed[0]["read_only"] and listed[0]["revoked_at"] == 0
+    assert plain not in json.dumps(listed)  # the key itself is never shown again
+    revoked = run(data, "key", "revoke", listed[0]["id"])
+    assert revoked.returncode == 0 and "Revoked" in revoked.stdout
+    assert "revoked" in run(data, "key", "list").stdout
+    users = json.loads(run(data, "user", "list", "--json").stdout)
+    assert [(u["name"], u["role"]) for u in users] == [("ada", "admin")]
+
+
+def test_mistakes_get_a_message_that_says_what_to_do(tmp_path):
+    data = tmp_path / "data"
+    short = run(data, "user", "create", "bob", "--password-stdin", stdin="short\n")
+    assert short.returncode == 1 and "at least 10 characters" in short.stderr
+    nobody = run(data, "key", "create", "--user", "zed")
+    assert nobody.returncode == 1 and "citewell user list" in nobody.stderr
+    assert "citewell user create NAME --admin" in run(data, "user", "list").stdout
