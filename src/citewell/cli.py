@@ -134,19 +134,17 @@ def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: boo
         click.echo(f"Stopped; the batch's unfinished jobs stay queued (batch {batch}).", err=True)
     finally:
         app.close()
-    _print_batch(app.jobs.find(batch_id=batch), batch, as_json)
+    _print_batch(app, batch, as_json)
 
 
-def _print_batch(jobs: list[Any], batch: str, as_json: bool) -> None:
-    counts: dict[str, int] = {}
-    for job in jobs:
-        counts[job.state] = counts.get(job.state, 0) + 1
-    failed = [f"{j.name}: {j.last_error}" for j in jobs if j.state == "failed"]
+def _print_batch(app: Any, batch: str, as_json: bool) -> None:
+    counts: dict[str, int] = app.jobs.counts(batch)
+    failed = [f"{j.name}: {j.last_error}" for j in app.jobs.find(batch_id=batch, state="failed")]
     if as_json:
         click.echo(json.dumps({"batch_id": batch, "counts": counts, "errors": failed}, indent=2))
         return
     summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    click.echo(f"{len(jobs)} files (batch {batch}): {summary}.")
+    click.echo(f"{sum(counts.values())} files (batch {batch}): {summary}.")
     for error in failed:
         click.echo(f"  failed: {error}", err=True)
 
@@ -197,6 +195,7 @@ def _progress(label: str) -> Iterator[Callable[[Any], None]]:
 def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
     """A progress bar fed by the batch's jobs, as the job event streams are: it counts work
     done by any worker, this process's or a server's."""
+    from citewell.jobs import FINAL
     from citewell.jobs.progress import ProgressTracker
 
     chunks: dict[str, int] = {}  # job id → chunks of its indexed file
@@ -206,12 +205,14 @@ def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
 
         def watch() -> None:
             while True:
-                jobs = app.jobs.find(batch_id=batch)
-                for job in jobs:
-                    if job.state == "indexed" and job.id not in chunks:
-                        record = app.catalog.get_file(job.file_id)
-                        chunks[job.id] = record.chunk_count if record else 0
-                progress = tracker.update(sum(j.done for j in jobs), len(jobs))
+                counts = app.jobs.counts(batch)
+                if counts.get("indexed", 0) > len(chunks):
+                    for job in app.jobs.find(batch_id=batch, state="indexed"):
+                        if job.id not in chunks:
+                            record = app.catalog.get_file(job.file_id)
+                            chunks[job.id] = record.chunk_count if record else 0
+                finished = sum(n for state, n in counts.items() if state in FINAL)
+                progress = tracker.update(finished, sum(counts.values()))
                 elapsed = bar.tasks[0].elapsed or 1e-9
                 total_chunks = sum(chunks.values())
                 rate = f"{total_chunks / elapsed:.1f}"
@@ -503,11 +504,11 @@ def config(ctx: Context, markdown: bool) -> None:
     click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
-
-
 from citewell.cli_auth import key, user  # noqa: E402 (commands in their own module)
 
 main.add_command(user)
 main.add_command(key)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

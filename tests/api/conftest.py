@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +89,19 @@ def upload(client: httpx.Client, kb: str, path: Path, name: str | None = None) -
         )
     assert response.status_code == 201, response.text
     return response.json()
+
+
+def wait_for(
+    client: httpx.Client, path: str, done: Callable[[Any], bool], timeout: float = 120.0
+) -> Any:
+    """GET ``path`` until ``done`` says yes about its JSON body; fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = client.get(path).json()
+        if done(body):
+            return body
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
 
 
 def ensure_kb(client: httpx.Client, name: str) -> dict[str, Any]:

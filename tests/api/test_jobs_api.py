@@ -1,23 +1,11 @@
 """Queued uploads through the real server: batch upload, job and batch status, cancel and
 retry errors. The server's own worker (started with it) runs the jobs."""
 
-import time
-
 import pytest
 
-from tests.api.conftest import ensure_kb
+from tests.api.conftest import ensure_kb, wait_for
 
 pytestmark = pytest.mark.api
-
-
-def wait_for(client, path, done, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        body = client.get(path).json()
-        if done(body):
-            return body
-        assert time.monotonic() < deadline, body
-        time.sleep(0.1)
 
 
 def test_a_batch_upload_is_queued_and_indexed(server):

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from citewell.config import Settings
-from tests.api.conftest import run_server
+from tests.api.conftest import run_server, wait_for
 from tests.fake_servers import FakeService, serve
 
 pytestmark = pytest.mark.api
@@ -31,16 +31,6 @@ def model_settings(data, url: str, model: str) -> Settings:
         embedding_model=model,
         job_batch_files=16,
     )
-
-
-def wait_for(client: httpx.Client, path: str, done, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        body = client.get(path).json()
-        if done(body):
-            return body
-        assert time.monotonic() < deadline, body
-        time.sleep(0.05)
 
 
 class QueryLoad:

@@ -159,12 +159,18 @@ class EmbeddingSpaces:
             )
         return embedder
 
-    def _start(self, wanted: Space) -> Space:
-        """Decide the active space at start-up, and begin or give up a switch as needed."""
+    def _active_record(self, wanted: Space) -> SpaceRecord:
+        """The active space's record; a new data dir (or one from before spaces) gets the
+        wanted space as its first."""
         if self.registry.active() is None:
-            self.registry.add(wanted.record)  # a new data dir (or one from before spaces)
+            self.registry.add(wanted.record)
         active = self.registry.active()
         assert active is not None
+        return active
+
+    def _start(self, wanted: Space) -> Space:
+        """Decide the active space at start-up, and begin or give up a switch as needed."""
+        active = self._active_record(wanted)
         building = self.registry.building()
         if building is not None and building.id != wanted.id:
             self._give_up(building)  # the model changed again, or changed back
@@ -184,10 +190,7 @@ class EmbeddingSpaces:
     def _follow(self, wanted: Space) -> Space:
         """The active space as recorded, whatever these settings name (a CLI command run
         with other settings than the server's must not start or stop a switch)."""
-        if self.registry.active() is None:
-            self.registry.add(wanted.record)
-        active = self.registry.active()
-        assert active is not None
+        active = self._active_record(wanted)
         if active.id == wanted.id:
             return replace(wanted, record=active)
         logger.warning(
