@@ -376,16 +376,21 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     import uvicorn
 
     from citewell.api.app import create_app
+    from citewell.api.security import check_auth_mode
+    from citewell.cli_auth import announce_access
+    from citewell.config import Settings
 
     with _errors():
+        settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
+        bind, listen = host or settings.host, port or settings.port
+        check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
         app = ctx.app(switch_models=True)
-        settings = app.settings
         api = create_app(settings, app)
-    bind, listen = host or settings.host, port or settings.port
     llm = settings.llm_base_url or "none (extractive answers)"
     click.echo(
         f"Citewell on http://{bind}:{listen}  data: {settings.data_dir}  LLM: {llm}", err=True
     )
+    announce_access(settings, app.catalog.engine)
     uvicorn.run(api, host=bind, port=listen, log_level="info")
 
 

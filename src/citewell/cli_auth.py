@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 
 import click
+from sqlalchemy.engine import Engine
 
 from citewell.auth import AuthStore
 from citewell.catalog import Catalog, sqlite_engine
@@ -30,6 +31,33 @@ def _errors() -> Iterator[None]:
         yield
     except CitewellError as exc:
         raise click.ClickException(exc.message) from exc
+
+
+def announce_access(settings: Settings, engine: Engine) -> None:
+    """What `citewell serve` says about access at start. The first start with auth on makes
+    the admin account and prints its key once (on the terminal, never in a log file)."""
+    if settings.auth == "none":
+        click.secho(
+            "WARNING: auth=none - anyone who reaches this address is the admin (loopback only).",
+            fg="yellow",
+            err=True,
+        )
+        return
+    users = AuthStore(engine)
+    if users.admin_count() > 0:
+        return
+    try:
+        admin = users.create_user("admin", role="admin")
+    except CitewellError:  # a non-admin user is called 'admin'
+        click.echo("No admin yet: make one with `citewell user create NAME --admin`.", err=True)
+        return
+    _, plain = users.create_key(admin.id, "first start")
+    click.echo(
+        "\nFirst start: made the admin account 'admin' and this API key (shown once, not "
+        f"stored):\n\n    {plain}\n\nUse it as the openai SDK's api_key or as 'Authorization: "
+        "Bearer …'. Make more with `citewell key create --user NAME`.\n",
+        err=True,
+    )
 
 
 def _password(from_stdin: bool) -> str:

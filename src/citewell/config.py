@@ -332,6 +332,38 @@ class Settings(BaseSettings):
     max_upload_bytes: int = _setting(
         100 * 1024 * 1024, "Largest file accepted by an upload, in bytes."
     )
+    max_request_bytes: int = _setting(
+        10 * 1024 * 1024,
+        "Largest request body that is not a file upload (JSON), in bytes; larger ones get 413.",
+    )
+    max_upload_request_bytes: int = _setting(
+        1024 * 1024 * 1024,
+        "Largest file-upload request (multipart, every file of a batch together), in bytes.",
+    )
+
+    # --- access -------------------------------------------------------------------
+    auth: Literal["required", "none"] = _setting(
+        "required",
+        "'required': every API call but /healthz, /readyz and the docs needs an API key "
+        "(Authorization: Bearer cw_…). 'none': no authentication, everyone is the admin; "
+        "`citewell serve` accepts it only on a loopback address (127.0.0.1, ::1, localhost). "
+        "Open WebUI's WEBUI_AUTH=False means 'none'.",
+        "WEBUI_AUTH",
+    )
+    session_hours: float = _setting(
+        12.0, "Lifetime of the key that signing in with a password (POST /api/v1/auth/login) gives."
+    )
+    rate_limit_per_minute: int = _setting(
+        600,
+        "Requests one API key may make per minute (bursts up to that many); 429 beyond. "
+        "Counted per server process. 0: no limit.",
+    )
+    cors_allow_origins: str = _setting(
+        "",
+        "Origins browsers may call the API from, separated by ',' or ';' ('*': any). "
+        "Empty: no CORS headers, so browsers block other sites' pages from reading answers.",
+        "CORS_ALLOW_ORIGIN",
+    )
 
     # --- LLM and chat -----------------------------------------------------------------
     llm_engine: Literal["openai", "llamacpp"] = _setting(
@@ -412,6 +444,15 @@ class Settings(BaseSettings):
     def _owui_empty_timeout(cls, value: Any) -> Any:
         # Open WebUI leaves WEB_LOADER_TIMEOUT empty to mean "the default".
         return 20.0 if value == "" else value
+
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _owui_auth_flag(cls, value: Any) -> Any:
+        # Open WebUI's WEBUI_AUTH is a boolean.
+        flag = str(value).strip().lower()
+        if flag in ("false", "0", "no", "off"):
+            return "none"
+        return "required" if flag in ("true", "1", "yes", "on") else value
 
     @field_validator("embedding_engine", mode="before")
     @classmethod

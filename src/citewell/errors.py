@@ -12,9 +12,10 @@ class CitewellError(Exception):
     status: int = 500
     code: str = "internal_error"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.headers = headers or {}  # sent with the HTTP error (Retry-After, WWW-Authenticate)
 
 
 class ConfigError(CitewellError):
@@ -43,6 +44,11 @@ class Unauthenticated(CitewellError):
 class Forbidden(CitewellError):
     status = 403
     code = "forbidden"
+
+
+class RateLimited(CitewellError):
+    status = 429
+    code = "rate_limited"
 
 
 class Conflict(CitewellError):

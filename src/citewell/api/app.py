@@ -5,19 +5,28 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
-from citewell.api import errors
+from citewell.api import errors, security
+from citewell.api.deps import get_access
+from citewell.api.openapi import documented_errors
 from citewell.api.routes import (
+    auth,
     embedding,
     files,
+    grants,
     health,
     jobs,
     knowledge,
     openai,
     rag,
     retrieval,
+    users,
 )
+from citewell.api.routes.auth import LOGIN_ATTEMPTS_PER_MINUTE
+from citewell.auth.audit import AuditLog
+from citewell.auth.grants import GrantStore
+from citewell.auth.store import AuthStore
 from citewell.chat.context import TokenCounter, approximate_tokens
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
@@ -70,11 +79,20 @@ def create_app(
         "chat at /v1, Open WebUI's RAG API at /api/v1/rag, management at /api/v1.",
     )
     app.state.citewell = citewell
+    engine = citewell.catalog.engine
+    app.state.auth = security.Authenticator(settings, AuthStore(engine), GrantStore(engine))
+    app.state.audit = AuditLog(engine)
+    app.state.login_limiter = security.RateLimiter(LOGIN_ATTEMPTS_PER_MINUTE)
     app.state.llm = llm
     app.state.chat = ChatPipeline(
         citewell, llm, parse_presets(settings.model_presets), token_counter(citewell)
     )
     errors.install(app)
-    for module in (health, knowledge, files, jobs, embedding, retrieval, rag, openai):
-        app.include_router(module.router)
+    security.install(app, settings)
+    app.include_router(health.router)
+    app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
+    signed_in = [Depends(get_access)]  # every other route: 401 without a valid key
+    for module in (knowledge, grants, files, jobs, embedding, retrieval, rag, openai, users):
+        app.include_router(module.router, dependencies=signed_in)
+    documented_errors(app)
     return app

@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from citewell.api.schemas import ChatCompletionCreate
+from citewell.auth.access import Access
 from citewell.chat.context import Source
 from citewell.errors import CitewellError, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta
@@ -28,7 +29,7 @@ from citewell.pipeline.chat import ChatPipeline, ChatRequest, ChatResult, Prepar
 MODELS_TTL = 60.0
 
 
-def to_request(body: ChatCompletionCreate) -> ChatRequest:
+def to_request(body: ChatCompletionCreate, access: Access) -> ChatRequest:
     options = body.model_dump(include=set(CHAT_OPTIONS), exclude_none=True)
     messages = tuple(ChatMessage(m.role, m.text()) for m in body.messages)
     return ChatRequest(
@@ -40,6 +41,7 @@ def to_request(body: ChatCompletionCreate) -> ChatRequest:
         stream=body.stream,
         trace=body.retrieval_trace,
         web_search=body.wants_web_search(),
+        access=access,
     )
 
 
@@ -170,10 +172,10 @@ async def available_models(request: Request) -> list[str]:
     return list(dict.fromkeys([*chat.presets, *names]))
 
 
-async def handle_chat(request: Request, body: ChatCompletionCreate) -> Any:
+async def handle_chat(request: Request, body: ChatCompletionCreate, access: Access) -> Any:
     chat: ChatPipeline = request.app.state.chat
     await check_model(request, body.model)
-    chat_request = to_request(body)
+    chat_request = to_request(body, access)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         result = await run_in_threadpool(chat.complete, chat_request)

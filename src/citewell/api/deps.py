@@ -1,13 +1,21 @@
-"""Dependencies: the app objects built once at start-up, handed to routes by type."""
+"""Dependencies: the app objects built once at start-up, and the caller's access, handed to
+routes by type."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
+from citewell.api.security import Authenticator
+from citewell.auth.access import Access
+from citewell.auth.audit import AuditLog
+from citewell.errors import Forbidden
 from citewell.pipeline import Citewell
 from citewell.pipeline.chat import ChatPipeline
+from citewell.pipeline.scoped import Scoped
 
 
 def get_citewell(request: Request) -> Citewell:
@@ -18,5 +26,51 @@ def get_chat(request: Request) -> ChatPipeline:
     return request.app.state.chat  # type: ignore[no-any-return]
 
 
+def get_authenticator(request: Request) -> Authenticator:
+    return request.app.state.auth  # type: ignore[no-any-return]
+
+
+def get_audit(request: Request) -> AuditLog:
+    return request.app.state.audit  # type: ignore[no-any-return]
+
+
+bearer = HTTPBearer(auto_error=False, description="A Citewell API key (cw_…).")
+
+
+async def get_access(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Access:
+    """The caller, from 'Authorization: Bearer <key>'; 401 without. Cached per request, so
+    routes and routers can both depend on it."""
+    auth = get_authenticator(request)
+    key = credentials.credentials if credentials is not None else None
+    return await run_in_threadpool(auth.access, key)
+
+
+def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:
+    if not access.is_admin:
+        raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
+    if access.scope is not None or access.read_only:
+        raise Forbidden(
+            "This API key is limited (to some KBs or to reading); admin work needs an "
+            "unlimited admin key."
+        )
+    return access
+
+
+def get_view(
+    app: Annotated[Citewell, Depends(get_citewell)],
+    access: Annotated[Access, Depends(get_access)],
+) -> Scoped:
+    """Citewell as this caller sees it: the only way routes reach KBs, files and chunks."""
+    return Scoped(app, access)
+
+
 CitewellDep = Annotated[Citewell, Depends(get_citewell)]
+ViewDep = Annotated[Scoped, Depends(get_view)]
 ChatDep = Annotated[ChatPipeline, Depends(get_chat)]
+AccessDep = Annotated[Access, Depends(get_access)]
+AdminDep = Annotated[Access, Depends(require_admin)]
+AuditDep = Annotated[AuditLog, Depends(get_audit)]
+AuthDep = Annotated[Authenticator, Depends(get_authenticator)]

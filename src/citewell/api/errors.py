@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,14 +15,16 @@ from citewell.errors import CitewellError
 log = logging.getLogger("citewell.api")
 
 
-def error_body(status: int, detail: str, code: str, **extra: object) -> JSONResponse:
-    return JSONResponse({"detail": detail, "code": code, **extra}, status_code=status)
+def error_body(
+    status: int, detail: str, code: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse({"detail": detail, "code": code}, status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(CitewellError)
     async def citewell_error(_: Request, exc: CitewellError) -> JSONResponse:
-        return error_body(exc.status, exc.message, exc.code)
+        return error_body(exc.status, exc.message, exc.code, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -32,8 +35,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error_body(exc.status_code, str(exc.detail), code)
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return error_body(exc.status_code, str(exc.detail), code, exc.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

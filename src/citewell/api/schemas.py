@@ -63,6 +63,7 @@ class KnowledgeBasePublic(BaseModel):
     name: str
     description: str
     file_count: int
+    owner_id: str = Field(description="The user who made it ('' when made without auth).")
     created_at: int
     updated_at: int
     files: list[FilePublic] | None = None
@@ -74,6 +75,7 @@ class KnowledgeBasePublic(BaseModel):
             name=kb.name,
             description=kb.description,
             file_count=kb.file_count,
+            owner_id=kb.owner_id,
             created_at=int(kb.created_at),
             updated_at=int(kb.updated_at),
             files=[FilePublic.of(f) for f in files] if files is not None else None,

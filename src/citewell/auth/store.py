@@ -23,6 +23,7 @@ from citewell.catalog.models import ApiKeyRow, Base, UserRow
 from citewell.errors import Conflict, InvalidInput, NotFoundError
 
 ROLES = ("admin", "user")
+TOUCH_EVERY = 60.0  # seconds between writes of a key's last_used_at (not one write per request)
 
 
 class UserNotFound(NotFoundError):
@@ -57,10 +58,14 @@ class ApiKey:
     created_at: float
     last_used_at: float
     revoked_at: float
+    expires_at: float = 0.0  # 0: never (sign-in sessions expire)
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at > 0
+
+    def live(self, now: float) -> bool:
+        return not self.revoked and (self.expires_at == 0 or now < self.expires_at)
 
 
 def _user(row: UserRow) -> User:
@@ -79,6 +84,7 @@ def _key(row: ApiKeyRow) -> ApiKey:
         row.created_at,
         row.last_used_at,
         row.revoked_at,
+        row.expires_at,
     )
 
 
@@ -133,7 +139,12 @@ class AuthStore:
 
     # --- API keys -------------------------------------------------------------------
     def create_key(
-        self, user_id: str, name: str = "", kb_ids: Sequence[str] = (), read_only: bool = False
+        self,
+        user_id: str,
+        name: str = "",
+        kb_ids: Sequence[str] = (),
+        read_only: bool = False,
+        expires_at: float = 0.0,
     ) -> tuple[ApiKey, str]:
         """A new key for the user: the record, and the key itself (shown once, never kept)."""
         user = self.get_user(user_id)
@@ -146,6 +157,7 @@ class AuthStore:
             kb_ids=",".join(kb_ids),
             read_only=int(read_only),
             created_at=time.time(),
+            expires_at=expires_at,
         )
         with self._sessions() as session, session.begin():
             session.add(row)
@@ -153,14 +165,57 @@ class AuthStore:
 
     def identify(self, plain: str) -> tuple[User, ApiKey] | None:
         """Whose key this is, if it is a live key of an enabled user."""
+        now = time.time()
         with self._sessions() as session:
             row = session.scalar(select(ApiKeyRow).where(ApiKeyRow.digest == key_digest(plain)))
-            if row is None or row.revoked_at:
+            if row is None or not _key(row).live(now):
                 return None
             owner = session.get(UserRow, row.user_id)
             if owner is None or owner.disabled:
                 return None
-            return _user(owner), _key(row)
+            found = _user(owner), _key(row)
+        if now - found[1].last_used_at > TOUCH_EVERY:
+            self._touch(found[1].id, now)
+        return found
+
+    def _touch(self, key_id: str, now: float) -> None:
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(ApiKeyRow).where(ApiKeyRow.id == key_id).values(last_used_at=now)
+            )
+
+    def update_user(
+        self, name_or_id: str, disabled: bool | None = None, role: str | None = None
+    ) -> User:
+        if role is not None and role not in ROLES:
+            raise InvalidInput(f"role must be one of {', '.join(ROLES)}.")
+        user = self.get_user(name_or_id)
+        with self._sessions() as session, session.begin():
+            row = session.get(UserRow, user.id)
+            assert row is not None
+            if disabled is not None:
+                row.disabled = int(disabled)
+            if role is not None:
+                row.role = role
+        return self.get_user(user.id)
+
+    def set_password(self, name_or_id: str, password: str) -> None:
+        if len(password) < MIN_PASSWORD:
+            raise InvalidInput(f"Use a password of at least {MIN_PASSWORD} characters.")
+        user = self.get_user(name_or_id)
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(UserRow)
+                .where(UserRow.id == user.id)
+                .values(password_hash=hash_password(password))
+            )
+
+    def get_key(self, key_id: str) -> ApiKey:
+        with self._sessions() as session:
+            row = session.get(ApiKeyRow, key_id)
+        if row is None:
+            raise KeyNotFound(f"No API key {key_id!r}; list them with `citewell key list`.")
+        return _key(row)
 
     def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
         query = select(ApiKeyRow).order_by(ApiKeyRow.created_at)

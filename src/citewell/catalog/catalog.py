@@ -22,6 +22,7 @@ class KnowledgeBase:
     created_at: float
     updated_at: float
     file_count: int = 0
+    owner_id: str = ""  # "": made without authentication
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class FileRecord:
 
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
     return KnowledgeBase(
-        row.id, row.name, row.description, row.created_at, row.updated_at, file_count
+        row.id, row.name, row.description, row.created_at, row.updated_at, file_count, row.owner_id
     )
 
 
@@ -107,14 +108,14 @@ class Catalog:
         return self._sessions()
 
     # --- knowledge bases ----------------------------------------------------------
-    def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
+    def create_kb(self, name: str, description: str = "", owner_id: str = "") -> KnowledgeBase:
         name = name.strip()
         if not name:
             raise InvalidInput("A knowledge base needs a name.")
         with self._session() as session, session.begin():
             if session.scalar(select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name)):
                 raise InvalidInput(f"Knowledge base {name!r} exists already; pick another name.")
-            row = KnowledgeBaseRow(name=name, description=description)
+            row = KnowledgeBaseRow(name=name, description=description, owner_id=owner_id)
             session.add(row)
         return _kb(row)
 

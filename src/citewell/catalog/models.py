@@ -25,6 +25,8 @@ class KnowledgeBaseRow(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+    # The user who made it ("": made without authentication; only admins see such KBs).
+    owner_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
 
 
 class FileRow(Base):
@@ -132,3 +134,52 @@ class ApiKeyRow(Base):
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     last_used_at: Mapped[float] = mapped_column(Float, default=0.0)
     revoked_at: Mapped[float] = mapped_column(Float, default=0.0)
+    expires_at: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")  # 0: never
+
+
+class GroupRow(Base):
+    __tablename__ = "groups"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class GroupMemberRow(Base):
+    __tablename__ = "group_members"
+
+    group_id: Mapped[str] = mapped_column(
+        ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class GrantRow(Base):
+    """Read or write access to a KB for a user ('user:<id>'), a group ('group:<id>') or every
+    signed-in user ('public'). The KB's owner and admins need no grant."""
+
+    __tablename__ = "kb_grants"
+
+    kb_id: Mapped[str] = mapped_column(
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    principal: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
+    permission: Mapped[str] = mapped_column(String(10))  # read or write
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class AuditRow(Base):
+    """Who created, changed, deleted or shared what, and when. Names, never document text."""
+
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
+    actor_id: Mapped[str] = mapped_column(String(32), default="")
+    actor: Mapped[str] = mapped_column(String(200), default="")
+    action: Mapped[str] = mapped_column(String(50), index=True)
+    target_type: Mapped[str] = mapped_column(String(30))
+    target_id: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[str] = mapped_column(Text, default="")  # JSON

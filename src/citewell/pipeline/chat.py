@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from citewell.auth.access import Access
 from citewell.chat.citations import cited_numbers, remove_invalid
 from citewell.chat.context import Source, TokenCounter, chunk_source, context_string, pack
 from citewell.chat.extractive import extractive_text
@@ -19,6 +20,8 @@ from citewell.chat.templates import render_query_prompt, render_rag_template
 from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
 from citewell.pipeline.core import Citewell
+from citewell.pipeline.scoped import Scoped
+from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB
 from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter
 
@@ -37,6 +40,7 @@ class ChatRequest:
     stream: bool = False
     trace: bool = False
     web_search: bool = False  # search the web with the retrieval queries, cite the pages
+    access: Access = field(kw_only=True)  # what the caller may read: applied in every search
 
 
 @dataclass
@@ -128,10 +132,11 @@ class ChatPipeline:
             raise InvalidInput("messages needs at least one message with role 'user'.")
         preset = self.presets.get(request.model)
         warnings: list[str] = []
+        view = Scoped(self.app, request.access)
         message = next(m.content for m in reversed(request.messages) if m.role == "user")
-        pages = self._url_pages(url_refs(message), warnings)
+        pages = self._url_pages(view, url_refs(message), warnings)
         question = without_refs(message) or " ".join(title for _, title in pages) or message
-        where = self._scope(request, preset, warnings, [file_id for file_id, _ in pages])
+        where = self._scope(view, request, preset, warnings, [file_id for file_id, _ in pages])
         trace: dict[str, Any] = {}
         prepared = PreparedChat(
             request,
@@ -148,21 +153,23 @@ class ChatPipeline:
         budget = self._budget(request, preset)
         prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
         if request.web_search:
-            where = [*(where or []), *self._web_search(prepared.queries, warnings, trace)]
-        prepared.sources = self._sources(prepared.queries, where or [], budget, preset, trace)
+            where = [*(where or []), *self._web_search(view, prepared.queries, warnings, trace)]
+        prepared.sources = self._sources(view, prepared.queries, where or [], budget, preset, trace)
         messages = [ChatMessage(m.role, plain_refs(m.content)) for m in request.messages]
         prepared.messages = self._inject(messages, prepared.sources, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return prepared
 
-    def _url_pages(self, urls: list[str], warnings: list[str]) -> list[tuple[str, str]]:
-        """'#https://…' in the message: each page is fetched into the 'web' KB and searched
-        with the rest of the scope. A page that cannot be fetched is a warning."""
+    def _url_pages(
+        self, view: Scoped, urls: list[str], warnings: list[str]
+    ) -> list[tuple[str, str]]:
+        """'#https://…' in the message: each page is fetched into the caller's 'web' KB and
+        searched with the rest of the scope. A page that cannot be fetched is a warning."""
         pages = []
         for url in urls[:MAX_URL_REFS]:
             try:
-                done = self.app.ingest_url(url)
+                done = self.app.ingest_url(url, view.target_kb(None, WEB_KB).id)
             except CitewellError as exc:
                 warnings.append(f"{url}: {exc.message}")
                 continue
@@ -170,10 +177,10 @@ class ChatPipeline:
         return pages
 
     def _web_search(
-        self, queries: list[str], warnings: list[str], trace: dict[str, Any]
+        self, view: Scoped, queries: list[str], warnings: list[str], trace: dict[str, Any]
     ) -> list[ChunkFilter]:
         try:
-            outcome = self.app.web_search(queries)
+            outcome = self.app.web_search(queries, view.target_kb(None, WEB_SEARCH_KB).id)
         except CitewellError as exc:
             warnings.append(f"web search: {exc.message}")
             return []
@@ -185,26 +192,30 @@ class ChatPipeline:
 
     def _scope(
         self,
+        view: Scoped,
         request: ChatRequest,
         preset: ModelPreset | None,
         warnings: list[str],
         fetched: Sequence[str] = (),
     ) -> list[ChunkFilter] | None:
         """Filters for the KBs and files in scope; unknown ones become warnings, not errors.
-        ``fetched`` are files just fetched from the message's URLs."""
+        ``fetched`` are files just fetched from the message's URLs. A preset's KBs are only
+        those the caller may read too: a preset never widens access."""
         kb_ids = []
         for name in (*(preset.knowledge if preset else ()), *request.knowledge):
-            kb = self.app.catalog.find_kb(name)
+            kb = view.find_kb(name)
             if kb is None:
                 warnings.append(f"knowledge collection {name!r} not found")
             elif kb.id not in kb_ids:
                 kb_ids.append(kb.id)
         file_ids = list(dict.fromkeys(fetched))
         for file_id in request.file_ids:
-            record = self.app.catalog.get_file(file_id)
-            if record is None:
+            try:
+                record = view.file(file_id)
+            except CitewellError:
                 warnings.append(f"file {file_id!r} not found")
-            elif record.id not in file_ids:
+                continue
+            if record.id not in file_ids:
                 file_ids.append(record.id)
         filters = []
         if kb_ids:
@@ -254,6 +265,7 @@ class ChatPipeline:
 
     def _sources(
         self,
+        view: Scoped,
         queries: list[str],
         where: list[ChunkFilter],
         budget: int,
@@ -273,7 +285,7 @@ class ChatPipeline:
         for query in queries:
             for scope in where:
                 retrieval = RetrievalTrace()
-                for result in self.app.search_where(query, scope, k=k, trace=retrieval):
+                for result in view.search(query, scope, k=k, trace=retrieval):
                     record = self.app.catalog.get_file(result.chunk.file_id)
                     source = chunk_source(
                         result, record.mime_type if record else "", record.url if record else ""

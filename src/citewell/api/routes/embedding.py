@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from citewell.api.deps import CitewellDep
+from citewell.api.deps import AdminDep, CitewellDep
 from citewell.api.schemas import EmbeddingPublic, SpacePublic, SwitchPublic
 from citewell.types import ChunkFilter
 
@@ -12,8 +12,9 @@ router = APIRouter(prefix="/api/v1/embedding", tags=["embedding"])
 
 
 @router.get("")
-def embedding(app: CitewellDep) -> EmbeddingPublic:
-    """The active embedding space and, while the model changes, how far re-embedding is."""
+def embedding(app: CitewellDep, _: AdminDep) -> EmbeddingPublic:
+    """The active embedding space and, while the model changes, how far re-embedding is
+    (admins)."""
     app.spaces.refresh()
     active = app.spaces.active.record
     status = app.spaces.status()

@@ -1,33 +1,73 @@
-"""Files across knowledge bases."""
+"""Files across the knowledge bases the caller may read."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from urllib.parse import quote
 
-from citewell.api.deps import CitewellDep
+from fastapi import APIRouter, Response, status
+
+from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.schemas import FilePublic
 
 router = APIRouter(prefix="/api/v1/files", tags=["files"])
 
+# Types a browser shows without running anything; everything else (HTML, SVG, XML, scripts)
+# is sent as a download of bytes, so a stored original can never run in Citewell's origin.
+INLINE_TYPES = frozenset({"application/pdf", "text/plain", "text/csv", "text/markdown"})
+INLINE_PREFIXES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def safe_content_type(mime_type: str) -> str:
+    base = mime_type.split(";", 1)[0].strip().lower()
+    if base in INLINE_TYPES:
+        return f"{base}; charset=utf-8" if base.startswith("text/") else base
+    if base.startswith(INLINE_PREFIXES):
+        return base
+    return "application/octet-stream"
+
 
 @router.get("")
-def list_files(app: CitewellDep) -> list[FilePublic]:
-    return [FilePublic.of(f) for f in app.files()]
+def list_files(view: ViewDep) -> list[FilePublic]:
+    """Files in the KBs you may read."""
+    return [FilePublic.of(f) for f in view.files()]
 
 
 @router.get("/{file_id}")
-def get_file(file_id: str, app: CitewellDep) -> FilePublic:
+def get_file(file_id: str, view: ViewDep) -> FilePublic:
     """A file and its status (indexed once its chunks are searchable)."""
-    return FilePublic.of(app.get_file(file_id))
+    return FilePublic.of(view.file(file_id))
 
 
 @router.get("/{file_id}/text")
-def get_file_text(file_id: str, app: CitewellDep) -> dict[str, str]:
+def get_file_text(file_id: str, view: ViewDep) -> dict[str, str]:
     """The text extracted from the file: citations' char offsets point into it."""
-    return {"id": file_id, "text": app.file_text(file_id)}
+    return {"id": file_id, "text": view.file_text(file_id)}
+
+
+@router.get(
+    "/{file_id}/content",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {}}}},
+)
+def get_file_content(file_id: str, view: ViewDep) -> Response:
+    """The original bytes, as a download (active content types are sent as
+    application/octet-stream, never rendered)."""
+    record, data = view.file_original(file_id)
+    return Response(
+        data,
+        media_type=safe_content_type(record.mime_type),
+        headers={
+            "Content-Disposition": f"attachment; filename*=UTF-8''{quote(record.name)}",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+        },
+    )
 
 
 @router.delete("/{file_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_file(file_id: str, app: CitewellDep) -> None:
-    """Delete the file everywhere: every chunk, vector and index entry goes with it."""
-    app.delete_file(file_id)
+def delete_file(file_id: str, view: ViewDep, audit: AuditDep) -> None:
+    """Delete the file everywhere: every chunk, vector and index entry goes with it. You must
+    be able to change every KB that holds it."""
+    record = view.deletable_file(file_id)
+    view.app.delete_file(record.id)
+    audit.record(view.access, "file.delete", "file", record.id, name=record.name)

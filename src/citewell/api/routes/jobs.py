@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.deps import CitewellDep
+from citewell.api.deps import ViewDep
 from citewell.api.schemas import BatchPublic, JobPublic
 from citewell.errors import InvalidInput
 from citewell.jobs import STATES, Job, JobNotFound
@@ -22,61 +22,92 @@ router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
 @router.get("")
 def list_jobs(
-    app: CitewellDep,
+    view: ViewDep,
     batch_id: str | None = None,
     knowledge_base: str | None = None,
     state: str | None = None,
 ) -> list[JobPublic]:
-    """Jobs, oldest first, optionally of one batch, one knowledge base or in one state."""
+    """Jobs of KBs you may read, oldest first, optionally of one batch, one knowledge base or
+    in one state."""
     if state is not None and state not in STATES:
         raise InvalidInput(f"state must be one of {', '.join(STATES)}.")
-    kb_id = app.kb_id(knowledge_base) if knowledge_base else None
-    return [JobPublic.of(j) for j in app.jobs.find(batch_id, kb_id, state)]
+    kb_id = view.kb(knowledge_base).id if knowledge_base else None
+    return [JobPublic.of(j) for j in _visible(view, view.app.jobs.find(batch_id, kb_id, state))]
 
 
 @router.get("/events", response_class=StreamingResponse)
-def kb_events(knowledge_base: str, app: CitewellDep, request: Request) -> StreamingResponse:
+def kb_events(knowledge_base: str, view: ViewDep, request: Request) -> StreamingResponse:
     """Server-sent events for every job of a knowledge base, as long as the client listens."""
-    kb_id = app.kb_id(knowledge_base)
-    return _sse(_job_events(lambda: app.jobs.find(kb_id=kb_id), False, request))
+    kb_id = view.kb(knowledge_base).id
+    return _sse(_job_events(lambda: view.app.jobs.find(kb_id=kb_id), False, request))
 
 
 @router.get("/batches/{batch_id}")
-def get_batch(batch_id: str, app: CitewellDep) -> BatchPublic:
-    return BatchPublic.of(batch_id, _batch(app, batch_id))
+def get_batch(batch_id: str, view: ViewDep) -> BatchPublic:
+    return BatchPublic.of(batch_id, _batch(view, batch_id))
 
 
 @router.post("/batches/{batch_id}/cancel")
-def cancel_batch(batch_id: str, app: CitewellDep) -> BatchPublic:
+def cancel_batch(batch_id: str, view: ViewDep) -> BatchPublic:
     """Cancel every job of the batch that has not started; running ones finish."""
-    _batch(app, batch_id)
-    return BatchPublic.of(batch_id, app.jobs.cancel_batch(batch_id))
+    _batch(view, batch_id, write=True)
+    return BatchPublic.of(batch_id, view.app.jobs.cancel_batch(batch_id))
 
 
 @router.get("/{job_id}")
-def get_job(job_id: str, app: CitewellDep) -> JobPublic:
-    return JobPublic.of(app.jobs.get(job_id))
+def get_job(job_id: str, view: ViewDep) -> JobPublic:
+    return JobPublic.of(_job(view, job_id))
 
 
 @router.post("/{job_id}/cancel")
-def cancel_job(job_id: str, app: CitewellDep) -> JobPublic:
+def cancel_job(job_id: str, view: ViewDep) -> JobPublic:
     """Cancel a job that has not finished (one already parsing runs to its end)."""
-    return JobPublic.of(app.jobs.cancel(job_id))
+    return JobPublic.of(view.app.jobs.cancel(_job(view, job_id, write=True).id))
 
 
 @router.post("/{job_id}/retry")
-def retry_job(job_id: str, app: CitewellDep) -> JobPublic:
+def retry_job(job_id: str, view: ViewDep) -> JobPublic:
     """Queue a failed or cancelled job again; its upload was kept, nothing to re-send."""
-    job = app.jobs.retry(job_id)
-    if app.runner is not None:
-        app.runner.wake()
+    job = view.app.jobs.retry(_job(view, job_id, write=True).id)
+    if view.app.runner is not None:
+        view.app.runner.wake()
     return JobPublic.of(job)
 
 
-def _batch(app: CitewellDep, batch_id: str) -> list[Job]:
-    jobs = app.jobs.find(batch_id=batch_id)
+def _visible(view: ViewDep, jobs: list[Job]) -> list[Job]:
+    """Jobs of readable KBs (re-embedding jobs, of no KB, only for admins)."""
+    if view.access.readable is None:
+        return jobs
+    return [j for j in jobs if view.access.can_read(j.kb_id)]
+
+
+def _check(view: ViewDep, job: Job, write: bool) -> None:
+    """A job of a KB the caller may not read does not exist for it; changing needs write."""
+    if view.access.readable is not None and not view.access.can_read(job.kb_id):
+        raise JobNotFound(f"No job {job.id!r}; GET /api/v1/jobs lists yours.")
+    if write and job.kb_id:
+        view.writable_kb(job.kb_id)
+    elif write:
+        _admin_only(view)
+
+
+def _admin_only(view: ViewDep) -> None:
+    if not view.access.is_admin or view.access.read_only:
+        raise JobNotFound("No such job; GET /api/v1/jobs lists yours.")
+
+
+def _job(view: ViewDep, job_id: str, write: bool = False) -> Job:
+    job = view.app.jobs.get(job_id)
+    _check(view, job, write)
+    return job
+
+
+def _batch(view: ViewDep, batch_id: str, write: bool = False) -> list[Job]:
+    jobs = _visible(view, view.app.jobs.find(batch_id=batch_id))
     if not jobs:
         raise JobNotFound(f"No batch {batch_id!r}; batch uploads answer with their batch_id.")
+    for job in jobs[:1]:
+        _check(view, job, write)
     return jobs
 
 
@@ -118,14 +149,14 @@ def _sse(events: AsyncIterator[str]) -> StreamingResponse:
 
 
 @router.get("/batches/{batch_id}/events", response_class=StreamingResponse)
-def batch_events(batch_id: str, app: CitewellDep, request: Request) -> StreamingResponse:
+def batch_events(batch_id: str, view: ViewDep, request: Request) -> StreamingResponse:
     """Server-sent events for a batch: 'job', 'progress', and 'done' at the end."""
-    _batch(app, batch_id)
-    return _sse(_job_events(lambda: app.jobs.find(batch_id=batch_id), True, request))
+    _batch(view, batch_id)
+    return _sse(_job_events(lambda: view.app.jobs.find(batch_id=batch_id), True, request))
 
 
 @router.get("/{job_id}/events", response_class=StreamingResponse)
-def job_events(job_id: str, app: CitewellDep, request: Request) -> StreamingResponse:
+def job_events(job_id: str, view: ViewDep, request: Request) -> StreamingResponse:
     """Server-sent events for one job, until it has finished."""
-    app.jobs.get(job_id)
-    return _sse(_job_events(lambda: [app.jobs.get(job_id)], True, request))
+    _job(view, job_id)
+    return _sse(_job_events(lambda: [view.app.jobs.get(job_id)], True, request))

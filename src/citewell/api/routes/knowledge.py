@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.deps import CitewellDep
+from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.schemas import (
     BatchPublic,
     IngestPublic,
@@ -20,45 +20,65 @@ from citewell.api.schemas import (
 from citewell.errors import InvalidInput, PayloadTooLarge
 
 router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"])
+MAX_NAME = 255
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-def create_kb(body: KnowledgeBaseCreate, app: CitewellDep) -> KnowledgeBasePublic:
-    return KnowledgeBasePublic.of(app.create_kb(body.name, body.description), [])
+def create_kb(body: KnowledgeBaseCreate, view: ViewDep, audit: AuditDep) -> KnowledgeBasePublic:
+    """A new KB, owned by the caller (only the owner and admins see it until it is shared)."""
+    kb = view.create_kb(body.name, body.description)
+    audit.record(view.access, "kb.create", "knowledge_base", kb.id, name=kb.name)
+    return KnowledgeBasePublic.of(kb, [])
 
 
 @router.get("")
-def list_kbs(app: CitewellDep) -> list[KnowledgeBasePublic]:
-    return [KnowledgeBasePublic.of(kb) for kb in app.list_kbs()]
+def list_kbs(view: ViewDep) -> list[KnowledgeBasePublic]:
+    """The KBs the caller may read: owned, shared with them or their groups, or public."""
+    return [KnowledgeBasePublic.of(kb) for kb in view.kbs()]
 
 
 @router.get("/{kb_id}")
-def get_kb(kb_id: str, app: CitewellDep) -> KnowledgeBasePublic:
-    kb = app.catalog.get_kb(kb_id)
-    return KnowledgeBasePublic.of(kb, app.files(kb.id))
+def get_kb(kb_id: str, view: ViewDep) -> KnowledgeBasePublic:
+    kb = view.kb(kb_id)
+    return KnowledgeBasePublic.of(kb, view.files(kb.id))
 
 
 @router.patch("/{kb_id}")
-def update_kb(kb_id: str, body: KnowledgeBaseUpdate, app: CitewellDep) -> KnowledgeBasePublic:
-    return KnowledgeBasePublic.of(app.update_kb(kb_id, body.name, body.description))
+def update_kb(
+    kb_id: str, body: KnowledgeBaseUpdate, view: ViewDep, audit: AuditDep
+) -> KnowledgeBasePublic:
+    kb = view.writable_kb(kb_id)
+    updated = view.app.update_kb(kb.id, body.name, body.description)
+    audit.record(view.access, "kb.update", "knowledge_base", kb.id, name=updated.name)
+    return KnowledgeBasePublic.of(updated)
 
 
 @router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_kb(kb_id: str, app: CitewellDep) -> None:
-    """Delete the KB and every chunk, vector and file that no other KB uses."""
-    app.delete_kb(kb_id)
+def delete_kb(kb_id: str, view: ViewDep, audit: AuditDep) -> None:
+    """Delete the KB and every chunk, vector and file that no other KB uses (owner or admin)."""
+    kb = view.managed_kb(kb_id)
+    view.app.delete_kb(kb.id)
+    audit.record(view.access, "kb.delete", "knowledge_base", kb.id, name=kb.name)
 
 
 async def read_limited(upload: UploadFile, limit: int) -> bytes:
     data = await upload.read(limit + 1)
     if len(data) > limit:
-        raise PayloadTooLarge(f"{upload.filename} is larger than {limit} bytes (max_upload_bytes).")
+        name = upload_name(upload)
+        raise PayloadTooLarge(f"{name} is larger than {limit} bytes (max_upload_bytes).")
     return data
 
 
 def upload_name(upload: UploadFile) -> str:
-    """The file's own name, without any folder a client put in front of it."""
-    return (upload.filename or "upload").replace("\\", "/").rsplit("/", 1)[-1] or "upload"
+    """The file's own name: no folder a client put in front of it, no control characters,
+    at most 255 characters (the extension kept)."""
+    name = (upload.filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in name if c.isprintable()).strip().lstrip(".")
+    if len(name) > MAX_NAME:
+        stem, dot, ext = name.rpartition(".")
+        name = (stem[: MAX_NAME - len(ext) - 1] + dot + ext) if dot and len(ext) < 16 else name
+        name = name[:MAX_NAME]
+    return name or "upload"
 
 
 @router.post(
@@ -69,60 +89,75 @@ def upload_name(upload: UploadFile) -> str:
 async def upload_file(
     kb_id: str,
     response: Response,
-    app: CitewellDep,
+    view: ViewDep,
+    audit: AuditDep,
     file: Annotated[UploadFile, File()],
     wait: bool = True,
 ) -> IngestPublic | JobPublic:
     """Upload a file into the KB. The same bytes again are the same file (not re-embedded).
     With wait=false the file is queued: 202 and its job, to follow at /api/v1/jobs/{id}."""
+    app, name = view.app, upload_name(file)
+    kb = await run_in_threadpool(view.writable_kb, kb_id)
     data = await read_limited(file, app.settings.max_upload_bytes)
-    kb = app.catalog.get_kb(kb_id)
     if not wait:
         response.status_code = status.HTTP_202_ACCEPTED
-        (job,) = await run_in_threadpool(app.enqueue_uploads, kb.id, [(upload_name(file), data)])
+        (job,) = await run_in_threadpool(app.enqueue_uploads, kb.id, [(name, data)])
+        audit.record(view.access, "file.queue", "knowledge_base", kb.id, name=name, job=job.id)
         return JobPublic.of(job)
-    record, report = await run_in_threadpool(app.upload, kb.id, upload_name(file), data)
+    record, report = await run_in_threadpool(app.upload, kb.id, name, data)
+    audit.record(view.access, "file.upload", "file", record.id, name=name, kb=kb.id)
     return IngestPublic.of(record, report)
 
 
 @router.post("/{kb_id}/batch", status_code=status.HTTP_202_ACCEPTED)
 async def upload_batch(
-    kb_id: str, app: CitewellDep, files: Annotated[list[UploadFile], File()]
+    kb_id: str, view: ViewDep, audit: AuditDep, files: Annotated[list[UploadFile], File()]
 ) -> BatchPublic:
     """Queue many files at once (multipart, field 'files' repeated). Follow the batch at
     /api/v1/jobs/batches/{batch_id}; cancel it there too."""
+    app = view.app
     if not files or len(files) > app.settings.max_batch_files:
         raise InvalidInput(
             f"{len(files)} files in one request; at most {app.settings.max_batch_files} "
             "(max_batch_files). Send them in several batches."
         )
-    kb = app.catalog.get_kb(kb_id)
+    kb = await run_in_threadpool(view.writable_kb, kb_id)
     entries = [
         (upload_name(f), await read_limited(f, app.settings.max_upload_bytes)) for f in files
     ]
     jobs = await run_in_threadpool(app.enqueue_uploads, kb.id, entries)
-    return BatchPublic.of(jobs[0].batch_id, jobs)
+    batch = jobs[0].batch_id
+    audit.record(view.access, "file.batch", "knowledge_base", kb.id, files=len(jobs), batch=batch)
+    return BatchPublic.of(batch, jobs)
 
 
 @router.post("/{kb_id}/text", status_code=status.HTTP_201_CREATED)
-def add_text(kb_id: str, body: TextCreate, app: CitewellDep) -> IngestPublic:
+def add_text(kb_id: str, body: TextCreate, view: ViewDep, audit: AuditDep) -> IngestPublic:
     """Ingest raw text as a file of the KB."""
-    kb = app.catalog.get_kb(kb_id)
-    record, report = app.upload(kb.id, body.name, body.content.encode("utf-8"))
+    kb = view.writable_kb(kb_id)
+    record, report = view.app.upload(kb.id, body.name, body.content.encode("utf-8"))
+    audit.record(view.access, "file.upload", "file", record.id, name=body.name, kb=kb.id)
     return IngestPublic.of(record, report)
 
 
 @router.post("/{kb_id}/files/{file_id}", status_code=status.HTTP_201_CREATED)
-def add_existing_file(kb_id: str, file_id: str, app: CitewellDep) -> KnowledgeBasePublic:
-    """Add a file that is already stored to this KB too: no parsing, no embedding."""
+def add_existing_file(
+    kb_id: str, file_id: str, view: ViewDep, audit: AuditDep
+) -> KnowledgeBasePublic:
+    """Add a file that is already stored (and that you may read) to this KB too: no parsing,
+    no embedding."""
     if not file_id.isalnum():
         raise InvalidInput("file_id must be a file id from GET /api/v1/files.")
-    app.add_file(kb_id, file_id)
-    kb = app.catalog.get_kb(kb_id)
-    return KnowledgeBasePublic.of(kb, app.files(kb.id))
+    kb = view.writable_kb(kb_id)
+    record = view.file(file_id)
+    view.app.add_file(kb.id, record.id)
+    audit.record(view.access, "file.add", "file", record.id, kb=kb.id)
+    return KnowledgeBasePublic.of(view.kb(kb.id), view.files(kb.id))
 
 
 @router.delete("/{kb_id}/files/{file_id}", status_code=status.HTTP_204_NO_CONTENT)
-def remove_file(kb_id: str, file_id: str, app: CitewellDep) -> None:
+def remove_file(kb_id: str, file_id: str, view: ViewDep, audit: AuditDep) -> None:
     """Take the file out of this KB; it is deleted once no KB holds it."""
-    app.remove_file(kb_id, file_id)
+    kb = view.writable_kb(kb_id)
+    view.app.remove_file(kb.id, file_id)
+    audit.record(view.access, "file.remove", "file", file_id, kb=kb.id)

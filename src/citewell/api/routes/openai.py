@@ -1,4 +1,5 @@
-"""OpenAI-compatible endpoints: any OpenAI client works unchanged (api_key: any string)."""
+"""OpenAI-compatible endpoints: any OpenAI client works unchanged; its api_key is a Citewell
+API key (any string when auth=none)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from citewell.api.chat import available_models, handle_chat
+from citewell.api.deps import AccessDep
 from citewell.api.schemas import ChatCompletionCreate
 
 router = APIRouter(prefix="/v1", tags=["openai"])
@@ -29,7 +31,7 @@ async def list_models(request: Request) -> dict[str, Any]:
 
 
 @router.post("/chat/completions")
-async def chat_completions(request: Request, body: ChatCompletionCreate) -> Any:
+async def chat_completions(request: Request, body: ChatCompletionCreate, access: AccessDep) -> Any:
     """Chat with RAG: knowledge comes from the model preset or from knowledge_collections /
     file_ids in the body. Streams in OpenAI's SSE format when stream is true."""
-    return await handle_chat(request, body)
+    return await handle_chat(request, body, access)

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from citewell.api.chat import available_models, handle_chat
-from citewell.api.deps import CitewellDep
+from citewell.api.deps import AccessDep, ViewDep
 from citewell.api.routes.openai import model_list
 from citewell.api.schemas import ChatCompletionCreate, file_type
 
@@ -20,7 +20,7 @@ async def rag_models(request: Request) -> dict[str, Any]:
 
 
 @router.get("/knowledge/collections")
-def rag_collections(app: CitewellDep) -> dict[str, Any]:
+def rag_collections(view: ViewDep) -> dict[str, Any]:
     return {
         "collections": [
             {
@@ -30,13 +30,13 @@ def rag_collections(app: CitewellDep) -> dict[str, Any]:
                 "created_at": int(kb.created_at),
                 "updated_at": int(kb.updated_at),
             }
-            for kb in app.list_kbs()
+            for kb in view.kbs()
         ]
     }
 
 
 @router.get("/files")
-def rag_files(app: CitewellDep) -> dict[str, Any]:
+def rag_files(view: ViewDep) -> dict[str, Any]:
     return {
         "files": [
             {
@@ -46,13 +46,13 @@ def rag_files(app: CitewellDep) -> dict[str, Any]:
                 "created_at": int(f.created_at),
                 "updated_at": int(f.created_at),
             }
-            for f in app.files()
+            for f in view.files()
         ]
     }
 
 
 @router.post("/chat/completions")
-async def rag_chat(request: Request, body: ChatCompletionCreate) -> Any:
+async def rag_chat(request: Request, body: ChatCompletionCreate, access: AccessDep) -> Any:
     """RAG chat over knowledge_collections (ids or names) and file_ids. Unknown ones are
     reported in ``warnings`` rather than failing the request."""
-    return await handle_chat(request, body)
+    return await handle_chat(request, body, access)

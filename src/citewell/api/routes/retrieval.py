@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from citewell.api.deps import CitewellDep
+from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.schemas import (
     FilePublic,
     ProcessUrlCreate,
@@ -20,7 +20,8 @@ from citewell.api.schemas import (
 )
 from citewell.errors import InvalidInput
 from citewell.fetch import video_id
-from citewell.pipeline.web import UrlIngest
+from citewell.pipeline.scoped import Scoped
+from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB, UrlIngest
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
 router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"])
@@ -67,25 +68,25 @@ def _results(app: Any, results: list[ScoredChunk]) -> dict[str, Any]:
 
 
 @router.post("/query/doc")
-def query_doc(body: QueryDocRequest, app: CitewellDep) -> dict[str, Any]:
-    record = app.get_file(body.collection_name)
-    results = app.search_where(
+def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
+    """Search one file (collection_name is its id) within the KBs you may read."""
+    record = view.file(body.collection_name)
+    results = view.search(
         body.query,
         ChunkFilter(file_ids=(record.id,)),
-        _mode(app, body.hybrid),
+        _mode(view.app, body.hybrid),
         body.k,
         threshold=body.r,
     )
-    return _results(app, results)
+    return _results(view.app, results)
 
 
 @router.post("/query/collection")
-def query_collection(body: QueryCollectionRequest, app: CitewellDep) -> dict[str, Any]:
-    ids = tuple(app.kb_id(name) for name in body.collection_names)
-    results = app.search_where(
-        body.query, ChunkFilter(kb_ids=ids), _mode(app, body.hybrid), body.k, threshold=body.r
-    )
-    return _results(app, results)
+def query_collection(body: QueryCollectionRequest, view: ViewDep) -> dict[str, Any]:
+    """Search knowledge bases (ids or names) you may read."""
+    where = view.collection_filter(body.collection_names)
+    results = view.search(body.query, where, _mode(view.app, body.hybrid), body.k, threshold=body.r)
+    return _results(view.app, results)
 
 
 def _web_public(app: Any, done: UrlIngest) -> WebIngestPublic:
@@ -102,29 +103,38 @@ def _web_public(app: Any, done: UrlIngest) -> WebIngestPublic:
 
 
 @router.post("/process/web")
-def process_web(body: ProcessUrlCreate, app: CitewellDep) -> WebIngestPublic:
-    """Fetch a page (or a PDF or other file; a YouTube URL gives its transcript) into a KB.
-    Private, loopback and link-local addresses are refused unless web_fetch_allowlist lets
-    them through."""
-    return _web_public(app, app.ingest_url(body.url, body.collection_name, body.language))
+def process_web(body: ProcessUrlCreate, view: ViewDep, audit: AuditDep) -> WebIngestPublic:
+    """Fetch a page (or a PDF or other file; a YouTube URL gives its transcript) into a KB
+    (default: your own 'web-NAME'). Private, loopback and link-local addresses are refused
+    unless web_fetch_allowlist lets them through."""
+    return _fetch_url(view, audit, body)
 
 
 @router.post("/process/youtube")
-def process_youtube(body: ProcessUrlCreate, app: CitewellDep) -> WebIngestPublic:
+def process_youtube(body: ProcessUrlCreate, view: ViewDep, audit: AuditDep) -> WebIngestPublic:
     """A YouTube video's transcript, in the preferred language, named by the video's title."""
     if video_id(body.url) is None:
         raise InvalidInput(
             f"{body.url!r} is not a YouTube video URL (youtube.com/watch?v=…, youtu.be/…, "
             "/shorts/…, /embed/…, /live/…)."
         )
-    return _web_public(app, app.ingest_url(body.url, body.collection_name, body.language))
+    return _fetch_url(view, audit, body)
+
+
+def _fetch_url(view: Scoped, audit: AuditDep, body: ProcessUrlCreate) -> WebIngestPublic:
+    kb = view.target_kb(body.collection_name, WEB_KB)
+    done = view.app.ingest_url(body.url, kb.id, body.language)
+    audit.record(view.access, "file.fetch", "file", done.record.id, url=done.url, kb=kb.id)
+    return _web_public(view.app, done)
 
 
 @router.post("/process/web_search")
-def process_web_search(body: WebSearchCreate, app: CitewellDep) -> WebSearchPublic:
-    """Search the web, fetch the result pages at once and store them in a KB ('web-search').
-    A page that fails is reported in its item; the rest are still stored."""
-    outcome = app.web_search(body.all_queries(), body.collection_name, body.count)
+def process_web_search(body: WebSearchCreate, view: ViewDep, audit: AuditDep) -> WebSearchPublic:
+    """Search the web, fetch the result pages at once and store them in a KB (default: your
+    own 'web-search-NAME'). A page that fails is reported in its item; the rest are stored."""
+    kb = view.target_kb(body.collection_name, WEB_SEARCH_KB)
+    outcome = view.app.web_search(body.all_queries(), kb.id, body.count)
+    audit.record(view.access, "web.search", "knowledge_base", kb.id, pages=len(outcome.files))
     items = [
         WebSearchItemPublic(
             link=hit.result.url,

@@ -1,0 +1,151 @@
+"""Who is calling (API key → Access), how often (rate limit), how much they send (body size)
+and which browser origins may read answers (CORS)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import threading
+import time
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from citewell.api.errors import error_body
+from citewell.auth.access import Access
+from citewell.auth.grants import GrantStore
+from citewell.auth.store import AuthStore
+from citewell.config import Settings
+from citewell.errors import ConfigError, RateLimited, Unauthenticated
+
+KEY_HELP = (
+    "Send an API key as 'Authorization: Bearer cw_…' (the openai SDK's api_key). "
+    "Create one with `citewell key create --user NAME`, or sign in at POST /api/v1/auth/login."
+)
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_auth_mode(settings: Settings, host: str) -> None:
+    """auth=none serves everyone as the admin: only on an address no other machine reaches."""
+    if settings.auth == "none" and not is_loopback(host):
+        raise ConfigError(
+            f"auth=none (CITEWELL_AUTH=none) lets anyone who reaches {host} read and delete "
+            "every document, so it is allowed only on a loopback address (--host 127.0.0.1). "
+            "Remove CITEWELL_AUTH=none and use API keys to serve other machines."
+        )
+
+
+class RateLimiter:
+    """A token bucket per key: ``per_minute`` requests a minute, bursts up to that many."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = float(per_minute)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, who: str) -> None:
+        if self.rate <= 0:
+            return
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(who, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - last) * self.rate)
+            if tokens < 1:
+                wait = math.ceil((1 - tokens) / self.rate)
+                raise RateLimited(
+                    f"More than {int(self.capacity)} requests a minute with this key "
+                    f"(rate_limit_per_minute); retry in {wait} s.",
+                    {"Retry-After": str(wait)},
+                )
+            self._buckets[who] = (tokens - 1, now)
+
+
+class Authenticator:
+    def __init__(self, settings: Settings, users: AuthStore, grants: GrantStore) -> None:
+        self.required = settings.auth == "required"
+        self.users = users
+        self.grants = grants
+        self.limiter = RateLimiter(settings.rate_limit_per_minute)
+
+    def access(self, plain: str | None) -> Access:
+        if not self.required:
+            return Access.everything()
+        found = self.users.identify(plain) if plain else None
+        if found is None:
+            reason = "That API key is not valid (revoked, expired or mistyped). " if plain else ""
+            raise Unauthenticated(reason + KEY_HELP, {"WWW-Authenticate": "Bearer"})
+        user, key = found
+        self.limiter.take(key.id)
+        return self.grants.access(user, key)
+
+
+class BodyLimit:
+    """413 for request bodies over the limit, counted as they arrive (a missing or false
+    Content-Length does not get past it). Multipart uploads have their own, larger limit."""
+
+    def __init__(self, app: ASGIApp, json_limit: int, upload_limit: int) -> None:
+        self.app = app
+        self.json_limit = json_limit
+        self.upload_limit = upload_limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        multipart = headers.get(b"content-type", b"").startswith(b"multipart/")
+        limit = self.upload_limit if multipart else self.json_limit
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await _too_large(limit, multipart)(scope, receive, send)
+            return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise HTTPException(413, _too_large_text(limit, multipart))
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def _too_large_text(limit: int, multipart: bool) -> str:
+    setting = "max_upload_request_bytes" if multipart else "max_request_bytes"
+    return f"The request body is larger than {limit} bytes ({setting})."
+
+
+def _too_large(limit: int, multipart: bool) -> Any:
+    return error_body(413, _too_large_text(limit, multipart), "payload_too_large")
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    app.add_middleware(
+        BodyLimit,
+        json_limit=settings.max_request_bytes,
+        upload_limit=settings.max_upload_request_bytes,
+    )
+    origins = [o.strip() for o in settings.cors_allow_origins.replace(";", ",").split(",")]
+    origins = [o for o in origins if o]
+    if origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            allow_credentials=False,  # keys travel in headers, not cookies
+        )

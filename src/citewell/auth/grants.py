@@ -1,0 +1,182 @@
+"""Groups, and grants of read or write access to knowledge bases (to a user, a group or
+every signed-in user)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from citewell.auth.access import Access
+from citewell.auth.store import ApiKey, User
+from citewell.catalog.models import (
+    Base,
+    GrantRow,
+    GroupMemberRow,
+    GroupRow,
+    KnowledgeBaseRow,
+    UserRow,
+)
+from citewell.errors import Conflict, InvalidInput, NotFoundError
+
+PERMISSIONS = ("read", "write")
+PUBLIC = "public"
+
+
+class GroupNotFound(NotFoundError):
+    code = "group_not_found"
+
+
+@dataclass(frozen=True)
+class Group:
+    id: str
+    name: str
+    members: tuple[str, ...]  # user names
+
+
+@dataclass(frozen=True)
+class Grant:
+    kb_id: str
+    principal: str  # 'user:<name>', 'group:<name>' or 'public', as callers write them
+    permission: str
+
+
+class GrantStore:
+    def __init__(self, engine: Engine) -> None:
+        Base.metadata.create_all(engine)
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    # --- what a caller may do ----------------------------------------------------------------
+    def access(self, user: User, key: ApiKey | None = None) -> Access:
+        if user.is_admin:
+            return Access.of(user, key, (), ())
+        with self._sessions() as session:
+            groups = session.scalars(
+                select(GroupMemberRow.group_id).where(GroupMemberRow.user_id == user.id)
+            )
+            principals = [f"user:{user.id}", PUBLIC, *(f"group:{g}" for g in groups)]
+            owned = session.scalars(
+                select(KnowledgeBaseRow.id).where(KnowledgeBaseRow.owner_id == user.id)
+            ).all()
+            rows = session.execute(
+                select(GrantRow.kb_id, GrantRow.permission).where(
+                    GrantRow.principal.in_(principals)
+                )
+            ).all()
+        return Access.of(user, key, owned, [(kb, perm) for kb, perm in rows])
+
+    # --- grants ------------------------------------------------------------------------------
+    def grant(self, kb_id: str, principal: str, permission: str) -> Grant:
+        """Give (or change) ``principal``'s access to the KB: 'user:NAME', 'group:NAME' or
+        'public'."""
+        if permission not in PERMISSIONS:
+            raise InvalidInput(f"permission must be one of {', '.join(PERMISSIONS)}.")
+        stored = self._stored_principal(principal)
+        with self._sessions() as session, session.begin():
+            session.merge(GrantRow(kb_id=kb_id, principal=stored, permission=permission))
+        return Grant(kb_id, principal, permission)
+
+    def revoke(self, kb_id: str, principal: str) -> None:
+        stored = self._stored_principal(principal)
+        with self._sessions() as session, session.begin():
+            session.execute(
+                delete(GrantRow).where((GrantRow.kb_id == kb_id) & (GrantRow.principal == stored))
+            )
+
+    def grants(self, kb_id: str) -> list[Grant]:
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(GrantRow).where(GrantRow.kb_id == kb_id).order_by(GrantRow.created_at)
+            ).all()
+            return [Grant(kb_id, self._shown(session, r.principal), r.permission) for r in rows]
+
+    def _stored_principal(self, principal: str) -> str:
+        """'user:NAME' / 'group:NAME' → 'user:<id>' / 'group:<id>' (renames keep grants)."""
+        kind, _, name = principal.partition(":")
+        if principal == PUBLIC:
+            return PUBLIC
+        with self._sessions() as session:
+            if kind == "user" and name:
+                row = session.scalar(
+                    select(UserRow.id).where((UserRow.name == name) | (UserRow.id == name))
+                )
+                if row is None:
+                    raise NotFoundError(f"No user {name!r}; list them with GET /api/v1/users.")
+                return f"user:{row}"
+            if kind == "group" and name:
+                return f"group:{self._group_row(session, name).id}"
+        raise InvalidInput(
+            f"principal {principal!r} must be 'user:NAME', 'group:NAME' or 'public'."
+        )
+
+    def _shown(self, session: Session, stored: str) -> str:
+        kind, _, ident = stored.partition(":")
+        row: UserRow | GroupRow | None = None
+        if kind == "user":
+            row = session.get(UserRow, ident)
+        elif kind == "group":
+            row = session.get(GroupRow, ident)
+        return f"{kind}:{row.name}" if row is not None else stored
+
+    # --- groups ------------------------------------------------------------------------------
+    def create_group(self, name: str) -> Group:
+        if not name.strip():
+            raise InvalidInput("A group needs a name.")
+        try:
+            with self._sessions() as session, session.begin():
+                row = GroupRow(name=name.strip())
+                session.add(row)
+        except IntegrityError as exc:
+            raise Conflict(f"A group named {name!r} exists; pick another name.") from exc
+        return Group(row.id, row.name, ())
+
+    def add_member(self, group: str, user_id: str) -> Group:
+        with self._sessions() as session, session.begin():
+            row = self._group_row(session, group)
+            session.merge(GroupMemberRow(group_id=row.id, user_id=user_id))
+        return self.get_group(group)
+
+    def remove_member(self, group: str, user_id: str) -> Group:
+        with self._sessions() as session, session.begin():
+            row = self._group_row(session, group)
+            session.execute(
+                delete(GroupMemberRow).where(
+                    (GroupMemberRow.group_id == row.id) & (GroupMemberRow.user_id == user_id)
+                )
+            )
+        return self.get_group(group)
+
+    def delete_group(self, group: str) -> None:
+        with self._sessions() as session, session.begin():
+            row = self._group_row(session, group)
+            session.execute(delete(GrantRow).where(GrantRow.principal == f"group:{row.id}"))
+            session.delete(row)
+
+    def get_group(self, group: str) -> Group:
+        with self._sessions() as session:
+            return self._group(session, self._group_row(session, group))
+
+    def list_groups(self) -> list[Group]:
+        with self._sessions() as session:
+            rows = session.scalars(select(GroupRow).order_by(GroupRow.name)).all()
+            return [self._group(session, r) for r in rows]
+
+    def _group(self, session: Session, row: GroupRow) -> Group:
+        names = session.scalars(
+            select(UserRow.name)
+            .join(GroupMemberRow, GroupMemberRow.user_id == UserRow.id)
+            .where(GroupMemberRow.group_id == row.id)
+            .order_by(UserRow.name)
+        )
+        return Group(row.id, row.name, tuple(names))
+
+    def _group_row(self, session: Session, group: str) -> GroupRow:
+        row = session.scalar(
+            select(GroupRow).where((GroupRow.name == group) | (GroupRow.id == group))
+        )
+        if row is None:
+            raise GroupNotFound(f"No group {group!r}; list them with GET /api/v1/groups.")
+        return row
