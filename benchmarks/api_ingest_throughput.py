@@ -41,7 +41,7 @@ UPLOAD_BATCH = 250
 def server(embedder: OnnxEmbedder, variant: str) -> Iterator[str]:
     """A server with the default settings, changed by ``variant`` ("name=value,...")."""
     changes = dict(pair.split("=", 1) for pair in variant.split(",") if pair)
-    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), **changes)
+    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), auth="none", **changes)
     app = create_app(settings, Citewell.from_settings(settings, embedder=embedder))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
     running = uvicorn.Server(config)

@@ -44,7 +44,7 @@ def start_server(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "CITEWELL_AUTH": "none", **(env or {})},
         start_new_session=True,  # its own process group: the kill takes its workers too
     )
     deadline = time.monotonic() + 120

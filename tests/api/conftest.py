@@ -32,8 +32,10 @@ class Server:
 
 
 @contextmanager
-def run_server(settings: Settings, embedder: Any) -> Iterator[str]:
-    citewell = Citewell.from_settings(settings, embedder=embedder)
+def run_server(
+    settings: Settings, embedder: Any, citewell: Citewell | None = None
+) -> Iterator[str]:
+    citewell = citewell or Citewell.from_settings(settings, embedder=embedder)
     config = uvicorn.Config(
         create_app(settings, citewell), host="127.0.0.1", port=0, log_level="warning"
     )
@@ -66,6 +68,7 @@ def server(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("server-data")
     settings = Settings.load(
         data_dir=data,
+        auth="none",  # the seed's RAG API: no keys (tests/api/test_access.py covers keys)
         llm_base_url=fake_llm.url + "/v1",
         model_presets='[{"id": "duck-expert", "knowledge": ["ducks"], '
         '"base_model": "llama3", "system": "Be brief."}]',
@@ -78,7 +81,7 @@ def server(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[Server]:
 def extractive_server(tmp_path_factory, onnx_embedder) -> Iterator[Server]:
     """Server with no LLM configured: answers are extractive."""
     data = tmp_path_factory.mktemp("extractive-data")
-    with run_server(Settings.load(data_dir=data), onnx_embedder) as url:
+    with run_server(Settings.load(data_dir=data, auth="none"), onnx_embedder) as url:
         yield Server(url, None, None)
 
 

@@ -14,7 +14,7 @@ SHORT = "# Leave\n\nParental leave lasts sixteen weeks at full pay."
 def start(tmp_path, onnx_embedder, fake_llm):
     def start_server(**overrides):
         settings = Settings.load(
-            data_dir=tmp_path / "data", llm_base_url=fake_llm.url + "/v1", **overrides
+            data_dir=tmp_path / "data", auth="none", llm_base_url=fake_llm.url + "/v1", **overrides
         )
         return run_server(settings, onnx_embedder)
 

@@ -26,6 +26,7 @@ FILES = [
 def model_settings(data, url: str, model: str) -> Settings:
     return Settings.load(
         data_dir=data,
+        auth="none",
         embedding_engine="openai",
         embedding_base_url=url + "/v1",
         embedding_model=model,

@@ -45,6 +45,7 @@ def web(tmp_path_factory, onnx_embedder, shared_docs, fake_llm) -> Iterator[Web]
         ]
         settings = Settings.load(
             data_dir=tmp_path_factory.mktemp("web-data"),
+            auth="none",
             llm_base_url=fake_llm.url + "/v1",
             web_fetch_allowlist="127.0.0.1",
             web_fetch_timeout=3,
@@ -138,7 +139,9 @@ def guarded(tmp_path_factory, onnx_embedder, shared_docs) -> Iterator[tuple[str,
     """A server trusting only the name 'localhost', not any address."""
     with serve_web(FakeWebSite(shared_docs)) as site:
         settings = Settings.load(
-            data_dir=tmp_path_factory.mktemp("guarded"), web_fetch_allowlist="localhost"
+            data_dir=tmp_path_factory.mktemp("guarded"),
+            auth="none",
+            web_fetch_allowlist="localhost",
         )
         with run_server(settings, onnx_embedder) as url:
             yield url, site

@@ -37,6 +37,7 @@ def smollm2_path() -> Path:
 def client(tmp_path_factory, onnx_embedder):
     settings = Settings.load(
         data_dir=tmp_path_factory.mktemp("local-llm"),
+        auth="none",
         llm_engine="llamacpp",
         llm_model_path=smollm2_path(),
         llm_context_window=2048,
