@@ -37,8 +37,11 @@ class Transcript:
 
 def video_id(url: str) -> str | None:
     """The 11-character id of a YouTube video URL in any of its forms, else None."""
-    parts = urlsplit(url.strip() if "//" in url else "https://" + url.strip())
-    host = (parts.hostname or "").lower()
+    try:
+        parts = urlsplit(url.strip() if "//" in url else "https://" + url.strip())
+        host = (parts.hostname or "").lower()
+    except ValueError:  # not a URL at all (an unclosed '[', a bad port): not a video either
+        return None
     if not any(host == h or host.endswith("." + h) for h in HOSTS):
         return None
     segments = [s for s in parts.path.split("/") if s]

@@ -47,7 +47,15 @@ def get_file_text(file_id: str, view: ViewDep) -> dict[str, str]:
 @router.get(
     "/{file_id}/content",
     response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {}}}},
+    responses={
+        200: {
+            "description": "The original bytes.",
+            "content": {
+                kind: {"schema": {"type": "string", "format": "binary"}}
+                for kind in ("application/octet-stream", *sorted(INLINE_TYPES), *INLINE_PREFIXES)
+            },
+        }
+    },
 )
 def get_file_content(file_id: str, view: ViewDep) -> Response:
     """The original bytes, as a download (active content types are sent as

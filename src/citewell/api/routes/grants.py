@@ -51,7 +51,9 @@ def audit_events(
     action: str | None = Query(None, max_length=50, description="Exact, or a prefix like 'kb.'."),
     actor: str | None = Query(None, max_length=200, description="A user's name or id."),
     since: float | None = Query(None, description="Unix time."),
-    before_id: int | None = Query(None, description="For paging: events older than this id."),
+    before_id: int | None = Query(
+        None, ge=1, le=2**62, description="For paging: events older than this id."
+    ),
 ) -> list[AuditEventPublic]:
     """Who created, changed, deleted or shared what, newest first."""
     events = audit.find(limit, action, actor, since, before_id)

@@ -30,7 +30,15 @@ async def list_models(request: Request) -> dict[str, Any]:
     return model_list(await available_models(request))
 
 
-@router.post("/chat/completions")
+CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The answer with its sources; with stream=true, server-sent events.",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    }
+}
+
+
+@router.post("/chat/completions", responses=CHAT_RESPONSES)
 async def chat_completions(request: Request, body: ChatCompletionCreate, access: AccessDep) -> Any:
     """Chat with RAG: knowledge comes from the model preset or from knowledge_collections /
     file_ids in the body. Streams in OpenAI's SSE format when stream is true."""

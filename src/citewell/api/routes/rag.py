@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from citewell.api.chat import available_models, handle_chat
 from citewell.api.deps import AccessDep, ViewDep
-from citewell.api.routes.openai import model_list
+from citewell.api.routes.openai import CHAT_RESPONSES, model_list
 from citewell.api.schemas import ChatCompletionCreate, file_type
 
 router = APIRouter(prefix="/api/v1/rag", tags=["rag"])
@@ -51,7 +51,7 @@ def rag_files(view: ViewDep) -> dict[str, Any]:
     }
 
 
-@router.post("/chat/completions")
+@router.post("/chat/completions", responses=CHAT_RESPONSES)
 async def rag_chat(request: Request, body: ChatCompletionCreate, access: AccessDep) -> Any:
     """RAG chat over knowledge_collections (ids or names) and file_ids. Unknown ones are
     reported in ``warnings`` rather than failing the request."""
