@@ -509,10 +509,12 @@ def config(ctx: Context, markdown: bool) -> None:
     click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
 
 
-from citewell.cli_auth import key, user  # noqa: E402 (commands in their own module)
+from citewell.cli_auth import group, key, share, user  # noqa: E402 (in their own module)
 
 main.add_command(user)
 main.add_command(key)
+main.add_command(group)
+main.add_command(share)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,7 @@ import click
 from sqlalchemy.engine import Engine
 
 from citewell.auth import AuthStore
+from citewell.auth.grants import GrantStore
 from citewell.catalog import Catalog, sqlite_engine
 from citewell.config import Settings
 from citewell.errors import CitewellError
@@ -139,3 +140,58 @@ def key_revoke(key_id: str) -> None:
     with _errors():
         revoked = _store()[0].revoke_key(key_id)
     click.echo(f"Revoked {revoked.id} ({revoked.prefix}…).")
+
+
+@click.command()
+@click.argument("kb")
+@click.argument("principal")
+@click.option("--write", is_flag=True, help="Also add and remove files (default: read).")
+@click.option("--revoke", is_flag=True, help="Take the grant back instead.")
+def share(kb: str, principal: str, write: bool, revoke: bool) -> None:
+    """Let PRINCIPAL ('user:NAME', 'group:NAME' or 'public') read (or --write) KB.
+
+    KBs made from the command line have no owner, so only admins see them until shared."""
+    with _errors():
+        store, catalog = _store()
+        grants = GrantStore(store.engine)
+        target = catalog.get_kb(kb)
+        if revoke:
+            grants.revoke(target.id, principal)
+            click.echo(f"{principal} no longer has access to {target.name}.")
+            return
+        grant = grants.grant(target.id, principal, "write" if write else "read")
+    click.echo(f"{grant.principal} may now {grant.permission} {target.name}.")
+
+
+@click.group()
+def group() -> None:
+    """Groups of users, to share knowledge bases with many at once."""
+
+
+@group.command(name="create")
+@click.argument("name")
+def group_create(name: str) -> None:
+    with _errors():
+        made = GrantStore(_store()[0].engine).create_group(name)
+    click.echo(f"Created group {made.name} ({made.id}).")
+
+
+@group.command(name="add")
+@click.argument("name")
+@click.argument("users", nargs=-1, required=True)
+def group_add(name: str, users: tuple[str, ...]) -> None:
+    """Add USERS to the group NAME."""
+    with _errors():
+        store = _store()[0]
+        grants = GrantStore(store.engine)
+        for member in users:
+            updated = grants.add_member(name, store.get_user(member).id)
+    click.echo(f"{updated.name}: {', '.join(updated.members)}")
+
+
+@group.command(name="list")
+def group_list() -> None:
+    with _errors():
+        groups = GrantStore(_store()[0].engine).list_groups()
+    for g in groups:
+        click.echo(f"{g.name}\t{g.id}\t{', '.join(g.members)}")

@@ -49,3 +49,27 @@ def test_mistakes_get_a_message_that_says_what_to_do(tmp_path):
     nobody = run(data, "key", "create", "--user", "zed")
     assert nobody.returncode == 1 and "citewell user list" in nobody.stderr
     assert "citewell user create NAME --admin" in run(data, "user", "list").stdout
+
+
+def test_share_a_cli_made_kb_with_a_group_then_take_it_back(tmp_path):
+    from citewell.auth import AuthStore
+    from citewell.auth.grants import GrantStore
+    from citewell.catalog import Catalog, sqlite_engine
+
+    data = tmp_path / "data"
+    assert run(data, "user", "create", "eve", "--no-password").returncode == 0
+    assert run(data, "kb", "create", "handbook").returncode == 0
+    made = run(data, "group", "create", "staff")
+    assert made.returncode == 0 and made.stdout.startswith("Created group staff")
+    added = run(data, "group", "add", "staff", "eve")
+    assert added.returncode == 0 and added.stdout.strip() == "staff: eve"
+    shared = run(data, "share", "handbook", "group:staff")
+    assert shared.returncode == 0 and "group:staff may now read handbook" in shared.stdout
+    engine = sqlite_engine(data / "citewell.sqlite")
+    eve = AuthStore(engine).get_user("eve")
+    handbook = Catalog(engine).get_kb("handbook")
+    assert GrantStore(engine).access(eve).can_read(handbook.id)
+    assert run(data, "share", "handbook", "group:staff", "--revoke").returncode == 0
+    assert not GrantStore(engine).access(eve).can_read(handbook.id)
+    wrong = run(data, "share", "handbook", "everyone")
+    assert wrong.returncode == 1 and "'user:NAME', 'group:NAME' or 'public'" in wrong.stderr

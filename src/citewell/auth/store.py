@@ -91,6 +91,7 @@ def _key(row: ApiKeyRow) -> ApiKey:
 class AuthStore:
     def __init__(self, engine: Engine) -> None:
         Base.metadata.create_all(engine)
+        self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     # --- users ----------------------------------------------------------------------
