@@ -13,6 +13,8 @@ import click
 from sqlalchemy.engine import Engine
 
 from citewell.auth import AuthStore
+from citewell.auth.access import Access
+from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.catalog import Catalog, sqlite_engine
 from citewell.config import Settings
@@ -24,6 +26,11 @@ def _store() -> tuple[AuthStore, Catalog]:
     settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
     engine = sqlite_engine(settings.data_dir / "citewell.sqlite")
     return AuthStore(engine), Catalog(engine)
+
+
+def _audit(store: AuthStore, action: str, target_type: str, target_id: str, **detail: str) -> None:
+    """Commands run as the local operator ('local' in the audit trail)."""
+    AuditLog(store.engine).record(Access.everything(), action, target_type, target_id, **detail)
 
 
 @contextmanager
@@ -81,7 +88,9 @@ def user() -> None:
 def user_create(name: str, admin: bool, password_stdin: bool, no_password: bool) -> None:
     password = "" if no_password else _password(password_stdin)
     with _errors():
-        created = _store()[0].create_user(name, password, "admin" if admin else "user")
+        store = _store()[0]
+        created = store.create_user(name, password, "admin" if admin else "user")
+        _audit(store, "user.create", "user", created.id, name=created.name, role=created.role)
     click.echo(f"Created {created.role} {created.name} ({created.id}).")
 
 
@@ -114,6 +123,7 @@ def key_create(owner: str, name: str, kbs: tuple[str, ...], read_only: bool) -> 
         store, catalog = _store()
         kb_ids = [catalog.get_kb(k).id for k in kbs]
         record, plain = store.create_key(store.get_user(owner).id, name, kb_ids, read_only)
+        _audit(store, "key.create", "api_key", record.id, user=owner, name=name)
     click.echo(plain)
     click.echo(f"Key {record.id} ({record.prefix}…) for {owner}: shown once, keep it.", err=True)
 
@@ -138,7 +148,9 @@ def key_list(owner: str | None, as_json: bool) -> None:
 @click.argument("key_id")
 def key_revoke(key_id: str) -> None:
     with _errors():
-        revoked = _store()[0].revoke_key(key_id)
+        store = _store()[0]
+        revoked = store.revoke_key(key_id)
+        _audit(store, "key.revoke", "api_key", revoked.id)
     click.echo(f"Revoked {revoked.id} ({revoked.prefix}…).")
 
 
@@ -157,9 +169,18 @@ def share(kb: str, principal: str, write: bool, revoke: bool) -> None:
         target = catalog.get_kb(kb)
         if revoke:
             grants.revoke(target.id, principal)
+            _audit(store, "grant.revoke", "knowledge_base", target.id, principal=principal)
             click.echo(f"{principal} no longer has access to {target.name}.")
             return
         grant = grants.grant(target.id, principal, "write" if write else "read")
+        _audit(
+            store,
+            "grant.set",
+            "knowledge_base",
+            target.id,
+            principal=principal,
+            permission=grant.permission,
+        )
     click.echo(f"{grant.principal} may now {grant.permission} {target.name}.")
 
 
@@ -172,7 +193,9 @@ def group() -> None:
 @click.argument("name")
 def group_create(name: str) -> None:
     with _errors():
-        made = GrantStore(_store()[0].engine).create_group(name)
+        store = _store()[0]
+        made = GrantStore(store.engine).create_group(name)
+        _audit(store, "group.create", "group", made.id, name=made.name)
     click.echo(f"Created group {made.name} ({made.id}).")
 
 
@@ -186,6 +209,7 @@ def group_add(name: str, users: tuple[str, ...]) -> None:
         grants = GrantStore(store.engine)
         for member in users:
             updated = grants.add_member(name, store.get_user(member).id)
+            _audit(store, "group.add_member", "group", updated.id, user=member)
     click.echo(f"{updated.name}: {', '.join(updated.members)}")
 
 

@@ -71,5 +71,10 @@ def test_share_a_cli_made_kb_with_a_group_then_take_it_back(tmp_path):
     assert GrantStore(engine).access(eve).can_read(handbook.id)
     assert run(data, "share", "handbook", "group:staff", "--revoke").returncode == 0
     assert not GrantStore(engine).access(eve).can_read(handbook.id)
+    from citewell.auth.audit import AuditLog
+
+    trail = [(e.actor, e.action) for e in AuditLog(engine).find()]
+    assert ("local", "grant.set") in trail and ("local", "grant.revoke") in trail
+    assert ("local", "user.create") in trail and ("local", "group.add_member") in trail
     wrong = run(data, "share", "handbook", "everyone")
     assert wrong.returncode == 1 and "'user:NAME', 'group:NAME' or 'public'" in wrong.stderr

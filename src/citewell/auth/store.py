@@ -13,6 +13,7 @@ from sqlalchemy.orm import sessionmaker
 
 from citewell.auth.secrets import (
     MIN_PASSWORD,
+    burn_verify,
     hash_password,
     key_digest,
     key_prefix,
@@ -134,7 +135,10 @@ class AuthStore:
         """The user if the name and password match and the account is enabled."""
         with self._sessions() as session:
             row = session.scalar(select(UserRow).where(UserRow.name == name))
-        if row is None or row.disabled or not verify_password(row.password_hash, password):
+        if row is None or not row.password_hash:
+            burn_verify(password)
+            return None
+        if not verify_password(row.password_hash, password) or row.disabled:
             return None
         return _user(row)
 
