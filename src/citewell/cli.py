@@ -372,7 +372,9 @@ def evaluate(ctx: Context, folder: Path, split: str, mode: str, as_json: bool) -
 @click.option("--port", type=int, default=None, help="Port [default: port setting, 8080].")
 @pass_app
 def serve(ctx: Context, host: str | None, port: int | None) -> None:
-    """Run the HTTP server: OpenAI-compatible /v1, Open WebUI's /api/v1/rag, docs at /docs."""
+    """Run the HTTP server: OpenAI-compatible /v1, Open WebUI's /api/v1/rag, docs at /docs.
+
+    Calls need an API key (the first start prints the admin's) unless auth=none."""
     import uvicorn
 
     from citewell.api.app import create_app
