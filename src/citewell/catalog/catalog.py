@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,9 +159,13 @@ class Catalog:
     def ensure_kb(self, name: str) -> KnowledgeBase:
         return self.find_kb(name) or self.create_kb(name)
 
-    def list_kbs(self) -> list[KnowledgeBase]:
+    def list_kbs(self, kb_ids: Collection[str] | None = None) -> list[KnowledgeBase]:
+        """Every KB by name, or those of ``kb_ids``."""
+        query = select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name)
+        if kb_ids is not None:
+            query = query.where(KnowledgeBaseRow.id.in_(list(kb_ids)))
         with self._session() as session:
-            rows = session.scalars(select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name))
+            rows = session.scalars(query)
             return [_kb(r, self._file_count(session, r.id)) for r in rows]
 
     def delete_kb(self, kb_id: str) -> None:
@@ -209,6 +214,17 @@ class Catalog:
                 .where(KnowledgeBaseFileRow.kb_id == kb_id)
             )
             return {path: _file(row) for path, row in rows}
+
+    def files_in_kbs(self, kb_ids: Collection[str]) -> list[FileRecord]:
+        """Each file held by any of the KBs, once, oldest first."""
+        held = select(KnowledgeBaseFileRow.file_id).where(
+            KnowledgeBaseFileRow.kb_id.in_(list(kb_ids))
+        )
+        with self._session() as session:
+            rows = session.scalars(
+                select(FileRow).where(FileRow.id.in_(held)).order_by(FileRow.created_at)
+            )
+            return [_file(r) for r in rows]
 
     def link(self, kb_id: str, file_id: str, path: str) -> None:
         """Put ``file_id`` in the KB under ``path``, replacing whatever was there."""

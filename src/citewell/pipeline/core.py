@@ -291,9 +291,6 @@ class Citewell:
         records = (self.catalog.get_file(file_id) for file_id in set(file_ids))
         return {r.id: r.url for r in records if r is not None and r.url}
 
-    def file_text(self, file_id: str) -> str:
-        return self.storage.text(self.get_file(file_id).id) or ""
-
     def add_file(self, kb: str, file_id: str) -> None:
         """Put an existing file into another KB: its chunks are shared, nothing is embedded."""
         record = self.get_file(file_id)

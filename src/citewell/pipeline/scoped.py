@@ -22,7 +22,7 @@ class Scoped:
 
     # --- knowledge bases ------------------------------------------------------------------
     def kbs(self) -> list[KnowledgeBase]:
-        return [kb for kb in self.app.list_kbs() if self.access.can_read(kb)]
+        return self.app.catalog.list_kbs(self.access.readable)
 
     def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
         kb = self.app.catalog.find_kb(name_or_id)
@@ -78,8 +78,7 @@ class Scoped:
             return self.app.files(self.kb(kb).id)
         if self.access.readable is None:
             return self.app.files()
-        records = {f.id: f for k in self.kbs() for f in self.app.catalog.files_in_kb(k.id).values()}
-        return sorted(records.values(), key=lambda f: f.created_at)
+        return self.app.catalog.files_in_kbs(self.access.readable)
 
     def file(self, file_id: str) -> FileRecord:
         record = self.app.catalog.get_file(file_id)

@@ -18,10 +18,9 @@ INLINE_PREFIXES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 def safe_content_type(mime_type: str) -> str:
+    """Text types get '; charset=utf-8' from Starlette's Response."""
     base = mime_type.split(";", 1)[0].strip().lower()
-    if base in INLINE_TYPES:
-        return f"{base}; charset=utf-8" if base.startswith("text/") else base
-    if base.startswith(INLINE_PREFIXES):
+    if base in INLINE_TYPES or base.startswith(INLINE_PREFIXES):
         return base
     return "application/octet-stream"
 

@@ -106,8 +106,7 @@ def _batch(view: ViewDep, batch_id: str, write: bool = False) -> list[Job]:
     jobs = _visible(view, view.app.jobs.find(batch_id=batch_id))
     if not jobs:
         raise JobNotFound(f"No batch {batch_id!r}; batch uploads answer with their batch_id.")
-    for job in jobs[:1]:
-        _check(view, job, write)
+    _check(view, jobs[0], write)  # a batch's jobs share one KB
     return jobs
 
 
