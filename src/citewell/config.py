@@ -144,6 +144,12 @@ class Settings(BaseSettings):
         "scores, weighted by hybrid_bm25_weight) or 'rrf' (weighted reciprocal-rank fusion).",
     )
     rrf_k: int = _setting(60, "The k constant of reciprocal-rank fusion.")
+    query_max_tokens: int = _setting(
+        256,
+        "Longest search query, in tokens: longer ones are cut (a chat question keeps its "
+        "end, where the question usually is; other searches keep the start). Bounds the "
+        "work one request can cause.",
+    )
     hybrid_bm25_weight: float = _setting(
         0.5,
         "Weight of BM25 in hybrid fusion (0..1); the vector list gets 1 minus this.",
@@ -477,6 +483,8 @@ class Settings(BaseSettings):
             raise ValueError("hybrid_bm25_weight must lie between 0 and 1")
         if self.top_k < 1 or self.candidate_k < 1:
             raise ValueError("top_k and candidate_k must be at least 1")
+        if self.query_max_tokens < 1:
+            raise ValueError("query_max_tokens must be at least 1")
         return self
 
     @classmethod

@@ -61,6 +61,22 @@ class InvalidInput(CitewellError):
     code = "invalid_input"
 
 
+class ContextTooLong(InvalidInput):
+    """The conversation does not fit the LLM's context window (OpenAI's code for it)."""
+
+    code = "context_length_exceeded"
+
+
+class AmbiguousName(Conflict):
+    """A name matches several knowledge bases the caller may read."""
+
+    code = "ambiguous_name"
+
+
+class NameTaken(Conflict):
+    code = "name_taken"
+
+
 class PayloadTooLarge(CitewellError):
     status = 413
     code = "payload_too_large"

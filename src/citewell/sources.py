@@ -22,6 +22,7 @@ class SourceItem:
     source: str = "upload"  # upload, text, url, web-search or youtube
     url: str = ""
     reader_name: str = ""  # the name the loaders see (its extension tells the type), if not name
+    added_by: str = ""  # the user adding it ("" for the local operator)
 
 
 def _wanted(path: Path) -> bool:

@@ -27,7 +27,6 @@ from citewell.api.routes.auth import LOGIN_ATTEMPTS_PER_MINUTE
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.auth.store import AuthStore
-from citewell.chat.context import TokenCounter, approximate_tokens
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.llm import LLM, OpenAICompatibleLLM
@@ -46,16 +45,6 @@ def build_llm(settings: Settings) -> LLM | None:
     if not settings.llm_base_url:
         return None
     return OpenAICompatibleLLM(settings.llm_base_url, settings.llm_api_key, settings.llm_timeout)
-
-
-def token_counter(app: Citewell) -> TokenCounter:
-    """Counts with the embedder's tokenizer when there is one (close to most LLMs' counts)."""
-    tokenizer = getattr(app.embedder.inner, "tokenizer", None)
-    if tokenizer is None:
-        return approximate_tokens
-    from citewell.splitters import TokenMeasure
-
-    return TokenMeasure(tokenizer).size
 
 
 def create_app(
@@ -84,9 +73,7 @@ def create_app(
     app.state.audit = AuditLog(engine)
     app.state.login_limiter = security.RateLimiter(LOGIN_ATTEMPTS_PER_MINUTE)
     app.state.llm = llm
-    app.state.chat = ChatPipeline(
-        citewell, llm, parse_presets(settings.model_presets), token_counter(citewell)
-    )
+    app.state.chat = ChatPipeline(citewell, llm, parse_presets(settings.model_presets))
     errors.install(app)
     security.install(app, settings)
     app.include_router(health.router)

@@ -15,6 +15,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from citewell.api.errors import error_body
+from citewell.api.hygiene import CleanJsonText
 from citewell.auth.access import Access
 from citewell.auth.grants import GrantStore
 from citewell.auth.store import AuthStore
@@ -134,6 +135,7 @@ def _too_large(limit: int, multipart: bool) -> Any:
 
 
 def install(app: FastAPI, settings: Settings) -> None:
+    app.add_middleware(CleanJsonText)  # inside the body limit, which bounds what it reads
     app.add_middleware(
         BodyLimit,
         json_limit=settings.max_request_bytes,

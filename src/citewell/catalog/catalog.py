@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, func, inspect, select, text
+from sqlalchemy import create_engine, event, func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.models import Base, FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
-from citewell.errors import InvalidInput, KnowledgeBaseNotFound
+from citewell.catalog.upgrade import upgrade
+from citewell.errors import AmbiguousName, InvalidInput, KnowledgeBaseNotFound, NameTaken
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,18 @@ class FileRecord:
     title: str = ""
 
 
+@dataclass(frozen=True)
+class FileLink:
+    """A file in a KB: the name, uploader and time that this KB's users see."""
+
+    kb_id: str
+    file_id: str
+    path: str
+    name: str  # "": the file's own name
+    added_by: str
+    added_at: float
+
+
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
     return KnowledgeBase(
         row.id, row.name, row.description, row.created_at, row.updated_at, file_count, row.owner_id
@@ -65,6 +78,14 @@ def _file(row: FileRow) -> FileRecord:
     )
 
 
+def _ambiguous(name: str, kbs: list[KnowledgeBase]) -> str:
+    listed = "; ".join(f"id {kb.id} (owner {kb.owner_id or 'none'})" for kb in kbs)
+    return (
+        f"{len(kbs)} knowledge bases you may read are named {name!r}: {listed}. "
+        "Name the one you mean by its id."
+    )
+
+
 def sqlite_engine(path: Path) -> Engine:
     path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(f"sqlite:///{path}")
@@ -80,29 +101,11 @@ def sqlite_engine(path: Path) -> Engine:
     return engine
 
 
-def _add_new_columns(engine: Engine) -> None:
-    """Columns added since a data dir was created get added to it (each has a server default)."""
-    existing = inspect(engine)
-    for table in Base.metadata.sorted_tables:
-        present = {c["name"] for c in existing.get_columns(table.name)}
-        for column in table.columns:
-            if column.name not in present and column.server_default is not None:
-                default = column.server_default.arg  # type: ignore[attr-defined]
-                ddl = column.type.compile(engine.dialect)
-                with engine.begin() as connection:
-                    connection.execute(
-                        text(
-                            f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {ddl} '
-                            f"NOT NULL DEFAULT '{default}'"
-                        )
-                    )
-
-
 class Catalog:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         Base.metadata.create_all(engine)
-        _add_new_columns(engine)
+        upgrade(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def _session(self) -> Session:
@@ -114,8 +117,7 @@ class Catalog:
         if not name:
             raise InvalidInput("A knowledge base needs a name.")
         with self._session() as session, session.begin():
-            if session.scalar(select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name)):
-                raise InvalidInput(f"Knowledge base {name!r} exists already; pick another name.")
+            self._check_free(session, name, owner_id)
             row = KnowledgeBaseRow(name=name, description=description, owner_id=owner_id)
             session.add(row)
         return _kb(row)
@@ -128,25 +130,54 @@ class Catalog:
             if row is None:
                 raise KnowledgeBaseNotFound(f"No knowledge base {kb_id!r}.")
             if name is not None and name.strip() and name.strip() != row.name:
-                clash = session.scalar(
-                    select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name.strip())
-                )
-                if clash is not None:
-                    raise InvalidInput(f"Knowledge base {name!r} exists already.")
+                self._check_free(session, name.strip(), row.owner_id)
                 row.name = name.strip()
             if description is not None:
                 row.description = description
             row.updated_at = time.time()
         return _kb(row)
 
-    def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
-        with self._session() as session:
-            row = session.scalar(
-                select(KnowledgeBaseRow).where(
-                    (KnowledgeBaseRow.name == name_or_id) | (KnowledgeBaseRow.id == name_or_id)
-                )
+    @staticmethod
+    def _check_free(session: Session, name: str, owner_id: str) -> None:
+        """Names are unique per owner: only the owner's own names can clash."""
+        taken = select(KnowledgeBaseRow.id).where(
+            (KnowledgeBaseRow.owner_id == owner_id) & (KnowledgeBaseRow.name == name)
+        )
+        if session.scalar(taken) is not None:
+            raise NameTaken(
+                f"A knowledge base named {name!r} with the same owner exists already; pick "
+                "another name (names are unique per owner)."
             )
-            return _kb(row, self._file_count(session, row.id)) if row else None
+
+    def resolve_kb(
+        self,
+        name_or_id: str,
+        can_read: Callable[[KnowledgeBase], bool] | None = None,
+        owner_id: str = "",
+    ) -> KnowledgeBase | None:
+        """The KB with this id, else the one with this name among those ``can_read`` allows
+        (None: all): the one ``owner_id`` owns if any, else the only one. A name that several
+        readable KBs of others carry is ambiguous: AmbiguousName lists them (409)."""
+        allowed = can_read or (lambda _: True)
+        with self._session() as session:
+            row = session.get(KnowledgeBaseRow, name_or_id)
+            if row is not None and allowed(_kb(row)):
+                return _kb(row, self._file_count(session, row.id))
+            rows = session.scalars(
+                select(KnowledgeBaseRow)
+                .where(KnowledgeBaseRow.name == name_or_id)
+                .order_by(KnowledgeBaseRow.created_at)
+            )
+            found = [r for r in rows if allowed(_kb(r))]
+            own = [r for r in found if r.owner_id == owner_id]
+            if len(found) > 1 and not own:
+                raise AmbiguousName(_ambiguous(name_or_id, [_kb(r) for r in found]))
+            chosen = (own or found)[:1]
+            return _kb(chosen[0], self._file_count(session, chosen[0].id)) if chosen else None
+
+    def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
+        """As the local operator (CLI, library) sees it: every KB readable, own = made here."""
+        return self.resolve_kb(name_or_id)
 
     def get_kb(self, name_or_id: str) -> KnowledgeBase:
         kb = self.find_kb(name_or_id)
@@ -196,6 +227,11 @@ class Catalog:
             row = session.get(FileRow, file_id)
             return _file(row) if row else None
 
+    def files_by_id(self, file_ids: Collection[str]) -> list[FileRecord]:
+        with self._session() as session:
+            rows = session.scalars(select(FileRow).where(FileRow.id.in_(list(file_ids))))
+            return [_file(r) for r in rows]
+
     def add_file(self, record: FileRecord) -> None:
         with self._session() as session, session.begin():
             session.merge(FileRow(**record.__dict__))
@@ -226,13 +262,38 @@ class Catalog:
             )
             return [_file(r) for r in rows]
 
-    def link(self, kb_id: str, file_id: str, path: str) -> None:
-        """Put ``file_id`` in the KB under ``path``, replacing whatever was there."""
+    def link(self, kb_id: str, file_id: str, path: str, name: str = "", added_by: str = "") -> None:
+        """Put ``file_id`` in the KB under ``path``, replacing whatever was there; ``name``
+        and ``added_by`` are what callers see of this link (the file's name if empty)."""
         with self._session() as session, session.begin():
-            session.merge(KnowledgeBaseFileRow(kb_id=kb_id, file_id=file_id, path=path))
+            session.merge(
+                KnowledgeBaseFileRow(
+                    kb_id=kb_id,
+                    file_id=file_id,
+                    path=path,
+                    name=name,
+                    added_by=added_by,
+                    added_at=time.time(),
+                )
+            )
             kb = session.get(KnowledgeBaseRow, kb_id)
             if kb is not None:
                 kb.updated_at = time.time()
+
+    def links(
+        self, file_ids: Collection[str] | None = None, kb_ids: Collection[str] | None = None
+    ) -> list[FileLink]:
+        """Links of these files and/or in these KBs (None: any), oldest first."""
+        query = select(KnowledgeBaseFileRow).order_by(KnowledgeBaseFileRow.added_at)
+        if file_ids is not None:
+            query = query.where(KnowledgeBaseFileRow.file_id.in_(list(file_ids)))
+        if kb_ids is not None:
+            query = query.where(KnowledgeBaseFileRow.kb_id.in_(list(kb_ids)))
+        with self._session() as session:
+            return [
+                FileLink(r.kb_id, r.file_id, r.path, r.name, r.added_by, r.added_at)
+                for r in session.scalars(query)
+            ]
 
     def unlink(self, kb_id: str, file_id: str) -> None:
         """Take the file out of the KB under every path it has there."""

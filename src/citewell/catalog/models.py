@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from sqlalchemy import Float, ForeignKey, Integer, String, Text
+from sqlalchemy import Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -18,10 +18,14 @@ class Base(DeclarativeBase):
 
 
 class KnowledgeBaseRow(Base):
+    """Names are unique per owner, not globally: a taken name must not tell one user that
+    another has a KB of that name. Ids are global."""
+
     __tablename__ = "knowledge_bases"
+    __table_args__ = (UniqueConstraint("owner_id", "name", name="uq_kb_owner_name"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(200), index=True)
     description: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
@@ -52,7 +56,9 @@ class FileRow(Base):
 
 
 class KnowledgeBaseFileRow(Base):
-    """A file's membership in a knowledge base, under the path or name it was added with."""
+    """A file's membership in a knowledge base, under the path it was added with. Identical
+    bytes are stored once, but each link keeps its own name, uploader and time: that is all a
+    caller sees of the file ("" for links made before these columns: the file's own name)."""
 
     __tablename__ = "knowledge_base_files"
 
@@ -62,6 +68,8 @@ class KnowledgeBaseFileRow(Base):
     path: Mapped[str] = mapped_column(String(1000), primary_key=True)
     file_id: Mapped[str] = mapped_column(ForeignKey("files.id"), index=True)
     added_at: Mapped[float] = mapped_column(Float, default=time.time)
+    name: Mapped[str] = mapped_column(String(500), default="", server_default="")
+    added_by: Mapped[str] = mapped_column(String(32), default="", server_default="")
 
 
 class JobRow(Base):
@@ -87,6 +95,7 @@ class JobRow(Base):
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
     finished_at: Mapped[float] = mapped_column(Float, default=0.0)
+    added_by: Mapped[str] = mapped_column(String(32), default="", server_default="")
 
 
 class EmbeddingSpaceRow(Base):

@@ -11,11 +11,6 @@ from citewell.types import ScoredChunk
 TokenCounter = Callable[[str], int]
 
 
-def approximate_tokens(text: str) -> int:
-    """About four characters a token: the fallback when no tokenizer is at hand."""
-    return max(1, len(text) // 4)
-
-
 @dataclass(frozen=True)
 class Source:
     """One numbered source given to the LLM: a chunk, or a whole document in full-context mode."""

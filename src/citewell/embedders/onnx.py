@@ -15,6 +15,7 @@ import numpy as np
 
 from citewell.embedders.base import Vectors, batches, normalize
 from citewell.errors import MissingDependency
+from citewell.splitters.base import MAX_CHARS_PER_TOKEN
 from citewell.types import EmbedKind
 
 MINILM_DIMENSION = 384
@@ -89,6 +90,7 @@ class OnnxEmbedder:
         self.model_id = f"onnx:all-MiniLM-L6-v2:{suffix}"
         self.batch_size = batch_size
         self.tokenizer = load_tokenizer(tokenizer_path, max_tokens)
+        self._max_chars = max_tokens * MAX_CHARS_PER_TOKEN * 4
         self._session = _session(path, threads)
         # Queries are one short text, embedded while BM25 runs on the other core: a
         # single-threaded session is as fast for them and leaves that core free.
@@ -108,7 +110,9 @@ class OnnxEmbedder:
         return out
 
     def _encode(self, texts: list[str], session: Any) -> Vectors:
-        encodings = self.tokenizer.encode_batch(texts)
+        # The tokenizer would read a huge text whole before truncating it: cut it first,
+        # far beyond what max_tokens can use (so the vectors are the same).
+        encodings = self.tokenizer.encode_batch([t[: self._max_chars] for t in texts])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}

@@ -174,7 +174,11 @@ class JobRunner:
                 self.jobs.fail(job.id, UploadLost.message_text, UploadLost.code, None)
                 continue
             by_key[job.key].append(job)
-            items.append(SourceItem(key=job.key, name=job.name, read=self._staged(job.id)))
+            items.append(
+                SourceItem(
+                    key=job.key, name=job.name, read=self._staged(job.id), added_by=job.added_by
+                )
+            )
         updates = JobUpdates(self.jobs, self.storage)
         try:
             self.ingestor.ingest(

@@ -45,6 +45,7 @@ class Job:
     created_at: float
     updated_at: float
     finished_at: float
+    added_by: str = ""  # the user who queued it: its file's link in the KB names them
 
     @property
     def done(self) -> bool:
@@ -68,6 +69,7 @@ def _job(row: JobRow) -> Job:
         row.created_at,
         row.updated_at,
         row.finished_at,
+        row.added_by,
     )
 
 
@@ -87,6 +89,7 @@ class JobStore:
         max_attempts: int = 3,
         operation: str = "ingest",
         batch_id: str | None = None,
+        added_by: str = "",
     ) -> list[Job]:
         """One queued job per (job id, name, key), all in one batch (a new one unless given).
         Ids come from ``new_id`` so the caller can stage each upload before its job can be
@@ -102,6 +105,7 @@ class JobStore:
                 name=name,
                 key=key,
                 max_attempts=max_attempts,
+                added_by=added_by,
                 created_at=now + i * 1e-6,  # keeps upload order when claiming
                 updated_at=now,
             )

@@ -7,13 +7,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citewell.auth.access import Access
+from citewell.catalog import FileRecord
 from citewell.chat.citations import cited_numbers, remove_invalid
-from citewell.chat.context import Source, TokenCounter, chunk_source, context_string, pack
+from citewell.chat.context import Source, chunk_source, context_string, pack
 from citewell.chat.extractive import extractive_text
+from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.chat.presets import ModelPreset
 from citewell.chat.queries import history_text, parse_queries, worth_generating
 from citewell.chat.templates import render_query_prompt, render_rag_template
@@ -85,13 +87,13 @@ class ChatPipeline:
         app: Citewell,
         llm: LLM | None,
         presets: dict[str, ModelPreset],
-        count_tokens: TokenCounter,
     ) -> None:
         self.app = app
         self.settings = app.settings
         self.llm = llm
         self.presets = presets
-        self.count = count_tokens
+        self.measure = app.measure
+        self.count = app.measure.size
 
     # --- public ---------------------------------------------------------------------
     def complete(self, request: ChatRequest) -> ChatResult:
@@ -132,10 +134,12 @@ class ChatPipeline:
             raise InvalidInput("messages needs at least one message with role 'user'.")
         preset = self.presets.get(request.model)
         warnings: list[str] = []
+        request = self._fitted(request, warnings)  # bounded before any other step reads it
         view = Scoped(self.app, request.access)
         message = next(m.content for m in reversed(request.messages) if m.role == "user")
         pages = self._url_pages(view, url_refs(message), warnings)
         question = without_refs(message) or " ".join(title for _, title in pages) or message
+        question = self.app.clip_query(question, keep_end=True)
         where = self._scope(view, request, preset, warnings, [file_id for file_id, _ in pages])
         trace: dict[str, Any] = {}
         prepared = PreparedChat(
@@ -155,11 +159,25 @@ class ChatPipeline:
         if request.web_search:
             where = [*(where or []), *self._web_search(view, prepared.queries, warnings, trace)]
         prepared.sources = self._sources(view, prepared.queries, where or [], budget, preset, trace)
+        if budget <= 0:
+            warnings.append("The conversation fills the context window: no room for sources.")
         messages = [ChatMessage(m.role, plain_refs(m.content)) for m in request.messages]
         prepared.messages = self._inject(messages, prepared.sources, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return prepared
+
+    def _fitted(self, request: ChatRequest, warnings: list[str]) -> ChatRequest:
+        """The request with only the messages that fit the context window (oldest turns out
+        first, with a warning); a last message that alone does not fit is refused."""
+        limit = self.settings.llm_context_window - self._reserve(request)
+        messages, dropped = fit_messages(request.messages, limit, self.measure)
+        if dropped:
+            warnings.append(
+                f"{dropped} earlier message(s) left out: the conversation is longer than the "
+                f"context window ({self.settings.llm_context_window} tokens, llm_context_window)."
+            )
+        return replace(request, messages=tuple(messages)) if dropped else request
 
     def _url_pages(
         self, view: Scoped, urls: list[str], warnings: list[str]
@@ -169,7 +187,8 @@ class ChatPipeline:
         pages = []
         for url in urls[:MAX_URL_REFS]:
             try:
-                done = self.app.ingest_url(url, view.target_kb(None, WEB_KB).id)
+                with view.target_kb(None, WEB_KB) as kb:
+                    done = self.app.ingest_url(url, kb.id, added_by=view.access.user_id)
             except CitewellError as exc:
                 warnings.append(f"{url}: {exc.message}")
                 continue
@@ -180,7 +199,8 @@ class ChatPipeline:
         self, view: Scoped, queries: list[str], warnings: list[str], trace: dict[str, Any]
     ) -> list[ChunkFilter]:
         try:
-            outcome = self.app.web_search(queries, view.target_kb(None, WEB_SEARCH_KB).id)
+            with view.target_kb(None, WEB_SEARCH_KB) as kb:
+                outcome = self.app.web_search(queries, kb.id)
         except CitewellError as exc:
             warnings.append(f"web search: {exc.message}")
             return []
@@ -229,10 +249,13 @@ class ChatPipeline:
             return preset.base_model or self.settings.llm_model or request.model
         return request.model
 
+    def _reserve(self, request: ChatRequest) -> int:
+        return int(request.options.get("max_tokens") or self.settings.llm_reserved_tokens)
+
     def _budget(self, request: ChatRequest, preset: ModelPreset | None) -> int:
         """Tokens left for sources: the window minus the answer, the history and the template."""
-        reserve = int(request.options.get("max_tokens") or self.settings.llm_reserved_tokens)
-        history = sum(self.count(m.content) + 4 for m in request.messages)
+        reserve = self._reserve(request)
+        history = sum(self.count(m.content) + MESSAGE_OVERHEAD for m in request.messages)
         template = self.count(render_rag_template(self._template(preset), "", ""))
         return max(0, self.settings.llm_context_window - reserve - history - template)
 
@@ -249,9 +272,10 @@ class ChatPipeline:
         ):
             trace["query_generation"] = "skipped"
             return [question]
-        prompt = render_query_prompt(
-            self.settings.query_generation_prompt_template, history_text(request.messages)
+        history = self.measure.clip(
+            history_text(request.messages), self.settings.llm_context_window // 2, keep_end=True
         )
+        prompt = render_query_prompt(self.settings.query_generation_prompt_template, history)
         try:
             reply = self.llm.complete(
                 model, [ChatMessage("user", prompt)], {"temperature": 0, "max_tokens": 200}
@@ -273,7 +297,7 @@ class ChatPipeline:
         trace: dict[str, Any],
     ) -> list[Source]:
         if self.settings.rag_full_context or self.settings.bypass_embedding_and_retrieval:
-            documents = self._documents(where)
+            documents = self._documents(view, where)
             if sum(self.count(d.text) for d in documents) <= budget or (
                 self.settings.bypass_embedding_and_retrieval
             ):
@@ -299,17 +323,18 @@ class ChatPipeline:
         trace.setdefault("mode", "retrieval")
         return pack(ranked, budget, self.count)
 
-    def _documents(self, where: list[ChunkFilter]) -> list[Source]:
-        file_ids: list[str] = []
+    def _documents(self, view: Scoped, where: list[ChunkFilter]) -> list[Source]:
+        """Whole files in scope, each under the name the caller sees."""
+        records: dict[str, FileRecord] = {}
         for scope in where:
             for kb_id in scope.kb_ids or ():
-                file_ids.extend(r.id for r in self.app.catalog.files_in_kb(kb_id).values())
-            file_ids.extend(scope.file_ids or ())
+                records.update((r.id, r) for r in view.files(kb_id) if r.id not in records)
+            for file_id in scope.file_ids or ():
+                records.setdefault(file_id, view.file(file_id))
         documents = []
-        for file_id in dict.fromkeys(file_ids):
-            record = self.app.catalog.get_file(file_id)
-            text = self.app.storage.text(file_id)
-            if record is not None and text:
+        for record in records.values():
+            text = self.app.storage.text(record.id)
+            if text:
                 documents.append(
                     Source(
                         0,

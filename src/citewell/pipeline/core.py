@@ -29,7 +29,7 @@ from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_ur
 from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
-from citewell.splitters import build_splitter
+from citewell.splitters import budget_measure, build_splitter
 from citewell.types import Answer, ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 
@@ -66,6 +66,7 @@ class Citewell:
         self.embedder = spaces.active.embedder
         self.store = spaces.active.store
         self.splitter = build_splitter(settings, self.embedder)
+        self.measure = budget_measure(self.embedder)  # prompt budgets and input limits
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
         self.ingestor = Ingestor(
@@ -151,8 +152,10 @@ class Citewell:
             self.reader.close()
 
     # --- knowledge bases ----------------------------------------------------------
-    def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
-        return self.catalog.create_kb(name, description)
+    def create_kb(self, name: str, description: str = "", owner_id: str = "") -> KnowledgeBase:
+        created = self.catalog.create_kb(name, description, owner_id)
+        self._kb_ids.clear()  # the name may have meant another KB until now
+        return created
 
     def update_kb(
         self, name_or_id: str, name: str | None = None, description: str | None = None
@@ -212,10 +215,10 @@ class Citewell:
         return self.ingestor.ingest(items, kb, progress)
 
     def ingest_url(
-        self, url: str, kb: str | None = None, languages: Sequence[str] = ()
+        self, url: str, kb: str | None = None, languages: Sequence[str] = (), added_by: str = ""
     ) -> UrlIngest:
         """Fetch a web page, remote file or YouTube transcript into ``kb`` (default 'web')."""
-        return self.web.ingest_url(url, kb, languages)
+        return self.web.ingest_url(url, kb, languages, added_by)
 
     def web_search(
         self, queries: Sequence[str], kb: str | None = None, count: int | None = None
@@ -233,22 +236,28 @@ class Citewell:
         ).run(repair)
 
     # --- files --------------------------------------------------------------------
-    def upload(self, kb: str, name: str, data: bytes) -> tuple[FileRecord, IngestReport]:
-        """Add one file's bytes to a KB. The same bytes again are the same file."""
+    def upload(
+        self, kb: str, name: str, data: bytes, added_by: str = ""
+    ) -> tuple[FileRecord, IngestReport]:
+        """Add one file's bytes to a KB. The same bytes again are the same file, stored and
+        embedded once; the KB's link to it keeps this ``name`` and uploader."""
         digest = sha256(data)
-        item = SourceItem(key=f"upload:{digest[:32]}", name=name, read=lambda: data)
+        key = f"upload:{digest[:32]}"
+        item = SourceItem(key=key, name=name, read=lambda: data, added_by=added_by)
         report = self.ingestor.ingest([item], kb, None, strict=True)
         return self.get_file(digest[:32]), report
 
-    def enqueue_uploads(self, kb: str, files: Sequence[tuple[str, bytes]]) -> list[Job]:
+    def enqueue_uploads(
+        self, kb: str, files: Sequence[tuple[str, bytes]], added_by: str = ""
+    ) -> list[Job]:
         """Queue uploaded files for ingestion into ``kb`` (identical bytes are one file)."""
         items = [
             SourceItem(key=f"upload:{sha256(data)[:32]}", name=name, read=_constant(data))
             for name, data in files
         ]
-        return self.enqueue(kb, items)
+        return self.enqueue(kb, items, added_by)
 
-    def enqueue(self, kb: str, items: Sequence[SourceItem]) -> list[Job]:
+    def enqueue(self, kb: str, items: Sequence[SourceItem], added_by: str = "") -> list[Job]:
         """Queue items for ingestion into ``kb``, as one batch: each is read and staged on
         disk, then gets a job that a worker (server, `citewell worker`) runs."""
         kb_id = self.kb_id(kb)
@@ -257,7 +266,7 @@ class Citewell:
             job_id = self.jobs.new_id()
             self.storage.stage(job_id, item.read())
             entries.append((job_id, item.name, item.key))
-        jobs = self.jobs.enqueue(kb_id, entries, self.settings.job_max_attempts)
+        jobs = self.jobs.enqueue(kb_id, entries, self.settings.job_max_attempts, added_by=added_by)
         if self.runner is not None:
             self.runner.wake()
         return jobs
@@ -291,11 +300,12 @@ class Citewell:
         records = (self.catalog.get_file(file_id) for file_id in set(file_ids))
         return {r.id: r.url for r in records if r is not None and r.url}
 
-    def add_file(self, kb: str, file_id: str) -> None:
+    def add_file(self, kb: str, file_id: str, name: str = "", added_by: str = "") -> None:
         """Put an existing file into another KB: its chunks are shared, nothing is embedded."""
         record = self.get_file(file_id)
+        item = SourceItem(f"upload:{record.id}", name or record.name, bytes, added_by=added_by)
         with self.ingestor.lock:
-            self.ingestor.link(self.kb_id(kb), record.id, f"upload:{record.id}")
+            self.ingestor.link(self.kb_id(kb), record.id, item)
 
     def remove_file(self, kb: str, file_id: str) -> None:
         """Take a file out of one KB (deleting it once no KB holds it)."""
@@ -334,7 +344,9 @@ class Citewell:
         trace: RetrievalTrace | None = None,
         threshold: float | None = None,
     ) -> list[ScoredChunk]:
-        """Search the chunks ``where`` allows (KBs and/or files), filtered inside the store."""
+        """Search the chunks ``where`` allows (KBs and/or files), filtered inside the store.
+        The query is cut to query_max_tokens, so no query costs more than a short one."""
+        query = self.clip_query(query)
         self.spaces.refresh()
         mode = mode or (SearchMode.HYBRID if self.settings.hybrid_search else SearchMode.VECTOR)
         results = self.retriever.search(
@@ -343,7 +355,25 @@ class Citewell:
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
             result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)
+        self._name_as_linked(results)
         return results
+
+    def _name_as_linked(self, results: list[ScoredChunk]) -> None:
+        """A chunk carries the name its bytes were first stored under; a result shows the name
+        of the file in the KB it was found in (identical bytes uploaded by another tenant
+        under another name must not show that name)."""
+        links = self.catalog.links(
+            file_ids={r.chunk.file_id for r in results},
+            kb_ids={r.kb_id for r in results if r.kb_id},
+        )
+        names = {(k.kb_id, k.file_id): k.name for k in links if k.name}
+        for result in results:
+            name = names.get((result.kb_id or "", result.chunk.file_id))
+            if name and name != result.chunk.file_name:
+                result.chunk = replace(result.chunk, file_name=name)
+
+    def clip_query(self, text: str, keep_end: bool = False) -> str:
+        return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
 
     def ask(
         self,

@@ -250,7 +250,7 @@ class Ingestor:
             return False
         self._flush(run)  # the identical file may still be pending
         file_id = (known or pending_same.record).id  # type: ignore[union-attr]
-        self.link(run.kb.id, file_id, item.key)
+        self.link(run.kb.id, file_id, item)
         run.bump("linked")
         run.notify(item.key, "indexed", file_id)
         if previous is not None:
@@ -348,7 +348,8 @@ class Ingestor:
         for pending in run.pending:
             self.storage.put(pending.record.id, pending.data, pending.text)
             self.catalog.add_file(pending.record)
-            self.catalog.link(run.kb.id, pending.record.id, pending.item.key)
+            item = pending.item
+            self.catalog.link(run.kb.id, pending.record.id, item.key, item.name, item.added_by)
             run.bump("indexed")
             run.notify(pending.item.key, "indexed", pending.record.id)
             run.bump("chunks", len(pending.chunks))
@@ -375,9 +376,10 @@ class Ingestor:
         self.catalog.add_file(replace(pending.record, created_at=record.created_at, url=record.url))
         return len(rows)
 
-    def link(self, kb_id: str, file_id: str, key: str) -> None:
+    def link(self, kb_id: str, file_id: str, item: SourceItem) -> None:
+        """Identical bytes are stored and embedded once; the link keeps this item's name."""
         self.store.link(file_id, kb_id)
-        self.catalog.link(kb_id, file_id, key)
+        self.catalog.link(kb_id, file_id, item.key, item.name, item.added_by)
 
     def remove_from_kb(self, kb_id: str, file_id: str) -> None:
         """Take a file out of a KB; delete its chunks and record once no KB holds it."""

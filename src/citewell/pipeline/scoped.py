@@ -4,11 +4,12 @@ exist), and every chunk search carries the caller's readable KBs in the store's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 from citewell.auth.access import Access
-from citewell.catalog import FileRecord, KnowledgeBase
+from citewell.catalog import FileLink, FileRecord, KnowledgeBase
 from citewell.errors import FileNotFound, Forbidden, KnowledgeBaseNotFound
 from citewell.pipeline.core import Citewell
 from citewell.retrieval import RetrievalTrace
@@ -25,8 +26,9 @@ class Scoped:
         return self.app.catalog.list_kbs(self.access.readable)
 
     def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
-        kb = self.app.catalog.find_kb(name_or_id)
-        return kb if kb is not None and self.access.can_read(kb) else None
+        """By id, or by name among the KBs the caller may read (their own first); a name
+        several others' KBs carry is a 409 that lists them."""
+        return self.app.catalog.resolve_kb(name_or_id, self.access.can_read, self.access.user_id)
 
     def kb(self, name_or_id: str) -> KnowledgeBase:
         kb = self.find_kb(name_or_id)
@@ -57,49 +59,67 @@ class Scoped:
             raise Forbidden(
                 "This API key is limited to some KBs or to reading; it cannot make KBs."
             )
-        kb = self.app.catalog.create_kb(name, description, owner_id=self.access.user_id)
+        kb = self.app.create_kb(name, description, owner_id=self.access.user_id)
         self.access = self.access.including(kb)  # the caller's searches may use it at once
         return kb
 
-    def target_kb(self, name: str | None, default: str) -> KnowledgeBase:
+    @contextmanager
+    def target_kb(self, name: str | None, default: str) -> Iterator[KnowledgeBase]:
         """Where fetched pages go: the named KB (made, owned by the caller, if it does not
-        exist) or the caller's own default KB (``default``, suffixed with the user's name)."""
+        exist) or the caller's own default KB (``default``, suffixed with the user's name).
+        A KB made here and still empty when the block fails is removed again."""
         if not name:
             user = self.access.user
             name = default if user is None else f"{default}-{user.name}"
-        existing = self.app.catalog.find_kb(name)
-        if existing is None:
-            return self.create_kb(name)
-        return self.writable_kb(existing.id)
+        existing = self.find_kb(name)
+        kb = self.writable_kb(existing.id) if existing else self.create_kb(name)
+        try:
+            yield kb
+        except BaseException:
+            if existing is None and not self.app.catalog.files_in_kb(kb.id):
+                self.app.delete_kb(kb.id)
+            raise
 
-    # --- files -------------------------------------------------------------------------------
+    # --- files: each as the caller's own link names it ---------------------------------------
     def files(self, kb: str | None = None) -> list[FileRecord]:
         if kb is not None:
-            return self.app.files(self.kb(kb).id)
-        if self.access.readable is None:
-            return self.app.files()
-        return self.app.catalog.files_in_kbs(self.access.readable)
+            kb_ids: frozenset[str] | None = frozenset({self.kb(kb).id})
+        else:
+            kb_ids = self.access.readable
+        links = self.app.catalog.links(kb_ids=kb_ids)
+        records = {r.id: r for r in self.app.catalog.files_by_id({k.file_id for k in links})}
+        seen = self._as_seen(records, links)
+        return sorted(seen.values(), key=lambda r: r.created_at)
 
     def file(self, file_id: str) -> FileRecord:
         record = self.app.catalog.get_file(file_id)
-        hidden = self.access.readable is not None and not self._readable_kbs(file_id)
-        if record is None or hidden:
+        links = self._readable_links(file_id) if record is not None else []
+        if record is None or not links:
             raise FileNotFound(
                 f"No file {file_id!r} that you may read; GET /api/v1/files lists them."
             )
-        return record
+        return self._as_seen({record.id: record}, links)[record.id]
 
-    def deletable_file(self, file_id: str) -> FileRecord:
-        """A file the caller may delete everywhere: it may change every KB holding it."""
-        record = self.file(file_id)
-        for kb_id in self.app.catalog.kbs_of_file(record.id):
-            kb = self.app.catalog.find_kb(kb_id)
+    def readable_file(self, file_id: str) -> FileRecord | None:
+        try:
+            return self.file(file_id)
+        except FileNotFound:
+            return None
+
+    def removable_links(self, file_id: str) -> list[FileLink]:
+        """The links the caller removes by deleting the file: those in KBs they may read,
+        all of which they must be able to change. Links elsewhere stay, unmentioned."""
+        self.file(file_id)
+        links = self._readable_links(file_id)
+        for link in links:
+            kb = self.app.catalog.resolve_kb(link.kb_id)
             if kb is not None and not self.access.can_write(kb):
                 raise Forbidden(
-                    f"File {file_id!r} is also in knowledge base(s) you may not change; remove "
-                    "it from yours with DELETE /api/v1/knowledge/{kb}/files/{file_id}."
+                    f"File {file_id!r} is also in knowledge base {kb.name!r}, which you may "
+                    "read but not change; remove it from yours with DELETE "
+                    "/api/v1/knowledge/{kb}/files/{file_id}."
                 )
-        return record
+        return links
 
     def file_text(self, file_id: str) -> str:
         return self.app.storage.text(self.file(file_id).id) or ""
@@ -108,8 +128,30 @@ class Scoped:
         record = self.file(file_id)
         return record, self.app.storage.original(record.id) or b""
 
-    def _readable_kbs(self, file_id: str) -> list[str]:
-        return [k for k in self.app.catalog.kbs_of_file(file_id) if self.access.can_read(k)]
+    def _readable_links(self, file_id: str) -> list[FileLink]:
+        links = self.app.catalog.links(file_ids=[file_id])
+        return [k for k in links if self.access.can_read(k.kb_id)]
+
+    def _as_seen(
+        self, records: dict[str, FileRecord], links: list[FileLink]
+    ) -> dict[str, FileRecord]:
+        """Each file under the name and time of its link that the caller sees: their own
+        upload if any, else the oldest readable one. Another tenant's name never shows."""
+        mine = self.access.user_id
+        chosen: dict[str, FileLink] = {}
+        for link in links:  # oldest first
+            held = chosen.get(link.file_id)
+            if held is None or (link.added_by == mine and held.added_by != mine):
+                chosen[link.file_id] = link
+        return {
+            file_id: replace(
+                records[file_id],
+                name=link.name or records[file_id].name,
+                created_at=link.added_at,
+            )
+            for file_id, link in chosen.items()
+            if file_id in records
+        }
 
     # --- chunks ------------------------------------------------------------------------------
     def search(

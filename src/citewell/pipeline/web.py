@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from citewell.catalog import Catalog, FileRecord
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 class UrlIngest:
     url: str
     title: str
-    kb: str
+    kb: str  # the id
     record: FileRecord
     report: IngestReport
 
@@ -52,10 +52,11 @@ class SearchHit:
 
 @dataclass
 class WebSearchOutcome:
-    kb: str
+    kb: str  # the name
     queries: list[str]
     hits: list[SearchHit] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    kb_id: str = ""
 
     @property
     def files(self) -> list[FileRecord]:
@@ -122,14 +123,14 @@ class WebSources:
         )
 
     def ingest_url(
-        self, url: str, kb: str | None = None, languages: Sequence[str] = ()
+        self, url: str, kb: str | None = None, languages: Sequence[str] = (), added_by: str = ""
     ) -> UrlIngest:
-        item = self.item(url, languages=languages)
-        kb = kb or WEB_KB
-        report = self.ingestor.ingest([item], kb, strict=True)
+        item = replace(self.item(url, languages=languages), added_by=added_by)
+        kb_id = self.catalog.ensure_kb(kb or WEB_KB).id  # ids from here on: names are per owner
+        report = self.ingestor.ingest([item], kb_id, strict=True)
         record = self.catalog.get_file(sha256(item.read())[:32])
         assert record is not None  # strict ingest either stored it or raised
-        return UrlIngest(item.url, item.name, kb, record, report)
+        return UrlIngest(item.url, item.name, kb_id, record, report)
 
     # --- web search ---------------------------------------------------------------------
     def provider(self) -> WebSearch:
@@ -143,7 +144,8 @@ class WebSources:
         queries = [q.strip() for q in queries if q.strip()][:MAX_QUERIES]
         if not queries:
             raise InvalidInput("Give at least one non-empty search query.")
-        outcome = WebSearchOutcome(self.catalog.ensure_kb(kb or WEB_SEARCH_KB).name, queries)
+        target = self.catalog.ensure_kb(kb or WEB_SEARCH_KB)
+        outcome = WebSearchOutcome(target.name, queries, kb_id=target.id)
         found = self._results(queries, count or self.settings.web_search_result_count, outcome)
         fetched = self._fetch_all([r for r, _ in found])
         items = []
@@ -153,8 +155,8 @@ class WebSources:
             else:
                 outcome.hits.append(SearchHit(result, query, error=got))
         if items:
-            self.ingestor.ingest([i for _, _, i in items], outcome.kb)  # failures are per file
-        in_kb = self.catalog.files_in_kb(self.catalog.get_kb(outcome.kb).id)
+            self.ingestor.ingest([i for _, _, i in items], target.id)  # failures are per file
+        in_kb = self.catalog.files_in_kb(target.id)
         for result, query, item in items:
             record = in_kb.get(item.key)
             error = None if record else "its text could not be extracted"

@@ -6,21 +6,39 @@ from typing import Any
 
 from citewell.config import Settings
 from citewell.embedders.base import Embedder
-from citewell.splitters.base import CharacterMeasure, Measure, Splitter, TokenMeasure
+from citewell.splitters.base import (
+    ApproximateMeasure,
+    CharacterMeasure,
+    Measure,
+    Splitter,
+    TokenMeasure,
+    bounded_size,
+)
 from citewell.splitters.markdown import MarkdownHeaderSplitter, merge_small_chunks
 from citewell.splitters.recursive import RecursiveSplitter
 from citewell.splitters.semantic import MaxMinSemanticSplitter
 
 __all__ = [
+    "ApproximateMeasure",
     "CharacterMeasure",
     "MarkdownHeaderSplitter",
     "MaxMinSemanticSplitter",
     "RecursiveSplitter",
     "Splitter",
     "TokenMeasure",
+    "bounded_size",
+    "budget_measure",
     "build_splitter",
     "merge_small_chunks",
 ]
+
+
+def budget_measure(embedder: Embedder) -> Measure:
+    """Token counts for prompt budgets and input limits: the embedder's tokenizer (close to
+    most LLMs' counts), else about four characters a token."""
+    inner = getattr(embedder, "inner", embedder)
+    tokenizer: Any = getattr(inner, "tokenizer", None)
+    return TokenMeasure(tokenizer) if tokenizer is not None else ApproximateMeasure()
 
 
 def build_measure(settings: Settings, embedder: Embedder) -> Measure:

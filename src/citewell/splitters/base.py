@@ -26,6 +26,8 @@ class Measure(Protocol):
 
     def size(self, text: str) -> int: ...
 
+    def clip(self, text: str, max_tokens: int, keep_end: bool = False) -> str: ...
+
 
 class CharacterMeasure:
     def spans(self, text: str) -> SpanLength:
@@ -35,21 +37,34 @@ class CharacterMeasure:
     def size(self, text: str) -> int:
         return len(text)
 
+    def clip(self, text: str, max_tokens: int, keep_end: bool = False) -> str:
+        return text[-max_tokens:] if keep_end else text[:max_tokens]
+
+
+class ApproximateMeasure(CharacterMeasure):
+    """About four characters a token: for budgets when no tokenizer is at hand."""
+
+    def size(self, text: str) -> int:
+        return max(1, len(text) // 4)
+
+    def clip(self, text: str, max_tokens: int, keep_end: bool = False) -> str:
+        return super().clip(text, max_tokens * 4, keep_end)
+
 
 class TokenMeasure:
-    """Counts tokens of a ``tokenizers.Tokenizer`` (the embedder's), truncation switched off."""
+    """Counts tokens of a ``tokenizers.Tokenizer`` (the embedder's).
+
+    It works on its own copy with truncation and padding off: switching them off on the
+    shared tokenizer would let a query embedded meanwhile run untruncated.
+    """
 
     def __init__(self, tokenizer: Any) -> None:
-        self._tokenizer = tokenizer
+        self._tokenizer = type(tokenizer).from_str(tokenizer.to_str())
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
 
     def _starts(self, text: str) -> list[int]:
-        truncation = self._tokenizer.truncation
-        self._tokenizer.no_truncation()
-        try:
-            encoding = self._tokenizer.encode(text, add_special_tokens=False)
-        finally:
-            if truncation:
-                self._tokenizer.enable_truncation(**truncation)
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
         return [start for start, _ in encoding.offsets]
 
     def spans(self, text: str) -> SpanLength:
@@ -58,6 +73,31 @@ class TokenMeasure:
 
     def size(self, text: str) -> int:
         return len(self._starts(text))
+
+    def clip(self, text: str, max_tokens: int, keep_end: bool = False) -> str:
+        """At most ``max_tokens`` tokens of ``text``: its start, or its end. Only a bounded
+        slice is ever tokenized, however long the text."""
+        window = max_tokens * MAX_CHARS_PER_TOKEN
+        part = text[-window:] if keep_end else text[:window]
+        starts = self._starts(part)
+        if len(starts) <= max_tokens:
+            return part
+        if keep_end:
+            return part[starts[-max_tokens] :]
+        return part[: starts[max_tokens]].rstrip()
+
+
+# No tokenizer in use makes tokens this long on average, outside of adversarial input: a text
+# longer than this many characters per token allowed is over the limit without counting.
+MAX_CHARS_PER_TOKEN = 10
+
+
+def bounded_size(measure: Measure, text: str, limit: int) -> int:
+    """``measure.size(text)``, or ``limit + 1`` when the text is surely over ``limit``
+    (too many characters), so that huge texts are never tokenized just to be refused."""
+    if len(text) > limit * MAX_CHARS_PER_TOKEN:
+        return limit + 1
+    return measure.size(text)
 
 
 def strip_span(text: str, start: int, end: int) -> tuple[int, int]:

@@ -73,8 +73,9 @@ def get_file_content(file_id: str, view: ViewDep) -> Response:
 
 @router.delete("/{file_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_file(file_id: str, view: ViewDep, audit: AuditDep) -> None:
-    """Delete the file everywhere: every chunk, vector and index entry goes with it. You must
-    be able to change every KB that holds it."""
-    record = view.deletable_file(file_id)
-    view.app.delete_file(record.id)
+    """Delete the file from every KB you may read (you must be able to change each of them).
+    Its bytes, chunks and vectors go once no KB at all holds it."""
+    record = view.file(file_id)
+    for link in view.removable_links(file_id):
+        view.app.remove_file(link.kb_id, record.id)
     audit.record(view.access, "file.delete", "file", record.id, name=record.name)

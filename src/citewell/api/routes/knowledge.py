@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.schemas import (
     BatchPublic,
+    FilePublic,
     IngestPublic,
     JobPublic,
     KnowledgeBaseCreate,
@@ -17,7 +18,10 @@ from citewell.api.schemas import (
     KnowledgeBaseUpdate,
     TextCreate,
 )
+from citewell.auth.audit import AuditLog as Audit
 from citewell.errors import InvalidInput, PayloadTooLarge
+from citewell.pipeline.ingest import sha256
+from citewell.pipeline.scoped import Scoped
 
 router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"])
 MAX_NAME = 255
@@ -99,14 +103,31 @@ async def upload_file(
     app, name = view.app, upload_name(file)
     kb = await run_in_threadpool(view.writable_kb, kb_id)
     data = await read_limited(file, app.settings.max_upload_bytes)
+    user = view.access.user_id
     if not wait:
         response.status_code = status.HTTP_202_ACCEPTED
-        (job,) = await run_in_threadpool(app.enqueue_uploads, kb.id, [(name, data)])
+        (job,) = await run_in_threadpool(app.enqueue_uploads, kb.id, [(name, data)], user)
         audit.record(view.access, "file.queue", "knowledge_base", kb.id, name=name, job=job.id)
         return JobPublic.of(job)
-    record, report = await run_in_threadpool(app.upload, kb.id, name, data)
-    audit.record(view.access, "file.upload", "file", record.id, name=name, kb=kb.id)
-    return IngestPublic.of(record, report)
+    return await run_in_threadpool(_upload, view, audit, kb.id, name, data)
+
+
+def _upload(view: Scoped, audit: Audit, kb_id: str, name: str, data: bytes) -> IngestPublic:
+    """Upload and answer as the caller sees it: that identical bytes were stored already is
+    told only when the caller could read them before (else it would reveal another tenant's
+    file), and the file carries the caller's own name for it."""
+    known = view.readable_file(sha256(data)[:32]) is not None
+    record, report = view.app.upload(kb_id, name, data, view.access.user_id)
+    audit.record(view.access, "file.upload", "file", record.id, name=name, kb=kb_id)
+    seen = view.file(record.id)
+    if report.files_linked and not known:
+        return IngestPublic(
+            file=FilePublic.of(seen),
+            chunks_embedded=seen.chunk_count,
+            linked=False,
+            unchanged=False,
+        )
+    return IngestPublic.of(seen, report)
 
 
 @router.post("/{kb_id}/batch", status_code=status.HTTP_202_ACCEPTED)
@@ -125,7 +146,7 @@ async def upload_batch(
     entries = [
         (upload_name(f), await read_limited(f, app.settings.max_upload_bytes)) for f in files
     ]
-    jobs = await run_in_threadpool(app.enqueue_uploads, kb.id, entries)
+    jobs = await run_in_threadpool(app.enqueue_uploads, kb.id, entries, view.access.user_id)
     batch = jobs[0].batch_id
     audit.record(view.access, "file.batch", "knowledge_base", kb.id, files=len(jobs), batch=batch)
     return BatchPublic.of(batch, jobs)
@@ -135,9 +156,13 @@ async def upload_batch(
 def add_text(kb_id: str, body: TextCreate, view: ViewDep, audit: AuditDep) -> IngestPublic:
     """Ingest raw text as a file of the KB."""
     kb = view.writable_kb(kb_id)
-    record, report = view.app.upload(kb.id, body.name, body.content.encode("utf-8"))
-    audit.record(view.access, "file.upload", "file", record.id, name=body.name, kb=kb.id)
-    return IngestPublic.of(record, report)
+    data = body.content.encode("utf-8")
+    if len(body.content) > view.app.settings.max_document_chars:
+        raise PayloadTooLarge(
+            f"The text has {len(body.content):,} characters; at most "
+            f"{view.app.settings.max_document_chars:,} (max_document_chars)."
+        )
+    return _upload(view, audit, kb.id, body.name, data)
 
 
 @router.post("/{kb_id}/files/{file_id}", status_code=status.HTTP_201_CREATED)
@@ -150,7 +175,7 @@ def add_existing_file(
         raise InvalidInput("file_id must be a file id from GET /api/v1/files.")
     kb = view.writable_kb(kb_id)
     record = view.file(file_id)
-    view.app.add_file(kb.id, record.id)
+    view.app.add_file(kb.id, record.id, record.name, view.access.user_id)
     audit.record(view.access, "file.add", "file", record.id, kb=kb.id)
     return KnowledgeBasePublic.of(view.kb(kb.id), view.files(kb.id))
 

@@ -89,13 +89,14 @@ def query_collection(body: QueryCollectionRequest, view: ViewDep) -> dict[str, A
     return _results(view.app, results)
 
 
-def _web_public(app: Any, done: UrlIngest) -> WebIngestPublic:
+def _web_public(view: Scoped, done: UrlIngest) -> WebIngestPublic:
+    app = view.app
     return WebIngestPublic(
-        collection_name=app.catalog.get_kb(done.kb).name,
+        collection_name=app.catalog.get_kb(done.kb).name,  # done.kb is the id
         filename=done.url,
         url=done.url,
         title=done.title,
-        file=FilePublic.of(done.record),
+        file=FilePublic.of(view.file(done.record.id)),
         chunks_embedded=done.report.chunks_embedded,
         linked=done.report.files_linked > 0,
         unchanged=done.report.files_unchanged > 0,
@@ -122,18 +123,18 @@ def process_youtube(body: ProcessUrlCreate, view: ViewDep, audit: AuditDep) -> W
 
 
 def _fetch_url(view: Scoped, audit: AuditDep, body: ProcessUrlCreate) -> WebIngestPublic:
-    kb = view.target_kb(body.collection_name, WEB_KB)
-    done = view.app.ingest_url(body.url, kb.id, body.language)
+    with view.target_kb(body.collection_name, WEB_KB) as kb:
+        done = view.app.ingest_url(body.url, kb.id, body.language, view.access.user_id)
     audit.record(view.access, "file.fetch", "file", done.record.id, url=done.url, kb=kb.id)
-    return _web_public(view.app, done)
+    return _web_public(view, done)
 
 
 @router.post("/process/web_search")
 def process_web_search(body: WebSearchCreate, view: ViewDep, audit: AuditDep) -> WebSearchPublic:
     """Search the web, fetch the result pages at once and store them in a KB (default: your
     own 'web-search-NAME'). A page that fails is reported in its item; the rest are stored."""
-    kb = view.target_kb(body.collection_name, WEB_SEARCH_KB)
-    outcome = view.app.web_search(body.all_queries(), kb.id, body.count)
+    with view.target_kb(body.collection_name, WEB_SEARCH_KB) as kb:
+        outcome = view.app.web_search(body.all_queries(), kb.id, body.count)
     audit.record(view.access, "web.search", "knowledge_base", kb.id, pages=len(outcome.files))
     items = [
         WebSearchItemPublic(
@@ -153,6 +154,6 @@ def process_web_search(body: WebSearchCreate, view: ViewDep, audit: AuditDep) ->
         filenames=loaded,
         loaded_count=len(loaded),
         items=items,
-        files=[FilePublic.of(f) for f in outcome.files],
+        files=[FilePublic.of(view.file(f.id)) for f in outcome.files],
         errors=outcome.errors,
     )
