@@ -364,6 +364,18 @@ class Settings(BaseSettings):
         "Requests one API key may make per minute (bursts up to that many); 429 beyond. "
         "Counted per server process. 0: no limit.",
     )
+    login_failures_per_address: int = _setting(
+        10,
+        "Failed sign-ins a minute for one name from one address before that address must "
+        "wait (429). The address is the client's, or X-Forwarded-For from a proxy that "
+        "uvicorn trusts (FORWARDED_ALLOW_IPS, 127.0.0.1 by default).",
+    )
+    login_failures_per_name: int = _setting(
+        100,
+        "Failed sign-ins a minute for one name from all addresses together before only "
+        "addresses that signed in to it before may keep trying: guessing from many addresses "
+        "is stopped, and the user on a known address is never locked out.",
+    )
     cors_allow_origins: str = _setting(
         "",
         "Origins browsers may call the API from, separated by ',' or ';' ('*': any). "

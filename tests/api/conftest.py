@@ -109,7 +109,7 @@ def wait_for(
 
 def ensure_kb(client: httpx.Client, name: str) -> dict[str, Any]:
     response = client.post("/api/v1/knowledge", json={"name": name})
-    if response.status_code == 400 and "exists" in response.json()["detail"]:
+    if response.status_code == 409 and response.json()["code"] == "name_taken":
         return client.get(f"/api/v1/knowledge/{name}").json()
     assert response.status_code == 201, response.text
     return response.json()

@@ -28,7 +28,7 @@ def test_best_sentences_are_cited_per_chunk():
     ]
     answer = extractive_answer("How long is parental leave?", results, "english")
     assert answer.extractive
-    assert "Parental leave lasts sixteen weeks. [1]" in answer.text
+    assert "\u201cParental leave lasts sixteen weeks.\u201d [1]" in answer.text
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer.text)}
     assert cited <= {c.number for c in answer.citations}
     assert answer.citations[0].file_name == "a.pdf" and answer.citations[0].page == 2

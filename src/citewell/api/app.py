@@ -23,10 +23,10 @@ from citewell.api.routes import (
     retrieval,
     users,
 )
-from citewell.api.routes.auth import LOGIN_ATTEMPTS_PER_MINUTE
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.auth.store import AuthStore
+from citewell.auth.throttle import LoginThrottle
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.llm import LLM, OpenAICompatibleLLM
@@ -71,7 +71,9 @@ def create_app(
     engine = citewell.catalog.engine
     app.state.auth = security.Authenticator(settings, AuthStore(engine), GrantStore(engine))
     app.state.audit = AuditLog(engine)
-    app.state.login_limiter = security.RateLimiter(LOGIN_ATTEMPTS_PER_MINUTE)
+    app.state.login_throttle = LoginThrottle(
+        settings.login_failures_per_address, settings.login_failures_per_name
+    )
     app.state.llm = llm
     app.state.chat = ChatPipeline(citewell, llm, parse_presets(settings.model_presets))
     errors.install(app)

@@ -21,6 +21,24 @@ def error_body(
     return JSONResponse({"detail": detail, "code": code}, status_code=status, headers=headers)
 
 
+def _multipart_problem(exc: BaseException) -> str:
+    """What was wrong with a multipart body, in words a client can act on."""
+    causes = []
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and len(causes) < 10:
+        causes.append(str(cause).lower())
+        cause = cause.__cause__ or cause.__context__
+    if any("header" in c for c in causes):
+        return (
+            "The upload's part headers are too long (over 4 KB): most likely a file name of "
+            "thousands of characters. Rename the file; names are kept to 255 characters."
+        )
+    return (
+        "The multipart/form-data body could not be read: send files as form fields named "
+        "'file' (or 'files' for a batch), with a boundary that matches the Content-Type header."
+    )
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(CitewellError)
     async def citewell_error(_: Request, exc: CitewellError) -> JSONResponse:
@@ -38,6 +56,8 @@ def install(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
             exc.status_code, "http_error"
         )
+        if exc.status_code == 400 and str(exc.detail).startswith("Invalid multipart"):
+            return error_body(400, _multipart_problem(exc), "invalid_multipart")
         return error_body(exc.status_code, str(exc.detail), code, exc.headers)
 
     @app.exception_handler(Exception)

@@ -20,7 +20,8 @@ from citewell.auth.access import Access
 from citewell.auth.grants import GrantStore
 from citewell.auth.store import AuthStore
 from citewell.config import Settings
-from citewell.errors import ConfigError, RateLimited, Unauthenticated
+from citewell.errors import ConfigError, ContextTooLong, RateLimited, Unauthenticated
+from citewell.splitters.base import MAX_CHARS_PER_TOKEN
 
 KEY_HELP = (
     "Send an API key as 'Authorization: Bearer cw_…' (the openai SDK's api_key). "
@@ -96,10 +97,13 @@ class BodyLimit:
     """413 for request bodies over the limit, counted as they arrive (a missing or false
     Content-Length does not get past it). Multipart uploads have their own, larger limit."""
 
-    def __init__(self, app: ASGIApp, json_limit: int, upload_limit: int) -> None:
+    def __init__(
+        self, app: ASGIApp, json_limit: int, upload_limit: int, chat_limit: int | None = None
+    ) -> None:
         self.app = app
         self.json_limit = json_limit
         self.upload_limit = upload_limit
+        self.chat_limit = chat_limit or json_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -112,6 +116,12 @@ class BodyLimit:
         if declared.isdigit() and int(declared) > limit:
             await _too_large(limit, multipart)(scope, receive, send)
             return
+        if scope["path"] in CHAT_PATHS and declared.isdigit() and int(declared) > self.chat_limit:
+            # More text than the context window could ever hold: refused before it is read.
+            await error_body(400, _too_long_text(int(declared)), ContextTooLong.code)(
+                scope, receive, send
+            )
+            return
         received = 0
 
         async def counted() -> Message:
@@ -123,6 +133,23 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/api/v1/rag/chat/completions"})
+
+
+def chat_body_limit(settings: Settings) -> int:
+    """The largest chat body whose text could fit the context window: each token at most
+    MAX_CHARS_PER_TOKEN characters, each at most 6 bytes of JSON (\\uXXXX), plus 64 KiB."""
+    return settings.llm_context_window * MAX_CHARS_PER_TOKEN * 6 + 65536
+
+
+def _too_long_text(size: int) -> str:
+    return (
+        f"The request has {size:,} bytes: more than the model's context window "
+        "(llm_context_window) could hold. Shorten the conversation, or upload long text as a "
+        "file (POST /api/v1/knowledge/{kb}/files) and ask about it."
+    )
 
 
 def _too_large_text(limit: int, multipart: bool) -> str:
@@ -140,6 +167,7 @@ def install(app: FastAPI, settings: Settings) -> None:
         BodyLimit,
         json_limit=settings.max_request_bytes,
         upload_limit=settings.max_upload_request_bytes,
+        chat_limit=chat_body_limit(settings),
     )
     origins = [o.strip() for o in settings.cors_allow_origins.replace(";", ",").split(",")]
     origins = [o for o in origins if o]

@@ -8,6 +8,7 @@ reading order, each followed by ``[n]``, the number of its source chunk.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -15,6 +16,9 @@ from citewell.splitters.semantic import sentence_spans
 from citewell.types import Answer, Citation, ScoredChunk
 
 MAX_SENTENCES = 3
+HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.M)
+PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+BRACKETED_NUMBERS = re.compile(r"[ \t]*\[\d+(?:[ \t]*[,\u2013-][ \t]*\d+)*\]")
 
 
 def citations_for(results: Sequence[ScoredChunk]) -> tuple[Citation, ...]:
@@ -47,22 +51,19 @@ def extractive_answer(query: str, results: Sequence[ScoredChunk], stemmer: str) 
 
 
 def extractive_text(query: str, passages: Sequence[str], stemmer: str) -> str:
-    """The best sentences of ``passages`` (numbered 1..n in order), each followed by [n]."""
+    """The best sentences of ``passages`` (numbered 1..n in order), each quoted and followed
+    by [n]."""
     from citewell.retrieval.tokenize import tokenize
 
     if not passages:
         return NO_MATCH
     query_terms = set(tokenize(query, stemmer))
     candidates = []  # (chunk rank, start, sentence, terms)
-    sentence_terms = []
     for rank, text in enumerate(passages):
-        for start, end in sentence_spans(text):
-            sentence = " ".join(text[start:end].split())
-            terms = set(tokenize(sentence, stemmer))
-            sentence_terms.append(terms)
-            candidates.append((rank, start, sentence, terms))
-    df = Counter(t for terms in sentence_terms for t in terms)
-    n = len(sentence_terms)
+        for start, sentence in passage_sentences(text):
+            candidates.append((rank, start, sentence, set(tokenize(sentence, stemmer))))
+    df = Counter(t for *_, terms in candidates for t in terms)
+    n = len(candidates)
     scored = []
     for rank, start, sentence, terms in candidates:
         overlap = sum(math.log(1 + n / df[t]) for t in terms & query_terms)
@@ -70,4 +71,26 @@ def extractive_text(query: str, passages: Sequence[str], stemmer: str) -> str:
         scored.append((score, rank, start, sentence))
     best = sorted(scored, key=lambda s: -s[0])[:MAX_SENTENCES]
     best.sort(key=lambda s: (s[1], s[2]))
-    return " ".join(f"{sentence} [{rank + 1}]" for _, rank, _, sentence in best)
+    return " ".join(f"\u201c{sentence}\u201d [{rank + 1}]" for _, rank, _, sentence in best)
+
+
+def passage_sentences(text: str) -> list[tuple[int, str]]:
+    """(offset, sentence) of a passage, whitespace collapsed. Headings are not sentences (nor
+    the start of the one after them), and a passage's own bracketed numbers are dropped: in a
+    quote they would read as Citewell's citations."""
+    pieces = []
+    for start, end in sentence_spans(text):
+        offset = start
+        for paragraph in PARAGRAPH_BREAK.split(text[start:end]):
+            cleaned = BRACKETED_NUMBERS.sub("", HEADING_LINE.sub(" ", paragraph))
+            sentence = " ".join(cleaned.split())
+            if sentence:
+                pieces.append((offset, sentence))
+            offset += len(paragraph)
+    whole = [p for p in pieces if not _title_like(p[1])]
+    return whole or pieces
+
+
+def _title_like(sentence: str) -> bool:
+    """A short line without closing punctuation: a title or a heading without '#'."""
+    return len(sentence.split()) < 5 and not sentence.endswith((".", "!", "?", ":", ";"))

@@ -17,12 +17,12 @@ from citewell.api.auth_schemas import (
     UserPublic,
 )
 from citewell.api.deps import AccessDep, AuditDep, AuthDep, ViewDep
-from citewell.api.security import RateLimiter
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.auth import KeyNotFound
+from citewell.auth.throttle import LoginThrottle
 from citewell.errors import ConfigError, Forbidden, Unauthenticated
 
-router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
-LOGIN_ATTEMPTS_PER_MINUTE = 10  # per user name: password guessing stays slow
+router = APIRouter(prefix="/api/v1/auth", tags=["auth"], route_class=OffLoopJsonRoute)
 
 
 @router.post("/login")
@@ -33,11 +33,14 @@ async def login(
     settings = request.app.state.citewell.settings
     if not auth.required:
         raise ConfigError("The server runs with auth=none: no sign-in needed (nor possible).")
-    limiter: RateLimiter = request.app.state.login_limiter
-    limiter.take(f"login:{body.name}")
+    throttle: LoginThrottle = request.app.state.login_throttle
+    address = request.client.host if request.client else ""
+    throttle.check(body.name, address)
     user = await run_in_threadpool(auth.users.authenticate, body.name, body.password)
     if user is None:
+        throttle.failed(body.name, address)
         raise Unauthenticated("Wrong name or password, or the account is disabled.")
+    throttle.succeeded(body.name, address)
     expires = time.time() + settings.session_hours * 3600
     key, plain = auth.users.create_key(user.id, "sign-in", expires_at=expires)
     access = auth.grants.access(user, key)

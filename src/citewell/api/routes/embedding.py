@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from citewell.api.deps import AdminDep, CitewellDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import EmbeddingPublic, SpacePublic, SwitchPublic
 from citewell.types import ChunkFilter
 
-router = APIRouter(prefix="/api/v1/embedding", tags=["embedding"])
+router = APIRouter(prefix="/api/v1/embedding", tags=["embedding"], route_class=OffLoopJsonRoute)
 
 
 @router.get("")

@@ -7,9 +7,10 @@ from urllib.parse import quote
 from fastapi import APIRouter, Response, status
 
 from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import FilePublic
 
-router = APIRouter(prefix="/api/v1/files", tags=["files"])
+router = APIRouter(prefix="/api/v1/files", tags=["files"], route_class=OffLoopJsonRoute)
 
 # Types a browser shows without running anything; everything else (HTML, SVG, XML, scripts)
 # is sent as a download of bytes, so a stored original can never run in Citewell's origin.

@@ -6,8 +6,9 @@ from fastapi import APIRouter, Query, status
 
 from citewell.api.auth_schemas import AuditEventPublic, GrantCreate, GrantPublic
 from citewell.api.deps import AdminDep, AuditDep, AuthDep, ViewDep
+from citewell.api.hygiene import OffLoopJsonRoute
 
-router = APIRouter(prefix="/api/v1", tags=["sharing"])
+router = APIRouter(prefix="/api/v1", tags=["sharing"], route_class=OffLoopJsonRoute)
 
 
 @router.get("/knowledge/{kb_id}/grants")

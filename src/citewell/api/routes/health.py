@@ -3,9 +3,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from citewell.api.deps import CitewellDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.types import ChunkFilter
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=OffLoopJsonRoute)
 
 
 @router.get("/healthz")

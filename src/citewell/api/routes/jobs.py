@@ -12,12 +12,13 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from citewell.api.deps import ViewDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import BatchPublic, JobPublic
 from citewell.errors import InvalidInput
 from citewell.jobs import STATES, Job, JobNotFound
 from citewell.jobs.progress import ProgressTracker
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], route_class=OffLoopJsonRoute)
 
 
 @router.get("")

@@ -8,6 +8,7 @@ from fastapi import APIRouter, File, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
 from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import (
     BatchPublic,
     FilePublic,
@@ -23,7 +24,7 @@ from citewell.errors import InvalidInput, PayloadTooLarge
 from citewell.pipeline.ingest import sha256
 from citewell.pipeline.scoped import Scoped
 
-router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"])
+router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"], route_class=OffLoopJsonRoute)
 MAX_NAME = 255
 
 

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Request
 
 from citewell.api.chat import available_models, handle_chat
 from citewell.api.deps import AccessDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import ChatCompletionCreate
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=OffLoopJsonRoute)
 
 
 def model_list(names: list[str]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import (
     FilePublic,
     ProcessUrlCreate,
@@ -24,7 +25,7 @@ from citewell.pipeline.scoped import Scoped
 from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB, UrlIngest
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
-router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"])
+router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"], route_class=OffLoopJsonRoute)
 
 
 def _mode(app: Any, hybrid: bool | None) -> SearchMode:

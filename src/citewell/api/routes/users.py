@@ -13,9 +13,10 @@ from citewell.api.auth_schemas import (
     UserUpdate,
 )
 from citewell.api.deps import AdminDep, AuditDep, AuthDep
+from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.errors import InvalidInput
 
-router = APIRouter(prefix="/api/v1", tags=["users"])
+router = APIRouter(prefix="/api/v1", tags=["users"], route_class=OffLoopJsonRoute)
 
 
 @router.get("/users")
