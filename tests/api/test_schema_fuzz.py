@@ -1,7 +1,8 @@
 """Schemathesis against Citewell's own OpenAPI schema, on a running server with auth on: for
 every operation, generated requests (valid and invalid) get no 5xx, only documented status
 codes, and bodies and content types as the schema says. Schemathesis runs as its users run it
-(the CLI); bounded for CI by examples per operation and a time budget."""
+(the CLI); bounded for CI by examples per operation and a time budget. Its hooks
+(schema_hooks.py) add lone surrogates, control characters and huge strings to JSON bodies."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from citewell.auth import AuthStore
 from citewell.config import Settings
 from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
+from tests.conftest import REPO
 
 FUZZ_EXAMPLES = int(os.environ.get("CITEWELL_FUZZ_EXAMPLES", "15"))
 FUZZ_SECONDS = int(os.environ.get("CITEWELL_FUZZ_SECONDS", "300"))  # the whole run, at most
@@ -78,8 +80,10 @@ def test_no_server_error_and_only_documented_answers(fuzzed, tmp_path):
         "none",
         "--no-color",
     ]
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.api.schema_hooks", "PYTHONPATH": str(REPO)}
     result = subprocess.run(
         command,
+        env=env,
         capture_output=True,
         text=True,
         timeout=FUZZ_SECONDS + 300,

@@ -1,6 +1,7 @@
 """Chat completions in OpenAI's wire format, with sources, shared by /v1 and /api/v1/rag.
 
-Sources: every response carries ``sources`` (the seed's shape, one entry per cited chunk).
+Sources: every response carries ``sources`` (the seed's shape, one entry per chunk given to
+the model).
 ``[n]`` in the answer refers to the source whose ``id`` is n (``index`` is n - 1). Streaming:
 the first chunk carries ``sources``; the last carries ``sources`` again and
 ``invalid_citations`` (numbers the model cited that match no source).

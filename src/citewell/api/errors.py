@@ -23,7 +23,7 @@ def error_body(
 
 def _multipart_problem(exc: BaseException) -> str:
     """What was wrong with a multipart body, in words a client can act on."""
-    causes = []
+    causes: list[str] = []
     cause = exc.__cause__ or exc.__context__
     while cause is not None and len(causes) < 10:
         causes.append(str(cause).lower())

@@ -16,7 +16,8 @@ ERROR_TEXT = {
     403: "The key may not do this (read-only, limited to other KBs, or not an admin), or a "
     "URL points at an address that is not fetched.",
     404: "Not found, or not yours to see.",
-    409: "Exists already.",
+    409: "The name is taken (names are unique per owner), or a knowledge base name matches "
+    "several KBs you may read (name it by its id).",
     413: "The request body or a file is too large.",
     415: "A file type that cannot be read.",
     422: "The file or page could not be turned into text.",
@@ -27,18 +28,17 @@ ERROR_TEXT = {
 PUBLIC_PATHS = ("/healthz", "/readyz", "/api/v1/auth/login")
 # Errors beyond the common ones, by the operation's tag.
 BY_TAG = {
-    "knowledge": (409, 415, 422, 502),
+    "knowledge": (415, 422, 502),
     "retrieval": (415, 422, 502, 504),
     "rag": (502, 504),
     "openai": (502, 504),
-    "users": (409,),
 }
 
 
 def _codes(path: str, operation: dict[str, Any]) -> list[int]:
     if path in ("/healthz", "/readyz"):
         return []
-    codes = [400, 401, 429] if path in PUBLIC_PATHS else [400, 401, 403, 404, 429]
+    codes = [400, 401, 429] if path in PUBLIC_PATHS else [400, 401, 403, 404, 409, 429]
     if "requestBody" in operation:
         codes.append(413)
     for tag in operation.get("tags", ()):
