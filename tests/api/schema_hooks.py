@@ -37,11 +37,17 @@ def _extended(value: Any, path: tuple[Any, ...], odd: str) -> Any:
     return copy
 
 
+def _json_only(context: Any) -> bool:
+    """Only JSON bodies: multipart ones cannot carry a surrogate (their client fails first)."""
+    operation = getattr(context, "operation", None)
+    body = getattr(operation, "body", None) or []
+    return all("json" in getattr(payload, "media_type", "json") for payload in body)
+
+
 @schemathesis.hook
 def flatmap_body(context: Any, body: Any) -> Any:
-    del context
     paths = _strings(body)
-    if not paths:
+    if not paths or not _json_only(context):
         return st.just(body)
     keep = st.just(body)
     odd = st.tuples(st.sampled_from(paths), st.sampled_from(ODD_TEXT)).map(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,14 +16,21 @@ class ErrorPublic(BaseModel):
     code: str
 
 
+MAX_DESCRIPTION = 10_000
+MAX_QUERY_CHARS = 2_000  # a web search query: providers take far less
+MAX_MESSAGES = 2_000  # per chat request; each costs tokens, so a window holds fewer anyway
+MAX_REFERENCES = 100  # knowledge_collections, file_ids
+WebQuery = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
+
+
 class KnowledgeBaseCreate(BaseModel):
     name: str = Field(min_length=1, max_length=200)
-    description: str = ""
+    description: str = Field(default="", max_length=MAX_DESCRIPTION)
 
 
 class KnowledgeBaseUpdate(BaseModel):
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    description: str | None = None
+    description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
 
 
 class FilePublic(BaseModel):
@@ -125,8 +132,8 @@ class WebIngestPublic(BaseModel):
 
 
 class WebSearchCreate(BaseModel):
-    queries: list[str] = Field(default_factory=list, max_length=5)
-    query: str | None = Field(default=None, description="One query (older clients).")
+    queries: list[WebQuery] = Field(default_factory=list, max_length=5)
+    query: WebQuery | None = Field(default=None, description="One query (older clients).")
     collection_name: str | None = Field(
         default=None, max_length=200, description="Knowledge base for the pages; 'web-search'."
     )
@@ -277,16 +284,16 @@ class ChatCompletionCreate(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1)
-    messages: list[Message] = Field(min_length=1)
-    knowledge_collections: list[str] = Field(default_factory=list)
-    file_ids: list[str] = Field(default_factory=list)
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    knowledge_collections: list[str] = Field(default_factory=list, max_length=MAX_REFERENCES)
+    file_ids: list[str] = Field(default_factory=list, max_length=MAX_REFERENCES)
     stream: bool = False
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
-    stop: str | list[str] | None = None
+    stop: str | Annotated[list[str], Field(max_length=4)] | None = None
     user: str | None = None
     seed: int | None = None
     retrieval_trace: bool = False

@@ -17,6 +17,8 @@ def conversation_cost(texts: Sequence[str], limit: int, measure: Measure) -> int
     over ``limit``: text beyond limit × MAX_CHARS_PER_TOKEN characters is never tokenized."""
     if sum(len(t) for t in texts) > max(0, limit) * MAX_CHARS_PER_TOKEN:
         return limit + 1
+    if len(texts) * MESSAGE_OVERHEAD > limit:  # many tiny messages: over without counting
+        return limit + 1
     return sum(measure.size(t) + MESSAGE_OVERHEAD for t in texts)
 
 

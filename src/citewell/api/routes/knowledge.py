@@ -75,9 +75,13 @@ async def read_limited(upload: UploadFile, limit: int) -> bytes:
 
 
 def upload_name(upload: UploadFile) -> str:
-    """The file's own name: no folder a client put in front of it, no control characters,
+    return clean_name(upload.filename or "")
+
+
+def clean_name(raw: str) -> str:
+    """A file's own name: no folder a client put in front of it, no control characters,
     at most 255 characters (the extension kept)."""
-    name = (upload.filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = raw.replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if c.isprintable()).strip().lstrip(".")
     if len(name) > MAX_NAME:
         stem, dot, ext = name.rpartition(".")
@@ -163,7 +167,7 @@ def add_text(kb_id: str, body: TextCreate, view: ViewDep, audit: AuditDep) -> In
             f"The text has {len(body.content):,} characters; at most "
             f"{view.app.settings.max_document_chars:,} (max_document_chars)."
         )
-    return _upload(view, audit, kb.id, body.name, data)
+    return _upload(view, audit, kb.id, clean_name(body.name), data)
 
 
 @router.post("/{kb_id}/files/{file_id}", status_code=status.HTTP_201_CREATED)
