@@ -187,8 +187,11 @@ class Catalog:
             )
         return kb
 
-    def ensure_kb(self, name: str) -> KnowledgeBase:
-        return self.find_kb(name) or self.create_kb(name)
+    def ensure_kb(self, name_or_id: str) -> KnowledgeBase:
+        """The KB with this id, or the operator's own (made here, no owner) of this name,
+        made if missing: the CLI never writes into a user's KB just because of its name."""
+        own = self.resolve_kb(name_or_id, lambda kb: kb.id == name_or_id or not kb.owner_id)
+        return own or self.create_kb(name_or_id)
 
     def list_kbs(self, kb_ids: Collection[str] | None = None) -> list[KnowledgeBase]:
         """Every KB by name, or those of ``kb_ids``."""
