@@ -24,7 +24,7 @@ from citewell.api.schemas import ChatCompletionCreate
 from citewell.auth.access import Access
 from citewell.chat.context import Source
 from citewell.errors import CitewellError, ModelNotFound
-from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta
+from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
 from citewell.pipeline.chat import ChatPipeline, ChatRequest, ChatResult, PreparedChat
 
 MODELS_TTL = 60.0
@@ -120,8 +120,14 @@ def _chunk(
 
 
 def sse_events(
-    chat: ChatPipeline, prepared: PreparedChat, deltas: Iterator[Delta], completion_id: str
+    chat: ChatPipeline,
+    prepared: PreparedChat,
+    deltas: Iterator[Delta],
+    completion_id: str,
+    include_usage: bool = False,
 ) -> Iterator[str]:
+    """OpenAI's chunks; with ``include_usage`` (stream_options), a last chunk with no choices
+    and the usage, as OpenAI sends it."""
     model = prepared.request.model
     extras = _extras(prepared)
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None, **extras)
@@ -137,15 +143,28 @@ def sse_events(
         yield f"data: {json.dumps({'error': {'message': exc.message, 'code': exc.code}})}\n\n"
         return
     invalid = chat.invalid_citations("".join(text), prepared)
-    last: dict[str, Any] = {**extras, "invalid_citations": invalid}
-    if usage is not None:
-        last["usage"] = {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        }
+    counted = _usage(usage or chat.usage(prepared, "".join(text)))
+    last: dict[str, Any] = {**extras, "invalid_citations": invalid, "usage": counted}
     yield _chunk(completion_id, model, {}, finish, **last)
+    if include_usage:
+        final = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [],
+            "usage": counted,
+        }
+        yield f"data: {json.dumps(final)}\n\n"
     yield "data: [DONE]\n\n"
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
 
 
 async def check_model(request: Request, model: str) -> None:
@@ -186,7 +205,7 @@ async def handle_chat(request: Request, body: ChatCompletionCreate, access: Acce
     first = await run_in_threadpool(next, deltas, None)
     primed = chain([first] if first is not None else [], deltas)
     return StreamingResponse(
-        sse_events(chat, prepared, primed, completion_id),
+        sse_events(chat, prepared, primed, completion_id, body.wants_usage()),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache"},
     )

@@ -280,6 +280,12 @@ class Message(BaseModel):
         return self.content or ""
 
 
+class StreamOptions(BaseModel):
+    include_usage: bool = Field(
+        default=False, description="A last chunk with no choices and the usage, as OpenAI's."
+    )
+
+
 class ChatCompletionCreate(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -297,6 +303,7 @@ class ChatCompletionCreate(BaseModel):
     user: str | None = None
     seed: int | None = None
     retrieval_trace: bool = False
+    stream_options: StreamOptions | None = None
     web_search: bool = Field(
         default=False,
         description="Search the web with the retrieval queries and answer from the pages too "
@@ -306,8 +313,37 @@ class ChatCompletionCreate(BaseModel):
         default=None, description="Open WebUI's feature flags; web_search is honoured."
     )
 
+    def wants_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
     def wants_web_search(self) -> bool:
         return self.web_search or bool((self.features or {}).get("web_search"))
+
+
+MAX_EMBEDDING_INPUTS = 2048  # as OpenAI's API
+TokenIds = Annotated[list[int], Field(min_length=1, max_length=8192)]
+
+
+class EmbeddingCreate(BaseModel):
+    """OpenAI's embeddings request."""
+
+    model: str = Field(min_length=1, max_length=500)
+    input: (
+        str
+        | Annotated[list[str], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
+        | TokenIds
+        | Annotated[list[TokenIds], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
+    ) = Field(description="A text, texts, or token ids of the model's tokenizer (one or many).")
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1)
+    user: str | None = Field(default=None, max_length=500)
+
+    def inputs(self) -> list[str | list[int]]:
+        if isinstance(self.input, str):
+            return [self.input]
+        if self.input and isinstance(self.input[0], int):
+            return [list(self.input)]  # type: ignore[arg-type]
+        return list(self.input)  # type: ignore[arg-type]
 
 
 def file_type(record: FileRecord) -> str:

@@ -388,5 +388,10 @@ class ChatPipeline:
             passages = [s.text for s in prepared.sources]
             quoted = extractive_text(question, passages, self.settings.bm25_stemmer)
             text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"
-        usage = Usage(0, self.count(text))
-        return ChatResult(prepared, text, "stop", usage, (), extractive=True)
+        return ChatResult(prepared, text, "stop", self.usage(prepared, text), (), extractive=True)
+
+    def usage(self, prepared: PreparedChat, answer: str) -> Usage:
+        """Tokens of the messages as prepared for the model, and of the answer (counted here
+        when the model did not say)."""
+        prompt = sum(self.count(m.content) + MESSAGE_OVERHEAD for m in prepared.messages)
+        return Usage(prompt, self.count(answer))

@@ -91,9 +91,12 @@ class Scoped:
         seen = self._as_seen(records, links)
         return sorted(seen.values(), key=lambda r: r.created_at)
 
-    def file(self, file_id: str) -> FileRecord:
+    def file(self, file_id: str, in_kb: str | None = None) -> FileRecord:
+        """The file as the caller sees it (``in_kb``: under its name in that KB)."""
         record = self.app.catalog.get_file(file_id)
         links = self._readable_links(file_id) if record is not None else []
+        if in_kb is not None:
+            links = [k for k in links if k.kb_id == in_kb] or links
         if record is None or not links:
             raise FileNotFound(
                 f"No file {file_id!r} that you may read; GET /api/v1/files lists them."

@@ -74,6 +74,11 @@ class TokenMeasure:
     def size(self, text: str) -> int:
         return len(self._starts(text))
 
+    def decode(self, ids: list[int]) -> str:
+        """Text of token ids of this tokenizer (OpenAI-style token-id input)."""
+        text: str = self._tokenizer.decode(ids)
+        return text
+
     def clip(self, text: str, max_tokens: int, keep_end: bool = False) -> str:
         """At most ``max_tokens`` tokens of ``text``: its start, or its end. Only a bounded
         slice is ever tokenized, however long the text."""

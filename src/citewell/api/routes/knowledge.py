@@ -124,7 +124,7 @@ def _upload(view: Scoped, audit: Audit, kb_id: str, name: str, data: bytes) -> I
     known = view.readable_file(sha256(data)[:32]) is not None
     record, report = view.app.upload(kb_id, name, data, view.access.user_id)
     audit.record(view.access, "file.upload", "file", record.id, name=name, kb=kb_id)
-    seen = view.file(record.id)
+    seen = view.file(record.id, in_kb=kb_id)
     if report.files_linked and not known:
         return IngestPublic(
             file=FilePublic.of(seen),

@@ -3,15 +3,21 @@ API key (any string when auth=none)."""
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
+import anyio
+import anyio.to_thread
+import numpy as np
 from fastapi import APIRouter, Request
 
 from citewell.api.chat import available_models, handle_chat
-from citewell.api.deps import AccessDep
+from citewell.api.deps import AccessDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.api.schemas import ChatCompletionCreate
+from citewell.api.schemas import ChatCompletionCreate, EmbeddingCreate
+from citewell.errors import ModelNotFound
+from citewell.pipeline.embeddings import embed_inputs
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OffLoopJsonRoute)
 
@@ -29,6 +35,45 @@ def model_list(names: list[str]) -> dict[str, Any]:
 @router.get("/models")
 async def list_models(request: Request) -> dict[str, Any]:
     return model_list(await available_models(request))
+
+
+@router.get("/models/{model_id:path}")
+async def get_model(model_id: str, request: Request) -> dict[str, Any]:
+    """One model of GET /v1/models (presets included); 404 for any other name."""
+    if model_id not in await available_models(request):
+        raise ModelNotFound(f"Model {model_id!r} not found; GET /v1/models lists the models.")
+    return dict(model_list([model_id])["data"][0])
+
+
+@router.post("/embeddings")
+async def create_embeddings(
+    body: EmbeddingCreate, request: Request, app: CitewellDep
+) -> dict[str, Any]:
+    """Vectors from the active embedding model, as OpenAI's API answers them (base64: the
+    float32 values, little-endian). One request computes at a time; searches keep a core."""
+    state = request.app.state
+    if getattr(state, "embedding_requests", None) is None:
+        state.embedding_requests = anyio.CapacityLimiter(1)
+    result = await anyio.to_thread.run_sync(
+        embed_inputs,
+        app,
+        body.model,
+        body.inputs(),
+        body.dimensions,
+        limiter=state.embedding_requests,
+    )
+    data = [
+        {"object": "embedding", "index": i, "embedding": _encoded(v, body.encoding_format)}
+        for i, v in enumerate(result.vectors)
+    ]
+    usage = {"prompt_tokens": result.tokens, "total_tokens": result.tokens}
+    return {"object": "list", "data": data, "model": body.model, "usage": usage}
+
+
+def _encoded(vector: Any, encoding: str) -> list[float] | str:
+    if encoding == "base64":
+        return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+    return [float(x) for x in vector]
 
 
 CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {

@@ -1,0 +1,64 @@
+"""OpenAI-style embeddings from the active embedding model, so Open WebUI (engine 'openai'),
+LangChain, LlamaIndex and others can embed with Citewell: the vectors are the ones Citewell
+stores for the same text (same model, same cache)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from citewell.embedders import Vectors
+from citewell.errors import InvalidInput, ModelNotFound
+from citewell.pipeline.core import Citewell
+
+# Names clients use for the default model (its weights are all-MiniLM-L6-v2's).
+MINILM_ALIASES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+COUNTED_TOKENS = 512  # tokens counted per input at most (the model reads 256)
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    vectors: Vectors
+    tokens: int
+
+
+def model_names(app: Citewell) -> list[str]:
+    """The names the active embedding model answers to."""
+    model_id = app.embedder.model_id
+    names = [model_id, app.settings.embedding_model]
+    if model_id.startswith("onnx:all-MiniLM-L6-v2"):
+        names.extend(MINILM_ALIASES)
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def embed_inputs(
+    app: Citewell, model: str, inputs: Sequence[str | Sequence[int]], dimensions: int | None
+) -> Embeddings:
+    """Vectors for ``inputs`` (texts, or token ids of the active model's tokenizer)."""
+    names = model_names(app)
+    if model not in names:
+        raise ModelNotFound(
+            f"No embedding model {model!r} here; the active one answers to: {', '.join(names)}."
+        )
+    if dimensions is not None and dimensions != app.embedder.dimension:
+        raise InvalidInput(
+            f"dimensions={dimensions}: this model makes {app.embedder.dimension}-dimensional "
+            "vectors and cannot shorten them; leave dimensions out."
+        )
+    texts = [item if isinstance(item, str) else _decoded(app, item) for item in inputs]
+    if not texts or any(not t.strip() for t in texts):
+        raise InvalidInput("input must be one or more non-empty texts (or token-id lists).")
+    measure = app.measure
+    tokens = sum(measure.size(measure.clip(t, COUNTED_TOKENS)) for t in texts)
+    return Embeddings(app.embedder.embed(texts, "document"), tokens)
+
+
+def _decoded(app: Citewell, ids: Sequence[int]) -> str:
+    decode = getattr(app.measure, "decode", None)
+    if decode is None:
+        raise InvalidInput(
+            "Token-id input needs the embedding model's own tokenizer, which this (remote) "
+            "model does not share; send text instead."
+        )
+    text: str = decode(list(ids))
+    return text
