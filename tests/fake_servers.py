@@ -132,10 +132,13 @@ class FakeLLMService(FakeService):
                 return self.fail_next.pop(0), {"error": {"message": "injected failure"}}
             if body["model"] not in self.models:
                 return 404, {"error": {"message": f"model {body['model']} not found"}}
-            prompt = "\n".join(m["content"] for m in body["messages"])
+            prompt = "\n".join(m["content"] or "" for m in body["messages"])
             text = self.queries_reply if "short search queries" in prompt else self.reply
+            call = tool_call(body)
             if body.get("stream"):
-                return 200, StreamBody(text, body["model"])
+                return 200, StreamBody(text, body["model"], call)
+            if call is not None:
+                return 200, tool_call_completion(body["model"], call)
             return 200, {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
@@ -168,11 +171,46 @@ class FakeLLMService(FakeService):
         return 404, {"error": "not found"}
 
 
-class StreamBody:
-    """An SSE body: one chunk per word, then a finish chunk, a usage chunk and [DONE]."""
+def tool_call(body: dict[str, Any]) -> dict[str, Any] | None:
+    """What a tool-calling model does: given tools and no tool result yet, it calls the first
+    tool (arguments: the last user message as 'query'); after a tool result, it answers."""
+    tools = body.get("tools") or []
+    if not tools or body["messages"][-1]["role"] == "tool":
+        return None
+    question = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    return {
+        "id": "call_fake_1",
+        "type": "function",
+        "function": {
+            "name": tools[0]["function"]["name"],
+            "arguments": json.dumps({"query": question[-200:]}),
+        },
+    }
 
-    def __init__(self, text: str, model: str) -> None:
-        self.text, self.model = text, model
+
+def tool_call_completion(model: str, call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+
+
+class StreamBody:
+    """An SSE body: one chunk per word (or a tool call in two pieces, as OpenAI streams it),
+    then a finish chunk, a usage chunk and [DONE]."""
+
+    def __init__(self, text: str, model: str, call: dict[str, Any] | None = None) -> None:
+        self.text, self.model, self.call = text, model, call
 
     def events(self) -> list[bytes]:
         def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
@@ -186,7 +224,7 @@ class StreamBody:
             }
             return f"data: {json.dumps(chunk)}\n\n".encode()
 
-        words = self.text.split(" ")
+        words = [] if self.call else self.text.split(" ")
         out = [
             event(
                 [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
@@ -195,7 +233,15 @@ class StreamBody:
         for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
             out.append(event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}]))
-        out.append(event([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        if self.call:
+            function = self.call["function"]
+            first = {**self.call, "index": 0, "function": {"name": function["name"]}}
+            rest = {"index": 0, "function": {"arguments": function["arguments"]}}
+            for piece in (first, rest):
+                delta = {"tool_calls": [piece]}
+                out.append(event([{"index": 0, "delta": delta, "finish_reason": None}]))
+        finish = "tool_calls" if self.call else "stop"
+        out.append(event([{"index": 0, "delta": {}, "finish_reason": finish}]))
         out.append(
             event(
                 [],

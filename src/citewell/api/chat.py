@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from citewell.api.schemas import ChatCompletionCreate
 from citewell.auth.access import Access
 from citewell.chat.context import Source
-from citewell.errors import CitewellError, ModelNotFound
+from citewell.errors import CitewellError, InvalidInput, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
 from citewell.pipeline.chat import ChatPipeline, ChatRequest, ChatResult, PreparedChat
 
@@ -32,7 +32,10 @@ MODELS_TTL = 60.0
 
 def to_request(body: ChatCompletionCreate, access: Access) -> ChatRequest:
     options = body.model_dump(include=set(CHAT_OPTIONS), exclude_none=True)
-    messages = tuple(ChatMessage(m.role, m.text()) for m in body.messages)
+    messages = tuple(
+        ChatMessage(m.role, m.text(), tuple(m.tool_calls or ()), m.tool_call_id or "", m.name or "")
+        for m in body.messages
+    )
     return ChatRequest(
         model=body.model,
         messages=messages,
@@ -87,7 +90,7 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": result.text},
+                "message": _message(result),
                 "finish_reason": result.finish_reason,
             }
         ],
@@ -103,6 +106,13 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
     if result.extractive:
         body["extractive"] = True
     return body
+
+
+def _message(result: ChatResult) -> dict[str, Any]:
+    if not result.tool_calls:
+        return {"role": "assistant", "content": result.text}
+    calls = list(result.tool_calls)
+    return {"role": "assistant", "content": result.text or None, "tool_calls": calls}
 
 
 def _chunk(
@@ -137,6 +147,8 @@ def sse_events(
             if delta.text:
                 text.append(delta.text)
                 yield _chunk(completion_id, model, {"content": delta.text}, None)
+            if delta.tool_calls:
+                yield _chunk(completion_id, model, {"tool_calls": list(delta.tool_calls)}, None)
             finish = delta.finish_reason or finish
             usage = delta.usage or usage
     except CitewellError as exc:
@@ -194,6 +206,9 @@ async def available_models(request: Request) -> list[str]:
 
 async def handle_chat(request: Request, body: ChatCompletionCreate, access: Access) -> Any:
     chat: ChatPipeline = request.app.state.chat
+    problem = body.unsupported(chat.llm is not None)
+    if problem is not None:
+        raise InvalidInput(problem)
     await check_model(request, body.model)
     chat_request = to_request(body, access)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"

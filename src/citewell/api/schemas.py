@@ -273,6 +273,13 @@ class Message(BaseModel):
 
     role: Literal["system", "user", "assistant", "tool", "developer"]
     content: str | list[dict[str, Any]] | None = ""
+    tool_calls: list[dict[str, Any]] | None = Field(
+        default=None, max_length=128, description="An assistant's tool calls (OpenAI's shape)."
+    )
+    tool_call_id: str | None = Field(
+        default=None, max_length=500, description="A 'tool' message: the call it answers."
+    )
+    name: str | None = Field(default=None, max_length=500)
 
     def text(self) -> str:
         if isinstance(self.content, list):  # OpenAI content parts: keep the text ones
@@ -302,6 +309,19 @@ class ChatCompletionCreate(BaseModel):
     stop: str | Annotated[list[str], Field(max_length=4)] | None = None
     user: str | None = None
     seed: int | None = None
+    tools: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=128,
+        description="The client's tools, passed to the LLM; its tool calls come back to the "
+        "client (needs an LLM).",
+    )
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: dict[str, Any] | None = Field(
+        default=None, description="Passed to the LLM (needs one)."
+    )
+    n: int | None = Field(default=None, ge=1, description="Only 1: one answer per request.")
+    logprobs: bool | None = Field(default=None, description="Not supported: false or absent.")
     retrieval_trace: bool = False
     stream_options: StreamOptions | None = None
     web_search: bool = Field(
@@ -312,6 +332,21 @@ class ChatCompletionCreate(BaseModel):
     features: dict[str, Any] | None = Field(
         default=None, description="Open WebUI's feature flags; web_search is honoured."
     )
+
+    def unsupported(self, has_llm: bool) -> str | None:
+        """The first field this request asks for that cannot be honoured, and why."""
+        if self.n is not None and self.n > 1:
+            return "n > 1: Citewell answers with one choice per request; send n=1."
+        if self.logprobs:
+            return "logprobs: token log-probabilities are not passed through; leave it out."
+        if not has_llm:
+            for field in ("tools", "response_format"):
+                if getattr(self, field):
+                    return (
+                        f"{field}: no LLM is configured (answers are extractive), so it cannot "
+                        "be honoured; set llm_base_url, or leave it out."
+                    )
+        return None
 
     def wants_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)

@@ -16,6 +16,12 @@ CHAT_OPTIONS = (
     "stop",
     "user",
     "seed",
+    # A client's own tools and output format go to the LLM as they are; its tool calls come
+    # back to the client (Citewell runs none of them).
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
 )
 
 
@@ -23,6 +29,21 @@ CHAT_OPTIONS = (
 class ChatMessage:
     role: str
     content: str
+    tool_calls: tuple[dict[str, Any], ...] = ()  # an assistant's calls, as OpenAI sends them
+    tool_call_id: str = ""  # a 'tool' message: the call it answers
+    name: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        """The message in OpenAI's format."""
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = list(self.tool_calls)
+            message["content"] = self.content or None
+        if self.tool_call_id:
+            message["tool_call_id"] = self.tool_call_id
+        if self.name:
+            message["name"] = self.name
+        return message
 
 
 @dataclass(frozen=True)
@@ -40,15 +61,18 @@ class Completion:
     text: str
     finish_reason: str = "stop"
     usage: Usage = field(default_factory=Usage)
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
 class Delta:
-    """One piece of a streamed completion; the last one carries finish_reason (and usage)."""
+    """One piece of a streamed completion; the last one carries finish_reason (and usage).
+    ``tool_calls``: pieces of tool calls in OpenAI's delta format (with their ``index``)."""
 
     text: str = ""
     finish_reason: str | None = None
     usage: Usage | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 class LLM(Protocol):

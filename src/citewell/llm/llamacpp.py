@@ -40,7 +40,7 @@ class LlamaCppLLM:
         kwargs = {
             k: v for k, v in options.items() if k in CHAT_OPTIONS and v is not None and k != "user"
         }
-        kwargs["messages"] = [{"role": m.role, "content": m.content} for m in messages]
+        kwargs["messages"] = [m.wire() for m in messages]
         return kwargs
 
     def complete(
@@ -59,6 +59,7 @@ class LlamaCppLLM:
             choice["message"].get("content") or "",
             choice.get("finish_reason") or "stop",
             Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+            tuple(choice["message"].get("tool_calls") or ()),
         )
 
     def stream(
@@ -72,9 +73,11 @@ class LlamaCppLLM:
                 )
                 for chunk in chunks:
                     choice = chunk["choices"][0]
+                    delta = choice.get("delta") or {}
                     yield Delta(
-                        (choice.get("delta") or {}).get("content") or "",
+                        delta.get("content") or "",
                         choice.get("finish_reason"),
+                        tool_calls=tuple(delta.get("tool_calls") or ()),
                     )
             except ValueError as exc:
                 raise LLMError(f"The local model could not answer: {exc}") from exc

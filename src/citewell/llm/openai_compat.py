@@ -38,7 +38,7 @@ class OpenAICompatibleLLM:
         body: dict[str, Any] = {
             "model": model,
             "stream": stream,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [m.wire() for m in messages],
         }
         body.update({k: v for k, v in options.items() if k in CHAT_OPTIONS and v is not None})
         if stream:
@@ -57,6 +57,7 @@ class OpenAICompatibleLLM:
                 text=choice["message"].get("content") or "",
                 finish_reason=choice.get("finish_reason") or "stop",
                 usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+                tool_calls=tuple(choice["message"].get("tool_calls") or ()),
             )
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise LLMError(
@@ -121,8 +122,10 @@ def parse_sse_line(line: str) -> Delta | None:
     usage = data.get("usage")
     choices = data.get("choices") or [{}]
     choice = choices[0]
+    delta = choice.get("delta") or {}
     return Delta(
-        text=(choice.get("delta") or {}).get("content") or "",
+        text=delta.get("content") or "",
+        tool_calls=tuple(delta.get("tool_calls") or ()),
         finish_reason=choice.get("finish_reason"),
         usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
         if usage

@@ -65,6 +65,7 @@ class ChatResult:
     usage: Usage
     invalid_citations: tuple[int, ...]
     extractive: bool
+    tool_calls: tuple[dict[str, Any], ...] = ()  # for the client to run
 
 
 def url_refs(text: str) -> list[str]:
@@ -109,6 +110,7 @@ class ChatPipeline:
             completion.usage,
             tuple(invalid),
             extractive=False,
+            tool_calls=completion.tool_calls,
         )
 
     def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta]]:
@@ -161,7 +163,7 @@ class ChatPipeline:
         prepared.sources = self._sources(view, prepared.queries, where or [], budget, preset, trace)
         if budget <= 0:
             warnings.append("The conversation fills the context window: no room for sources.")
-        messages = [ChatMessage(m.role, plain_refs(m.content)) for m in request.messages]
+        messages = [replace(m, content=plain_refs(m.content)) for m in request.messages]
         prepared.messages = self._inject(messages, prepared.sources, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}

@@ -1,0 +1,103 @@
+"""A client's own tools through Citewell, with the official openai SDK: tool calls come back
+plain and streamed, a tool result completes the round trip, and RAG context and tools reach
+the LLM together. The LLM is the wire-faithful fake (it calls the first tool it is given)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai import BadRequestError, OpenAI
+
+from tests.api.conftest import ensure_kb, upload
+
+pytestmark = pytest.mark.api
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+    },
+}
+QUESTION = [{"role": "user", "content": "What do ducks eat when it rains?"}]
+
+
+@pytest.fixture(scope="module")
+def client(server, shared_docs):
+    with server.client() as c:
+        ensure_kb(c, "ducks")
+        upload(c, "ducks", shared_docs / "wiki_duck.html")
+    return OpenAI(base_url=server.url + "/v1", api_key="unused")
+
+
+def test_tool_calls_come_back_and_a_tool_result_completes_the_turn(client, fake_llm):
+    first = client.chat.completions.create(
+        model="fake-llm",
+        messages=QUESTION,
+        tools=[WEATHER],
+        tool_choice="auto",
+        extra_body={"knowledge_collections": ["ducks"]},
+    )
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    (call,) = choice.message.tool_calls
+    assert (
+        call.function.name == "get_weather"
+        and "ducks" in json.loads(call.function.arguments)["query"]
+    )
+    sent = fake_llm.requests[-1][1]
+    assert sent["tools"] == [WEATHER] and sent["tool_choice"] == "auto"
+    assert "<source" in sent["messages"][0]["content"]  # RAG context and tools together
+    assert first.model_extra["sources"]
+
+    messages = [
+        *QUESTION,
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "Rain, 12 degrees."},
+    ]
+    final = client.chat.completions.create(
+        model="fake-llm",
+        messages=messages,
+        tools=[WEATHER],
+        extra_body={"knowledge_collections": ["ducks"]},
+    )
+    assert final.choices[0].finish_reason == "stop"
+    assert final.choices[0].message.content and not final.choices[0].message.tool_calls
+    upstream = fake_llm.requests[-1][1]["messages"]
+    assert upstream[-1] == {"role": "tool", "content": "Rain, 12 degrees.", "tool_call_id": call.id}
+    assert upstream[-2]["tool_calls"][0]["id"] == call.id
+
+
+def test_tool_calls_stream_in_openai_delta_format(client):
+    stream = client.chat.completions.create(
+        model="fake-llm", messages=QUESTION, tools=[WEATHER], stream=True
+    )
+    name, arguments, finish = "", "", None
+    for chunk in stream:
+        for choice in chunk.choices:
+            for piece in choice.delta.tool_calls or []:
+                name += piece.function.name or ""
+                arguments += piece.function.arguments or ""
+            finish = choice.finish_reason or finish
+    assert name == "get_weather" and json.loads(arguments)["query"]
+    assert finish == "tool_calls"
+
+
+def test_what_cannot_be_honoured_is_a_400_that_names_it(client, extractive_server):
+    extractive = OpenAI(base_url=extractive_server.url + "/v1", api_key="unused")
+    cases = [
+        (extractive, {"tools": [WEATHER]}, "tools"),
+        (extractive, {"response_format": {"type": "json_object"}}, "response_format"),
+        (client, {"n": 2}, "n > 1"),
+        (client, {"logprobs": True}, "logprobs"),
+    ]
+    for target, options, named in cases:
+        with pytest.raises(BadRequestError) as refused:
+            target.chat.completions.create(model="fake-llm", messages=QUESTION, **options)
+        assert named in str(refused.value.body), refused.value.body
