@@ -18,6 +18,7 @@ from citewell.chat.extractive import extractive_text
 from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.chat.presets import ModelPreset
 from citewell.chat.queries import history_text, parse_queries, worth_generating
+from citewell.chat.tasks import is_task, task_reply
 from citewell.chat.templates import render_query_prompt, render_rag_template
 from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
@@ -55,6 +56,7 @@ class PreparedChat:
     warnings: list[str]
     trace: dict[str, Any]
     used_rag: bool
+    task: bool = False  # an Open WebUI background task: no retrieval, no sources
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,8 @@ class ChatPipeline:
         request = self._fitted(request, warnings)  # bounded before any other step reads it
         view = Scoped(self.app, request.access)
         message = next(m.content for m in reversed(request.messages) if m.role == "user")
+        if is_task(message):
+            return self._task(request, preset, warnings)
         pages = self._url_pages(view, url_refs(message), warnings)
         question = without_refs(message) or " ".join(title for _, title in pages) or message
         question = self.app.clip_query(question, keep_end=True)
@@ -168,6 +172,16 @@ class ChatPipeline:
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return prepared
+
+    def _task(
+        self, request: ChatRequest, preset: ModelPreset | None, warnings: list[str]
+    ) -> PreparedChat:
+        """An Open WebUI background task goes to the model as it is: no fetches, no
+        retrieval, no sources (its chat history may name URLs and topics all the same)."""
+        upstream = self._upstream_model(request, preset)
+        trace: dict[str, Any] = {"task": "background task: no retrieval"}
+        messages = list(request.messages)
+        return PreparedChat(request, upstream, messages, [], [], warnings, trace, False, True)
 
     def _fitted(self, request: ChatRequest, warnings: list[str]) -> ChatRequest:
         """The request with only the messages that fit the context window (oldest turns out
@@ -380,7 +394,9 @@ class ChatPipeline:
 
     def _extractive(self, prepared: PreparedChat) -> ChatResult:
         question = next(m.content for m in reversed(prepared.request.messages) if m.role == "user")
-        if not prepared.used_rag:
+        if prepared.task:
+            text = task_reply(question)
+        elif not prepared.used_rag:
             text = (
                 "No LLM is configured and no knowledge was selected, so there is nothing "
                 "to answer from. Set llm_base_url, or pass knowledge_collections or "
