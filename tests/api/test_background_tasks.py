@@ -64,3 +64,41 @@ def test_with_an_llm_tasks_go_through_as_they_are(server, fake_llm, shared_docs)
     sent = fake_llm.requests[-1][1]
     assert sent["model"] == "llama3"  # the preset's base model
     assert sent["messages"] == [{"role": "user", "content": TITLE + HISTORY}]
+
+
+def test_without_an_llm_a_follow_up_is_searched_with_the_turns_before_it(extractive_server):
+    with extractive_server.client() as client:
+        kb = ensure_kb(client, "trials")
+        for name, text in (
+            ("aspirin.txt", "Aspirin side effects include stomach bleeding and side pain."),
+            ("drugx.txt", "Drug X side effects include nausea."),
+            ("ducks.txt", "Ducks eat seeds and small animals near ponds."),
+        ):
+            added = client.post(
+                f"/api/v1/knowledge/{kb['id']}/text", json={"name": name, "content": text}
+            )
+            assert added.status_code == 201, added.text
+        turns = [
+            {"role": "user", "content": "What is drug X used for?"},
+            {"role": "assistant", "content": "Against tumours [1]."},
+            {"role": "user", "content": "What are its side effects?"},
+        ]
+        replies = [
+            client.post(
+                "/v1/chat/completions",
+                json={
+                    "model": "citewell-extractive",
+                    "knowledge_collections": [kb["id"]],
+                    "retrieval_trace": True,
+                    "messages": messages,
+                },
+            ).json()
+            for messages in (turns[-1:], turns)
+        ]
+    alone, followed = replies
+    assert alone["sources"][0]["metadata"]["name"] == "aspirin.txt"  # the words alone
+    trace = followed["retrieval_trace"]
+    assert "searched together" in trace["query_generation"]
+    assert "drug X" in trace["queries"][0] and "side effects" in trace["queries"][0]
+    assert followed["sources"][0]["metadata"]["name"] == "drugx.txt"
+    assert "nausea" in followed["choices"][0]["message"]["content"]

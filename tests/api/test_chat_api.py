@@ -108,10 +108,25 @@ def test_streaming_follows_openai_sse_and_carries_sources(server, ducks):
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     assert chunks[0]["sources"] and chunks[0]["choices"][0]["delta"]["role"] == "assistant"
-    text = "".join(ch["choices"][0]["delta"].get("content", "") for ch in chunks)
+    text = "".join(ch["choices"][0]["delta"].get("content", "") for ch in chunks if ch["choices"])
     assert text == "Ducks eat plants and small animals [1]."
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert chunks[-1]["invalid_citations"] == []
+
+    # Open WebUI's source events, one per source in [n] order, before the text: it saves them
+    # on the message (citation chips) and numbers them by distinct metadata[].source.
+    sources = chunks[0]["sources"]
+    events = [ch["event"] for ch in chunks if "event" in ch]
+    assert [e["type"] for e in events] == ["source"] * len(sources)
+    assert all(ch["choices"] == [] for ch in chunks if "event" in ch)
+    for source, event in zip(sources, events, strict=True):
+        data = event["data"]
+        assert set(data) == {"source", "document", "metadata", "distances"}
+        assert data["source"] == {"id": source["file"]["id"], "name": source["file"]["name"]}
+        assert data["document"] == [source["content"]]
+        assert data["metadata"][0]["citewell_id"] == source["id"]
+        assert data["metadata"][0]["name"] == source["metadata"]["name"]
+    assert len({e["data"]["metadata"][0]["source"] for e in events}) == len(events)
 
 
 def test_unknown_model_is_404_and_bad_params_400(server, ducks):

@@ -108,6 +108,43 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
     return body
 
 
+def source_event(source: Source) -> dict[str, Any]:
+    """A source as Open WebUI reads it from an upstream stream. It numbers [n] by distinct
+    ``metadata[].source``, so each chunk gets its own there: its numbers stay Citewell's."""
+    about: dict[str, Any] = {"id": source.file_id, "name": source.file_name}
+    if source.url:
+        about["url"] = source.url
+    metadata = {
+        "source": f"{source.file_id}#{source.chunk_id or source.number}",
+        "name": source.file_name,
+        "file_id": source.file_id,
+        "start": source.start,
+        "end": source.end,
+        "citewell_id": source.number,
+    }
+    if source.page is not None:
+        metadata["page"] = source.page
+    return {
+        "source": about,
+        "document": [source.text],
+        "metadata": [metadata],
+        "distances": [round(source.score, 6)],
+    }
+
+
+def _event(completion_id: str, model: str, event: dict[str, Any]) -> str:
+    """A chunk with no choices (clients that do not know ``event`` skip it) and the event."""
+    payload = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [],
+        "event": event,
+    }
+    return f"data: {json.dumps(payload)}\n\n"
+
+
 def _message(result: ChatResult) -> dict[str, Any]:
     if not result.tool_calls:
         return {"role": "assistant", "content": result.text}
@@ -141,6 +178,8 @@ def sse_events(
     model = prepared.request.model
     extras = _extras(prepared)
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None, **extras)
+    for source in prepared.sources:  # Open WebUI saves these on the message: citation chips
+        yield _event(completion_id, model, {"type": "source", "data": source_event(source)})
     text, finish, usage = [], "stop", None
     try:
         for delta in deltas:

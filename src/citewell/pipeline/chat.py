@@ -4,7 +4,6 @@ RAG template → injection → LLM (or an extractive answer) → citation check.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +19,7 @@ from citewell.chat.presets import ModelPreset
 from citewell.chat.queries import history_text, parse_queries, worth_generating
 from citewell.chat.tasks import is_task, task_reply
 from citewell.chat.templates import render_query_prompt, render_rag_template
+from citewell.chat.urls import plain_refs, url_refs, without_refs
 from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
 from citewell.pipeline.core import Citewell
@@ -29,7 +29,7 @@ from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
-URL_REF = re.compile(r"(?<!\S)#(https?://[^\s<>\"']+)")
+FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
 EXTRACTIVE_NOTE = "Extractive answer (no LLM configured): best-matching sentences, quoted."
 
 
@@ -68,20 +68,6 @@ class ChatResult:
     invalid_citations: tuple[int, ...]
     extractive: bool
     tool_calls: tuple[dict[str, Any], ...] = ()  # for the client to run
-
-
-def url_refs(text: str) -> list[str]:
-    """URLs written as '#https://…' in a message (Open WebUI's way to chat with a page)."""
-    return list(dict.fromkeys(m.group(1).rstrip(".,;:!?)") for m in URL_REF.finditer(text)))
-
-
-def without_refs(text: str) -> str:
-    return " ".join(URL_REF.sub(" ", text).split())
-
-
-def plain_refs(text: str) -> str:
-    """'#https://…' as a plain URL: the '#' is an instruction to Citewell, not to the LLM."""
-    return URL_REF.sub(r"\1", text)
 
 
 class ChatPipeline:
@@ -281,6 +267,12 @@ class ChatPipeline:
     def _queries(
         self, request: ChatRequest, model: str, question: str, trace: dict[str, Any]
     ) -> list[str]:
+        if self.llm is None and worth_generating(request.messages):
+            # A follow-up ("What about in mice?") means little alone: with no LLM to rewrite
+            # it, the recent user turns are searched together, the newest words kept.
+            turns = [m.content for m in request.messages if m.role == "user"][-FOLLOW_UP_TURNS:]
+            trace["query_generation"] = "no LLM: the last user turns searched together"
+            return [self.app.clip_query("\n".join([*turns[:-1], question]), keep_end=True)]
         if (
             self.llm is None
             or not self.settings.enable_retrieval_query_generation
@@ -404,7 +396,8 @@ class ChatPipeline:
             )
         else:
             passages = [s.text for s in prepared.sources]
-            quoted = extractive_text(question, passages, self.settings.bm25_stemmer)
+            searched = " ".join(prepared.queries) or question
+            quoted = extractive_text(searched, passages, self.settings.bm25_stemmer)
             text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"
         return ChatResult(prepared, text, "stop", self.usage(prepared, text), (), extractive=True)
 
