@@ -85,6 +85,17 @@ def extractive_server(tmp_path_factory, onnx_embedder) -> Iterator[Server]:
         yield Server(url, None, None)
 
 
+@pytest.fixture(scope="module")
+def ducks_sdk(server, shared_docs):
+    """The official openai SDK on the fake-LLM server, with the 'ducks' KB in place."""
+    from openai import OpenAI
+
+    with server.client() as c:
+        ensure_kb(c, "ducks")
+        upload(c, "ducks", shared_docs / "wiki_duck.html")
+    return OpenAI(base_url=server.url + "/v1", api_key="unused")
+
+
 def upload(client: httpx.Client, kb: str, path: Path, name: str | None = None) -> dict[str, Any]:
     with path.open("rb") as handle:
         response = client.post(

@@ -108,6 +108,7 @@ def test_cors_only_for_configured_origins(guarded, extractive_server):
         guarded.url + "/v1/chat/completions",
         headers={"Origin": "https://app.example", **preflight},
     )
+    assert allowed.status_code == 200  # a preflight, answered (not 405)
     assert allowed.headers["access-control-allow-origin"] == "https://app.example"
     other = httpx.options(
         guarded.url + "/v1/chat/completions",

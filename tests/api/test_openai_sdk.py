@@ -1,19 +1,14 @@
 """The official openai SDK as the client, unchanged: base_url and any api_key."""
 
 import pytest
-from openai import NotFoundError, OpenAI
-
-from tests.api.conftest import ensure_kb, upload
+from openai import NotFoundError
 
 pytestmark = pytest.mark.api
 
 
 @pytest.fixture(scope="module")
-def client(server, shared_docs):
-    with server.client() as c:
-        ensure_kb(c, "ducks")
-        upload(c, "ducks", shared_docs / "wiki_duck.html")
-    return OpenAI(base_url=server.url + "/v1", api_key="unused")
+def client(ducks_sdk):
+    return ducks_sdk
 
 
 def test_models(client):

@@ -1,4 +1,4 @@
-"""A client's own tools through Citewell, with the official openai SDK: tool calls come back
+"""A ducks_sdk's own tools through Citewell, with the official openai SDK: tool calls come back
 plain and streamed, a tool result completes the round trip, and RAG context and tools reach
 the LLM together. The LLM is the wire-faithful fake (it calls the first tool it is given)."""
 
@@ -8,8 +8,6 @@ import json
 
 import pytest
 from openai import BadRequestError, OpenAI
-
-from tests.api.conftest import ensure_kb, upload
 
 pytestmark = pytest.mark.api
 
@@ -28,16 +26,8 @@ WEATHER = {
 QUESTION = [{"role": "user", "content": "What do ducks eat when it rains?"}]
 
 
-@pytest.fixture(scope="module")
-def client(server, shared_docs):
-    with server.client() as c:
-        ensure_kb(c, "ducks")
-        upload(c, "ducks", shared_docs / "wiki_duck.html")
-    return OpenAI(base_url=server.url + "/v1", api_key="unused")
-
-
-def test_tool_calls_come_back_and_a_tool_result_completes_the_turn(client, fake_llm):
-    first = client.chat.completions.create(
+def test_tool_calls_come_back_and_a_tool_result_completes_the_turn(ducks_sdk, fake_llm):
+    first = ducks_sdk.chat.completions.create(
         model="fake-llm",
         messages=QUESTION,
         tools=[WEATHER],
@@ -61,7 +51,7 @@ def test_tool_calls_come_back_and_a_tool_result_completes_the_turn(client, fake_
         choice.message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": call.id, "content": "Rain, 12 degrees."},
     ]
-    final = client.chat.completions.create(
+    final = ducks_sdk.chat.completions.create(
         model="fake-llm",
         messages=messages,
         tools=[WEATHER],
@@ -74,8 +64,8 @@ def test_tool_calls_come_back_and_a_tool_result_completes_the_turn(client, fake_
     assert upstream[-2]["tool_calls"][0]["id"] == call.id
 
 
-def test_tool_calls_stream_in_openai_delta_format(client):
-    stream = client.chat.completions.create(
+def test_tool_calls_stream_in_openai_delta_format(ducks_sdk):
+    stream = ducks_sdk.chat.completions.create(
         model="fake-llm", messages=QUESTION, tools=[WEATHER], stream=True
     )
     name, arguments, finish = "", "", None
@@ -89,13 +79,13 @@ def test_tool_calls_stream_in_openai_delta_format(client):
     assert finish == "tool_calls"
 
 
-def test_what_cannot_be_honoured_is_a_400_that_names_it(client, extractive_server):
+def test_what_cannot_be_honoured_is_a_400_that_names_it(ducks_sdk, extractive_server):
     extractive = OpenAI(base_url=extractive_server.url + "/v1", api_key="unused")
     cases = [
         (extractive, {"tools": [WEATHER]}, "tools"),
         (extractive, {"response_format": {"type": "json_object"}}, "response_format"),
-        (client, {"n": 2}, "n > 1"),
-        (client, {"logprobs": True}, "logprobs"),
+        (ducks_sdk, {"n": 2}, "n > 1"),
+        (ducks_sdk, {"logprobs": True}, "logprobs"),
     ]
     for target, options, named in cases:
         with pytest.raises(BadRequestError) as refused:

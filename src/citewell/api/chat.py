@@ -134,13 +134,17 @@ def source_event(source: Source) -> dict[str, Any]:
 
 def _event(completion_id: str, model: str, event: dict[str, Any]) -> str:
     """A chunk with no choices (clients that do not know ``event`` skip it) and the event."""
+    return _no_choices(completion_id, model, event=event)
+
+
+def _no_choices(completion_id: str, model: str, **extra: Any) -> str:
     payload = {
         "id": completion_id,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
         "choices": [],
-        "event": event,
+        **extra,
     }
     return f"data: {json.dumps(payload)}\n\n"
 
@@ -198,15 +202,7 @@ def sse_events(
     last: dict[str, Any] = {**extras, "invalid_citations": invalid, "usage": counted}
     yield _chunk(completion_id, model, {}, finish, **last)
     if include_usage:
-        final = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [],
-            "usage": counted,
-        }
-        yield f"data: {json.dumps(final)}\n\n"
+        yield _no_choices(completion_id, model, usage=counted)
     yield "data: [DONE]\n\n"
 
 
