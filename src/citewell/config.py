@@ -497,7 +497,25 @@ class Settings(BaseSettings):
             raise ValueError("top_k and candidate_k must be at least 1")
         if self.query_max_tokens < 1:
             raise ValueError("query_max_tokens must be at least 1")
+        self._check_onnx_model()
         return self
+
+    def _check_onnx_model(self) -> None:
+        """The onnx engine runs all-MiniLM-L6-v2 (or embedding_onnx_path): another model name
+        there, say Open WebUI's RAG_EMBEDDING_MODEL left in the environment, would quietly
+        name a new embedding space and re-embed everything with the same model. Refuse."""
+        if self.embedding_engine != "onnx" or self.embedding_onnx_path is not None:
+            return
+        if self.embedding_model in ONNX_MODEL_NAMES:
+            return
+        raise ValueError(
+            f"embedding_model={self.embedding_model!r} (set by "
+            f"{_source_of('embedding_model', self.embedding_model)}) names a model the onnx "
+            f"engine cannot run: it runs all-MiniLM-L6-v2. Remove that setting (or set "
+            f"CITEWELL_EMBEDDING_MODEL={ONNX_MODEL_NAMES[0]}), point embedding_onnx_path at "
+            "an ONNX export of your model, or serve the model elsewhere with "
+            "embedding_engine=openai or ollama."
+        )
 
     @classmethod
     def settings_customise_sources(
@@ -529,6 +547,18 @@ class Settings(BaseSettings):
 
 
 _CONFIG_FILE: dict[str, Path | None] = {"path": None}
+ONNX_MODEL_NAMES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
+
+
+def _source_of(name: str, value: object) -> str:
+    """Where a setting's value came from, for messages: the environment variable holding it,
+    the config file, or an option."""
+    for env in env_names(name, Settings.model_fields[name]):
+        if os.environ.get(env) == str(value):
+            return f"the environment variable {env}"
+    if _CONFIG_FILE.get("path") is not None:
+        return f"the config file {_CONFIG_FILE['path']}"
+    return "a command-line option"
 
 
 def env_names(name: str, info: FieldInfo) -> list[str]:

@@ -69,3 +69,18 @@ def test_every_setting_is_documented():
         assert info.description, f"{name} has no description"
         for env in env_names(name, info):
             assert f"`{env}`" in reference
+
+
+def test_an_embedding_model_the_onnx_engine_cannot_run_stops_start_up(monkeypatch, tmp_path):
+    # Open WebUI's environment left behind: its model path would quietly name a new space.
+    monkeypatch.setenv("RAG_EMBEDDING_MODEL", "/app/backend/data/cache/embedding/models/bge-m3")
+    with pytest.raises(ConfigError) as refused:
+        Settings.load()
+    message = refused.value.message
+    assert "embedding_model" in message and "RAG_EMBEDDING_MODEL" in message
+    assert "embedding_onnx_path" in message  # and what to do about it
+    monkeypatch.setenv("RAG_EMBEDDING_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    assert Settings.load().embedding_engine == "onnx"  # Open WebUI's default carries over
+    monkeypatch.setenv("RAG_EMBEDDING_MODEL", "bge-m3")
+    assert Settings.load(embedding_engine="ollama").embedding_model == "bge-m3"
+    assert Settings.load(embedding_onnx_path=tmp_path / "bge.onnx").embedding_model == "bge-m3"

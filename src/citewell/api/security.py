@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+import anyio
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
@@ -117,7 +118,9 @@ class BodyLimit:
             await _too_large(limit, multipart)(scope, receive, send)
             return
         if scope["path"] in CHAT_PATHS and declared.isdigit() and int(declared) > self.chat_limit:
-            # More text than the context window could ever hold: refused before it is read.
+            # More text than the context window could ever hold: refused before it is read,
+            # after a pause that costs the server nothing and a client repeating it its pace.
+            await anyio.sleep(REFUSAL_PAUSE)
             await error_body(400, _too_long_text(int(declared)), ContextTooLong.code)(
                 scope, receive, send
             )
@@ -136,6 +139,7 @@ class BodyLimit:
 
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/api/v1/rag/chat/completions"})
+REFUSAL_PAUSE = 0.25  # seconds before an oversized chat body is refused
 
 
 def chat_body_limit(settings: Settings) -> int:
