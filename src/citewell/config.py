@@ -502,8 +502,8 @@ class Settings(BaseSettings):
 
     def _check_onnx_model(self) -> None:
         """The onnx engine runs all-MiniLM-L6-v2 (or embedding_onnx_path): another model name
-        there, say Open WebUI's RAG_EMBEDDING_MODEL left in the environment, would quietly
-        name a new embedding space and re-embed everything with the same model. Refuse."""
+        there, say Open WebUI's RAG_EMBEDDING_MODEL left in the environment, would be quietly
+        ignored while the user believes that model embeds their documents. Refuse."""
         if self.embedding_engine != "onnx" or self.embedding_onnx_path is not None:
             return
         if self.embedding_model in ONNX_MODEL_NAMES:
