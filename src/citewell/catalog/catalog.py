@@ -254,17 +254,6 @@ class Catalog:
             )
             return {path: _file(row) for path, row in rows}
 
-    def files_in_kbs(self, kb_ids: Collection[str]) -> list[FileRecord]:
-        """Each file held by any of the KBs, once, oldest first."""
-        held = select(KnowledgeBaseFileRow.file_id).where(
-            KnowledgeBaseFileRow.kb_id.in_(list(kb_ids))
-        )
-        with self._session() as session:
-            rows = session.scalars(
-                select(FileRow).where(FileRow.id.in_(held)).order_by(FileRow.created_at)
-            )
-            return [_file(r) for r in rows]
-
     def link(self, kb_id: str, file_id: str, path: str, name: str = "", added_by: str = "") -> None:
         """Put ``file_id`` in the KB under ``path``, replacing whatever was there; ``name``
         and ``added_by`` are what callers see of this link (the file's name if empty)."""

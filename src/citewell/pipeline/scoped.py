@@ -112,8 +112,9 @@ class Scoped:
     def removable_links(self, file_id: str) -> list[FileLink]:
         """The links the caller removes by deleting the file: those in KBs they may read,
         all of which they must be able to change. Links elsewhere stay, unmentioned."""
-        self.file(file_id)
         links = self._readable_links(file_id)
+        if not links:
+            self.file(file_id)  # raises the same 404 as any other unreadable file
         for link in links:
             kb = self.app.catalog.resolve_kb(link.kb_id)
             if kb is not None and not self.access.can_write(kb):

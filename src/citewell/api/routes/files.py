@@ -76,7 +76,7 @@ def get_file_content(file_id: str, view: ViewDep) -> Response:
 def delete_file(file_id: str, view: ViewDep, audit: AuditDep) -> None:
     """Delete the file from every KB you may read (you must be able to change each of them).
     Its bytes, chunks and vectors go once no KB at all holds it."""
-    record = view.file(file_id)
+    record = view.file(file_id)  # the caller's name for it, for the audit trail
     for link in view.removable_links(file_id):
         view.app.remove_file(link.kb_id, record.id)
     audit.record(view.access, "file.delete", "file", record.id, name=record.name)
