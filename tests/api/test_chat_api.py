@@ -187,7 +187,13 @@ def test_extractive_answer_without_llm(extractive_server, shared_docs):
     with extractive_server.client() as c:
         ensure_kb(c, "ducks")
         upload(c, "ducks", shared_docs / "wiki_duck.html")
-        body = chat(c, model="gpt-3.5-turbo", knowledge_collections=["ducks"]).json()
+        unknown = chat(c, model="gpt-3.5-turbo", knowledge_collections=["ducks"])
+        body = chat(c, model="citewell-extractive", knowledge_collections=["ducks"]).json()
+        listed = [m["id"] for m in c.get("/api/v1/rag/models").json()["data"]]
+    # Without an LLM only what /models lists answers (seed 004: unknown model is 404).
+    assert unknown.status_code == 404 and unknown.json()["code"] == "model_not_found"
+    assert "use one of: citewell-extractive" in unknown.json()["detail"]
+    assert listed == ["citewell-extractive"]
     answer = body["choices"][0]["message"]["content"]
     assert body["extractive"] is True and answer.startswith("Extractive answer")
     assert "[1]" in answer or "[2]" in answer

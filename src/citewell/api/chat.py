@@ -25,7 +25,13 @@ from citewell.auth.access import Access
 from citewell.chat.context import Source
 from citewell.errors import CitewellError, InvalidInput, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
-from citewell.pipeline.chat import ChatPipeline, ChatRequest, ChatResult, PreparedChat
+from citewell.pipeline.chat import (
+    EXTRACTIVE_MODEL,
+    ChatPipeline,
+    ChatRequest,
+    ChatResult,
+    PreparedChat,
+)
 
 MODELS_TTL = 60.0
 
@@ -215,13 +221,21 @@ def _usage(usage: Usage) -> dict[str, int]:
 
 
 async def check_model(request: Request, model: str) -> None:
-    """404 when an LLM is configured, it lists its models, and this is none of them."""
+    """404 for a model that GET /v1/models does not list: without an LLM that is anything but
+    the presets and ``citewell-extractive``; with one, anything its server does not list
+    (an LLM server that lists nothing is taken at its word for any name)."""
     chat: ChatPipeline = request.app.state.chat
-    if chat.llm is None or model in chat.presets:
+    if model in chat.presets:
         return
     known = await available_models(request)
     if known and model not in known:
-        raise ModelNotFound(f"Model {model!r} not found; GET /v1/models lists the models.")
+        raise ModelNotFound(missing_model_message(model, known, chat.llm is None))
+
+
+def missing_model_message(model: str, known: list[str], extractive: bool) -> str:
+    shown = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
+    hint = " (no LLM is configured: set llm_base_url for written answers)" if extractive else ""
+    return f"Model {model!r} not found; use one of: {shown}{hint}. GET /v1/models lists them."
 
 
 async def available_models(request: Request) -> list[str]:
@@ -234,8 +248,8 @@ async def available_models(request: Request) -> list[str]:
         cached = (time.monotonic(), list(dict.fromkeys([*configured, *upstream])))
         state.models_cache = cached
     names: list[str] = cached[1]
-    if not names and chat.llm is None:
-        names = ["citewell-extractive"]
+    if chat.llm is None:
+        names = [EXTRACTIVE_MODEL]
     return list(dict.fromkeys([*chat.presets, *names]))
 
 

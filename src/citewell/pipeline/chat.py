@@ -30,6 +30,7 @@ from citewell.types import ChunkFilter
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
 FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
+EXTRACTIVE_MODEL = "citewell-extractive"  # the model name served when no LLM is configured
 EXTRACTIVE_NOTE = "Extractive answer (no LLM configured): best-matching sentences, quoted."
 
 

@@ -12,7 +12,7 @@ import anyio.to_thread
 import numpy as np
 from fastapi import APIRouter, Request
 
-from citewell.api.chat import available_models, handle_chat
+from citewell.api.chat import available_models, handle_chat, missing_model_message
 from citewell.api.deps import AccessDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import ChatCompletionCreate, EmbeddingCreate
@@ -40,8 +40,10 @@ async def list_models(request: Request) -> dict[str, Any]:
 @router.get("/models/{model_id:path}")
 async def get_model(model_id: str, request: Request) -> dict[str, Any]:
     """One model of GET /v1/models (presets included); 404 for any other name."""
-    if model_id not in await available_models(request):
-        raise ModelNotFound(f"Model {model_id!r} not found; GET /v1/models lists the models.")
+    known = await available_models(request)
+    if model_id not in known:
+        extractive = request.app.state.chat.llm is None
+        raise ModelNotFound(missing_model_message(model_id, known, extractive))
     return dict(model_list([model_id])["data"][0])
 
 
