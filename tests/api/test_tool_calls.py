@@ -91,3 +91,31 @@ def test_what_cannot_be_honoured_is_a_400_that_names_it(ducks_sdk, extractive_se
         with pytest.raises(BadRequestError) as refused:
             target.chat.completions.create(model="fake-llm", messages=QUESTION, **options)
         assert named in str(refused.value.body), refused.value.body
+
+
+def test_a_tool_round_searches_as_the_first_and_sends_no_source_events_again(
+    server, ducks_sdk, fake_llm
+):
+    """Open WebUI saves every source event on the message: the round that carries the tool
+    results must cite the same sources by the same numbers, and not send them twice."""
+    first = ducks_sdk.chat.completions.create(
+        model="duck-expert", messages=QUESTION, tools=[WEATHER]
+    )
+    call = first.choices[0].message.tool_calls[0]
+    fake_llm.queries_reply = '{"queries": ["something else entirely"]}'
+    messages = [
+        *QUESTION,
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "Rain, 12 degrees."},
+    ]
+    try:
+        with server.client() as c:
+            response = c.post(
+                "/v1/chat/completions",
+                json={"model": "duck-expert", "messages": messages, "stream": True},
+            )
+    finally:
+        fake_llm.queries_reply = '{"queries": ["duck diet"]}'
+    chunks = [json.loads(line[6:]) for line in response.text.splitlines() if line[6:7] == "{"]
+    assert not any("event" in chunk for chunk in chunks)
+    assert chunks[0]["sources"] == first.model_extra["sources"]

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from citewell.api.schemas import ChatCompletionCreate
 from citewell.auth.access import Access
 from citewell.chat.context import Source
+from citewell.chat.queries import is_tool_round
 from citewell.errors import CitewellError, InvalidInput, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
 from citewell.pipeline.chat import (
@@ -34,6 +35,10 @@ from citewell.pipeline.chat import (
 )
 
 MODELS_TTL = 60.0
+SOURCES_HEADER = "X-Citewell-Sources"
+# Clients read a response's whole header block into 16 KiB (h11's default): stay well under.
+SOURCES_HEADER_BUDGET = 8 * 1024
+HEADER_QUOTE_CHARS = (300, 80, 0)  # quote lengths tried in turn until the sources fit
 
 
 def to_request(body: ChatCompletionCreate, access: Access) -> ChatRequest:
@@ -75,6 +80,43 @@ def source_public(source: Source) -> dict[str, Any]:
         },
         "file": {"id": source.file_id, "name": source.file_name, "type": short},
     }
+
+
+def sources_header(sources: list[Source]) -> dict[str, str]:
+    """The sources as a response header: compact JSON in ASCII, for clients that keep headers
+    but drop unknown body fields (LangChain's ``include_response_headers``). Quotes are cut,
+    then left out, then trailing sources, to stay under SOURCES_HEADER_BUDGET; the body has all."""
+    items: list[dict[str, Any]] = []
+    for limit in HEADER_QUOTE_CHARS:
+        items = [_compact(s, limit) for s in sources]
+        if len(_compact_json(items)) <= SOURCES_HEADER_BUDGET:
+            return {SOURCES_HEADER: _compact_json(items)}
+    while items and len(_compact_json(items)) > SOURCES_HEADER_BUDGET:
+        items.pop()  # without quotes still too long: the last sources are left out
+    return {SOURCES_HEADER: _compact_json(items)}
+
+
+def _compact_json(items: list[dict[str, Any]]) -> str:
+    return json.dumps(items, ensure_ascii=True, separators=(",", ":"))
+
+
+def _compact(source: Source, quote_chars: int) -> dict[str, Any]:
+    quote = source.text[:quote_chars] + ("…" if len(source.text) > quote_chars else "")
+    item = {
+        "id": source.number,
+        "file_id": source.file_id,
+        "name": source.file_name,
+        "page": source.page,
+        "start": source.start,
+        "end": source.end,
+        "score": round(source.score, 4),
+        "knowledge_base_id": source.kb_id,
+    }
+    if source.url:
+        item["url"] = source.url
+    if quote_chars:
+        item["content"] = quote
+    return item
 
 
 def _extras(prepared: PreparedChat) -> dict[str, Any]:
@@ -188,8 +230,11 @@ def sse_events(
     model = prepared.request.model
     extras = _extras(prepared)
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None, **extras)
-    for source in prepared.sources:  # Open WebUI saves these on the message: citation chips
-        yield _event(completion_id, model, {"type": "source", "data": source_event(source)})
+    # Open WebUI saves these on the message (its citation chips). A tool round searched the
+    # same and its message already has them: sent again, they would be saved twice.
+    if not is_tool_round(prepared.request.messages):
+        for source in prepared.sources:
+            yield _event(completion_id, model, {"type": "source", "data": source_event(source)})
     text, finish, usage = [], "stop", None
     try:
         for delta in deltas:
@@ -263,7 +308,8 @@ async def handle_chat(request: Request, body: ChatCompletionCreate, access: Acce
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:
         result = await run_in_threadpool(chat.complete, chat_request)
-        return JSONResponse(completion_body(result, completion_id))
+        headers = sources_header(result.prepared.sources)
+        return JSONResponse(completion_body(result, completion_id), headers=headers)
     prepared, deltas = await run_in_threadpool(chat.stream, chat_request)
     # Start the upstream stream now, so a failure before the first token is a proper error.
     first = await run_in_threadpool(next, deltas, None)
@@ -271,5 +317,5 @@ async def handle_chat(request: Request, body: ChatCompletionCreate, access: Acce
     return StreamingResponse(
         sse_events(chat, prepared, primed, completion_id, body.wants_usage()),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache"},
+        headers={"Cache-Control": "no-cache", **sources_header(prepared.sources)},
     )

@@ -181,5 +181,6 @@ def install(app: FastAPI, settings: Settings) -> None:
             allow_origins=origins,
             allow_methods=["*"],
             allow_headers=["*"],
+            expose_headers=["X-Citewell-Sources", "Retry-After"],  # readable by the page
             allow_credentials=False,  # keys travel in headers, not cookies
         )

@@ -29,6 +29,19 @@ def parse_queries(text: str) -> list[str]:
     return list(dict.fromkeys(cleaned))[:MAX_QUERIES]
 
 
+def as_asked(messages: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+    """The conversation up to the last user message. A tool round after it (the assistant's
+    tool calls, their results) is part of answering that question, not new history: it must
+    search the same, so that the sources and their numbers stay those of the first round."""
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
+    return messages[: last + 1]
+
+
+def is_tool_round(messages: Sequence[ChatMessage]) -> bool:
+    """The request continues a turn with tool results: its sources were already sent."""
+    return any(m.role == "tool" for m in messages[len(as_asked(messages)) :])
+
+
 def history_text(messages: Sequence[ChatMessage]) -> str:
     recent = [m for m in messages if m.role in ("user", "assistant")][-HISTORY_MESSAGES:]
     return "\n".join(f"{m.role.upper()}: {m.content}" for m in recent)

@@ -16,7 +16,7 @@ from citewell.chat.context import Source, chunk_source, context_string, pack
 from citewell.chat.extractive import extractive_text
 from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.chat.presets import ModelPreset
-from citewell.chat.queries import history_text, parse_queries, worth_generating
+from citewell.chat.queries import as_asked, history_text, parse_queries, worth_generating
 from citewell.chat.tasks import is_task, task_reply
 from citewell.chat.templates import render_query_prompt, render_rag_template
 from citewell.chat.urls import plain_refs, url_refs, without_refs
@@ -268,21 +268,22 @@ class ChatPipeline:
     def _queries(
         self, request: ChatRequest, model: str, question: str, trace: dict[str, Any]
     ) -> list[str]:
-        if self.llm is None and worth_generating(request.messages):
+        asked = as_asked(request.messages)
+        if self.llm is None and worth_generating(asked):
             # A follow-up ("What about in mice?") means little alone: with no LLM to rewrite
             # it, the recent user turns are searched together, the newest words kept.
-            turns = [m.content for m in request.messages if m.role == "user"][-FOLLOW_UP_TURNS:]
+            turns = [m.content for m in asked if m.role == "user"][-FOLLOW_UP_TURNS:]
             trace["query_generation"] = "no LLM: the last user turns searched together"
             return [self.app.clip_query("\n".join([*turns[:-1], question]), keep_end=True)]
         if (
             self.llm is None
             or not self.settings.enable_retrieval_query_generation
-            or not worth_generating(request.messages)
+            or not worth_generating(asked)
         ):
             trace["query_generation"] = "skipped"
             return [question]
         history = self.measure.clip(
-            history_text(request.messages), self.settings.llm_context_window // 2, keep_end=True
+            history_text(asked), self.settings.llm_context_window // 2, keep_end=True
         )
         prompt = render_query_prompt(self.settings.query_generation_prompt_template, history)
         try:

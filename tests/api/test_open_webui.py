@@ -1,0 +1,195 @@
+"""Open WebUI itself as the client: Citewell is its OpenAI connection (chat and embeddings).
+
+Open WebUI runs from its own virtual environment (scripts/test installs it into
+.venv-openwebui, offline once installed), on 127.0.0.1, and is stopped by the test. Its chat
+goes to a Citewell preset; the LLM behind Citewell is the wire-faithful fake, which records
+what it was sent. Checked: the sources Open WebUI saves on the message (its citation chips)
+are one per chunk, carry the chunk text and keep Citewell's numbers, and Open WebUI's
+background tasks (title, tags, follow-ups) reach the LLM with no retrieved context.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.api, pytest.mark.openwebui]
+
+OPEN_WEBUI = REPO / ".venv-openwebui" / "bin" / "open-webui"
+QUESTION = "What do ducks eat?"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _environment(citewell_url: str, data: Path) -> dict[str, str]:
+    keep = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    return {
+        **keep,
+        "DATA_DIR": str(data),
+        "WEBUI_SECRET_KEY": "test-only-secret",
+        "WEBUI_AUTH": "False",  # one local admin, signed in without a password prompt
+        "OFFLINE_MODE": "true",
+        "HF_HUB_OFFLINE": "1",
+        "ENABLE_OLLAMA_API": "false",
+        "ENABLE_VERSION_UPDATE_CHECK": "false",
+        "ANONYMIZED_TELEMETRY": "false",
+        "DO_NOT_TRACK": "true",
+        "SCARF_NO_ANALYTICS": "true",
+        "OPENAI_API_BASE_URLS": citewell_url + "/v1",
+        "OPENAI_API_KEYS": "unused",
+        # Open WebUI's own RAG embeds through Citewell too: no model download at start-up.
+        "RAG_EMBEDDING_ENGINE": "openai",
+        "RAG_OPENAI_API_BASE_URL": citewell_url + "/v1",
+        "RAG_OPENAI_API_KEY": "unused",
+        "RAG_EMBEDDING_MODEL": "all-MiniLM-L6-v2",
+    }
+
+
+@pytest.fixture(scope="module")
+def open_webui(server, ducks_sdk, tmp_path_factory) -> Iterator[str]:
+    assert OPEN_WEBUI.exists(), (
+        f"{OPEN_WEBUI} is missing: scripts/test installs Open WebUI there "
+        "(or run scripts/setup-openwebui)"
+    )
+    data = tmp_path_factory.mktemp("open-webui")
+    port = _free_port()
+    log = (data / "open-webui.log").open("wb")
+    process = subprocess.Popen(
+        [str(OPEN_WEBUI), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=data,
+        env=_environment(server.url, data),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, data / "open-webui.log")
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"Open WebUI exited:\n{log.read_text()[-3000:]}"
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise AssertionError(f"Open WebUI did not start in 240 s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def owui(open_webui) -> Iterator[httpx.Client]:
+    signin = httpx.post(
+        open_webui + "/api/v1/auths/signin",
+        json={"email": "admin@localhost", "password": "admin"},
+        timeout=30,
+    )
+    assert signin.status_code == 200, signin.text
+    headers = {"Authorization": f"Bearer {signin.json()['token']}"}
+    with httpx.Client(base_url=open_webui, headers=headers, timeout=60) as client:
+        yield client
+
+
+def _ask(owui: httpx.Client, model: str) -> dict:
+    """Ask as Open WebUI's page does (a new chat, streamed, answered in the background),
+    then read the saved assistant message once it is done."""
+    user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
+    started = owui.post(
+        "/api/chat/completions",
+        json={
+            "model": model,
+            "messages": [{"role": "user", "content": QUESTION}],
+            "stream": True,
+            "parent_id": None,
+            "id": answer_id,
+            "user_message": {"id": user_id, "role": "user", "content": QUESTION},
+            "session_id": "test-session",  # no socket: events are saved all the same
+            "background_tasks": {"title_generation": True, "tags_generation": True},
+        },
+    )
+    assert started.status_code == 200, started.text
+    chat_id = started.json()["chat_id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        chat = owui.get(f"/api/v1/chats/{chat_id}").json()["chat"]
+        message = chat["history"]["messages"].get(answer_id, {})
+        if message.get("done"):
+            return {"chat": chat, "message": message}
+        time.sleep(0.5)
+    raise AssertionError(f"the answer was not saved in 120 s: {message}")
+
+
+def test_models_come_from_citewell(owui):
+    models = {m["id"] for m in owui.get("/api/models").json()["data"]}
+    assert {"duck-expert", "fake-llm"} <= models
+
+
+def test_saved_sources_are_one_per_chunk_with_citewell_numbers(owui, ducks_sdk, fake_llm):
+    fake_llm.requests.clear()
+    saved = _ask(owui, "duck-expert")["message"]
+    # Open WebUI offers its built-in tools and the fake LLM calls the first one, so the answer
+    # comes in a second round, with the tool's result: it must not add sources again.
+    rounds = [b for _, b in fake_llm.requests if _last_user(b) == QUESTION]
+    assert any(m["role"] == "tool" for m in rounds[-1]["messages"])
+    reply = ducks_sdk.chat.completions.create(
+        model="duck-expert", messages=[{"role": "user", "content": QUESTION}]
+    )
+    expected = reply.model_extra["sources"]
+    assert "[1]" in saved["content"]
+    sources = saved["sources"]
+    assert len(sources) == len(expected)
+    for mine, theirs in zip(expected, sources, strict=True):
+        assert theirs["document"] == [mine["content"]]
+        assert theirs["source"]["name"] == "wiki_duck.html"
+        assert theirs["metadata"][0]["name"] == "wiki_duck.html"
+    # Open WebUI numbers [n] by distinct metadata[].source, in order: n must be Citewell's n.
+    distinct = list(dict.fromkeys(s["metadata"][0]["source"] for s in sources))
+    assert len(distinct) == len(expected)
+
+
+def test_background_tasks_get_no_retrieved_context(owui, fake_llm):
+    fake_llm.requests.clear()
+    _ask(owui, "duck-expert")
+    deadline = time.monotonic() + 60
+    tasks: list[dict] = []
+    while time.monotonic() < deadline and not tasks:
+        tasks = [b for _, b in fake_llm.requests if "### Task:" in _last_user(b)]
+        time.sleep(0.5)
+    assert tasks, "Open WebUI sent no background task"
+    for body in tasks:
+        assert not any("<source" in (m.get("content") or "") for m in body["messages"])
+    answers = [b for _, b in fake_llm.requests if _last_user(b) == QUESTION]
+    assert answers and "<source" in answers[0]["messages"][0]["content"]
+
+
+def _last_user(body: dict) -> str:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    content = users[-1]["content"] if users else ""
+    return content if isinstance(content, str) else str(content)
