@@ -124,6 +124,26 @@ class FakeLLMService(FakeService):
         super().__init__()
         self.reply = "Ducks eat plants and small animals [1]."
         self.queries_reply = '{"queries": ["duck diet"]}'
+        # Planned tool calls: one list of (name, arguments) per model turn, made in turn
+        # while their tools are offered; ``always_call`` on every turn (to run into limits).
+        self.tool_script: list[list[tuple[str, dict[str, Any]]]] = []
+        self.always_call: tuple[str, dict[str, Any]] | None = None
+
+    def planned_calls(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        offered = {t["function"]["name"] for t in body.get("tools") or []}
+        turn = [self.always_call] if self.always_call else []
+        if self.tool_script and all(name in offered for name, _ in self.tool_script[0]):
+            turn = self.tool_script.pop(0)
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        return [
+            {
+                "id": f"call_plan_{done + i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for i, (name, arguments) in enumerate(turn)
+            if name in offered
+        ]
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         if path == "/v1/chat/completions":
@@ -134,11 +154,13 @@ class FakeLLMService(FakeService):
                 return 404, {"error": {"message": f"model {body['model']} not found"}}
             prompt = "\n".join(m["content"] or "" for m in body["messages"])
             text = self.queries_reply if "short search queries" in prompt else self.reply
-            call = tool_call(body)
+            calls = self.planned_calls(body) if "short search queries" not in prompt else []
+            if not calls and not self.tool_script and self.always_call is None:
+                calls = [c for c in [tool_call(body)] if c is not None]
             if body.get("stream"):
-                return 200, StreamBody(text, body["model"], call)
-            if call is not None:
-                return 200, tool_call_completion(body["model"], call)
+                return 200, StreamBody(text, body["model"], calls)
+            if calls:
+                return 200, tool_call_completion(body["model"], calls)
             return 200, {
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
@@ -188,7 +210,7 @@ def tool_call(body: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def tool_call_completion(model: str, call: dict[str, Any]) -> dict[str, Any]:
+def tool_call_completion(model: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -197,7 +219,7 @@ def tool_call_completion(model: str, call: dict[str, Any]) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                "message": {"role": "assistant", "content": None, "tool_calls": calls},
                 "finish_reason": "tool_calls",
             }
         ],
@@ -209,8 +231,8 @@ class StreamBody:
     """An SSE body: one chunk per word (or a tool call in two pieces, as OpenAI streams it),
     then a finish chunk, a usage chunk and [DONE]."""
 
-    def __init__(self, text: str, model: str, call: dict[str, Any] | None = None) -> None:
-        self.text, self.model, self.call = text, model, call
+    def __init__(self, text: str, model: str, calls: list[dict[str, Any]] | None = None) -> None:
+        self.text, self.model, self.calls = text, model, calls or []
 
     def events(self) -> list[bytes]:
         def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
@@ -224,7 +246,7 @@ class StreamBody:
             }
             return f"data: {json.dumps(chunk)}\n\n".encode()
 
-        words = [] if self.call else self.text.split(" ")
+        words = [] if self.calls else self.text.split(" ")
         out = [
             event(
                 [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
@@ -233,14 +255,14 @@ class StreamBody:
         for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
             out.append(event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}]))
-        if self.call:
-            function = self.call["function"]
-            first = {**self.call, "index": 0, "function": {"name": function["name"]}}
-            rest = {"index": 0, "function": {"arguments": function["arguments"]}}
+        for index, call in enumerate(self.calls):
+            function = call["function"]
+            first = {**call, "index": index, "function": {"name": function["name"]}}
+            rest = {"index": index, "function": {"arguments": function["arguments"]}}
             for piece in (first, rest):
                 delta = {"tool_calls": [piece]}
                 out.append(event([{"index": 0, "delta": delta, "finish_reason": None}]))
-        finish = "tool_calls" if self.call else "stop"
+        finish = "tool_calls" if self.calls else "stop"
         out.append(event([{"index": 0, "delta": {}, "finish_reason": finish}]))
         out.append(
             event(

@@ -23,9 +23,9 @@ from pydantic_settings import (
 from citewell.errors import ConfigError
 
 
-def _setting(default: Any, doc: str, *aliases: str) -> Any:
+def _setting(default: Any, doc: str, *aliases: str, **bounds: Any) -> Any:
     """A field settable by its ``CITEWELL_`` name, its plain name and any Open WebUI aliases."""
-    return Field(default, description=doc, json_schema_extra={"aliases": list(aliases)})
+    return Field(default, description=doc, json_schema_extra={"aliases": list(aliases)}, **bounds)
 
 
 def default_data_dir() -> Path:
@@ -445,11 +445,31 @@ class Settings(BaseSettings):
         "Empty: the built-in prompt.",
         "QUERY_GENERATION_PROMPT_TEMPLATE",
     )
+    function_calling: Literal["default", "native"] = _setting(
+        "default",
+        "'native': offer the LLM the builtin knowledge tools (query_knowledge_files, "
+        "view_knowledge_file, ...) so it can search and read on its own, beside the injected "
+        "sources. 'default': no tools (for models that cannot call them). A preset or a "
+        "request's function_calling (or Open WebUI's params.function_calling) overrides it.",
+    )
+    tool_max_rounds: int = _setting(
+        5, "Model turns per answer that may call builtin tools; then it must answer.", ge=0
+    )
+    tool_result_max_tokens: int = _setting(
+        6000,
+        "Tokens of builtin tool results per answer, all calls together (results past it are "
+        "cut, and the model is told to answer).",
+        ge=0,
+    )
+    tool_max_seconds: float = _setting(
+        120.0, "Seconds after which an answer's builtin tools are no longer offered.", gt=0
+    )
     model_presets: str = _setting(
         "",
         'JSON list of model presets: [{"id": "hr-assistant", "knowledge": ["handbook"], '
         '"base_model": "llama3", "template": "...", "top_k": 8, '
-        '"system": "..."}]. Each appears at /v1/models and answers from its KBs.',
+        '"system": "...", "file_context": true, "builtin_tools": true, '
+        '"function_calling": "native"}]. Each appears at /v1/models and answers from its KBs.',
     )
 
     @field_validator("data_dir", mode="before")

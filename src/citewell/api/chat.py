@@ -26,6 +26,7 @@ from citewell.chat.context import Source
 from citewell.chat.queries import is_tool_round
 from citewell.errors import CitewellError, InvalidInput, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
+from citewell.pipeline.agent import StreamEvent
 from citewell.pipeline.chat import (
     EXTRACTIVE_MODEL,
     ChatPipeline,
@@ -56,6 +57,7 @@ def to_request(body: ChatCompletionCreate, access: Access) -> ChatRequest:
         stream=body.stream,
         trace=body.retrieval_trace,
         web_search=body.wants_web_search(),
+        function_calling=body.wanted_function_calling(),
         access=access,
     )
 
@@ -221,7 +223,7 @@ def _chunk(
 def sse_events(
     chat: ChatPipeline,
     prepared: PreparedChat,
-    deltas: Iterator[Delta],
+    deltas: Iterator[Delta | StreamEvent],
     completion_id: str,
     include_usage: bool = False,
 ) -> Iterator[str]:
@@ -238,6 +240,9 @@ def sse_events(
     text, finish, usage = [], "stop", None
     try:
         for delta in deltas:
+            if isinstance(delta, StreamEvent):  # the builtin tools at work
+                yield _event(completion_id, model, _stream_event(delta))
+                continue
             if delta.text:
                 text.append(delta.text)
                 yield _chunk(completion_id, model, {"content": delta.text}, None)
@@ -250,11 +255,18 @@ def sse_events(
         return
     invalid = chat.invalid_citations("".join(text), prepared)
     counted = _usage(usage or chat.usage(prepared, "".join(text)))
+    extras = _extras(prepared)  # again: tools may have found more sources meanwhile
     last: dict[str, Any] = {**extras, "invalid_citations": invalid, "usage": counted}
     yield _chunk(completion_id, model, {}, finish, **last)
     if include_usage:
         yield _no_choices(completion_id, model, usage=counted)
     yield "data: [DONE]\n\n"
+
+
+def _stream_event(event: StreamEvent) -> dict[str, Any]:
+    if event.type == "source":
+        return {"type": "source", "data": source_event(event.data["source"])}
+    return {"type": event.type, "data": event.data}
 
 
 def _usage(usage: Usage) -> dict[str, int]:

@@ -332,6 +332,14 @@ class ChatCompletionCreate(BaseModel):
     features: dict[str, Any] | None = Field(
         default=None, description="Open WebUI's feature flags; web_search is honoured."
     )
+    function_calling: Literal["native", "default"] | None = Field(
+        default=None,
+        description="'native': the LLM may call Citewell's builtin knowledge tools; "
+        "'default': it may not. Absent: the preset's, else the function_calling setting.",
+    )
+    params: dict[str, Any] | None = Field(
+        default=None, description="Open WebUI's model params; function_calling is honoured."
+    )
 
     def unsupported(self, has_llm: bool) -> str | None:
         """The first field this request asks for that cannot be honoured, and why."""
@@ -347,6 +355,10 @@ class ChatCompletionCreate(BaseModel):
                         "be honoured; set llm_base_url, or leave it out."
                     )
         return None
+
+    def wanted_function_calling(self) -> str:
+        value = self.function_calling or (self.params or {}).get("function_calling") or ""
+        return value if value in ("native", "default") else ""
 
     def wants_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)

@@ -17,6 +17,11 @@ class ModelPreset:
     system: str = ""
     top_k: int | None = None
     name: str = ""
+    # Seed 000's two capabilities: retrieval injected up front, and builtin tools offered
+    # (in native function calling). Both on by default, as there.
+    file_context: bool = True
+    builtin_tools: bool = True
+    function_calling: str = ""  # "native" | "default"; "": the function_calling setting
 
 
 def parse_presets(raw: str) -> dict[str, ModelPreset]:
@@ -33,6 +38,9 @@ def parse_presets(raw: str) -> dict[str, ModelPreset]:
                 system=i.get("system", ""),
                 top_k=i.get("top_k"),
                 name=i.get("name", ""),
+                file_context=bool(i.get("file_context", True)),
+                builtin_tools=bool(i.get("builtin_tools", True)),
+                function_calling=_function_calling(i.get("function_calling", "")),
             )
             for i in items
         ]
@@ -41,3 +49,9 @@ def parse_presets(raw: str) -> dict[str, ModelPreset]:
             f"model_presets is not a JSON list of presets with an 'id': {exc}"
         ) from exc
     return {p.id: p for p in presets}
+
+
+def _function_calling(value: object) -> str:
+    if value not in ("", "native", "default"):
+        raise ValueError(f"function_calling is 'native' or 'default', not {value!r}")
+    return str(value)

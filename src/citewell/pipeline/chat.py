@@ -22,8 +22,17 @@ from citewell.chat.templates import render_query_prompt, render_rag_template
 from citewell.chat.urls import plain_refs, url_refs, without_refs
 from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
+from citewell.pipeline.agent import (
+    StreamEvent,
+    ToolLimits,
+    ToolLoop,
+    ToolRun,
+    capabilities,
+    with_tools_note,
+)
 from citewell.pipeline.core import Citewell
 from citewell.pipeline.scoped import Scoped
+from citewell.pipeline.tools import KnowledgeTools, SourceBook, ToolScope
 from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB
 from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter
@@ -44,6 +53,7 @@ class ChatRequest:
     stream: bool = False
     trace: bool = False
     web_search: bool = False  # search the web with the retrieval queries, cite the pages
+    function_calling: str = ""  # "native" | "default"; "": the preset's, else the setting
     access: Access = field(kw_only=True)  # what the caller may read: applied in every search
 
 
@@ -58,6 +68,8 @@ class PreparedChat:
     trace: dict[str, Any]
     used_rag: bool
     task: bool = False  # an Open WebUI background task: no retrieval, no sources
+    tools: KnowledgeTools | None = None  # builtin tools the model may call (native mode)
+    tool_run: ToolRun | None = None  # what the tool loop did, once it ran
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,13 @@ class ChatPipeline:
         prepared = self.prepare(request)
         if self.llm is None:
             return self._extractive(prepared)
-        completion = self.llm.complete(prepared.upstream_model, prepared.messages, request.options)
+        if prepared.tools is not None:
+            loop = self._loop(prepared)
+            completion = loop.complete(prepared.messages)
+        else:
+            completion = self.llm.complete(
+                prepared.upstream_model, prepared.messages, request.options
+            )
         text, invalid = self._checked(completion.text, prepared)
         return ChatResult(
             prepared,
@@ -102,16 +120,38 @@ class ChatPipeline:
             tool_calls=completion.tool_calls,
         )
 
-    def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta]]:
+    def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta | StreamEvent]]:
+        """The prepared chat and its deltas; with builtin tools, status and source events
+        between them (the sources of ``prepared`` grow as tools find passages)."""
         prepared = self.prepare(request)
         if self.llm is None:
             result = self._extractive(prepared)
             return prepared, iter(
                 [Delta(result.text), Delta(finish_reason="stop", usage=result.usage)]
             )
+        if prepared.tools is not None:
+            return prepared, self._loop(prepared).stream(prepared.messages)
         return prepared, self.llm.stream(
             prepared.upstream_model, prepared.messages, request.options
         )
+
+    def _loop(self, prepared: PreparedChat) -> ToolLoop:
+        assert self.llm is not None and prepared.tools is not None
+        settings = self.settings
+        limits = ToolLimits(
+            settings.tool_max_rounds, settings.tool_result_max_tokens, settings.tool_max_seconds
+        )
+        loop = ToolLoop(
+            self.llm,
+            prepared.upstream_model,
+            prepared.request.options,
+            prepared.tools,
+            limits,
+            self.measure,
+        )
+        prepared.tool_run = loop.run
+        prepared.trace["tool_calls"] = loop.run.calls
+        return loop
 
     def invalid_citations(self, text: str, prepared: PreparedChat) -> list[int]:
         """Numbers cited in a streamed answer that point at no source (flagged, not removed)."""
@@ -130,7 +170,9 @@ class ChatPipeline:
         message = next(m.content for m in reversed(request.messages) if m.role == "user")
         if is_task(message):
             return self._task(request, preset, warnings)
-        pages = self._url_pages(view, url_refs(message), warnings)
+        caps = capabilities(request.function_calling, preset, self.settings, self.llm)
+        refs = url_refs(message) if caps.file_context else []
+        pages = self._url_pages(view, refs, warnings)
         question = without_refs(message) or " ".join(title for _, title in pages) or message
         question = self.app.clip_query(question, keep_end=True)
         where = self._scope(view, request, preset, warnings, [file_id for file_id, _ in pages])
@@ -145,8 +187,11 @@ class ChatPipeline:
             trace,
             False,
         )
-        if where is None and not request.web_search:
-            return prepared
+        scope = where  # what the builtin tools may reach, whatever is injected
+        if (where is None or not caps.file_context) and not request.web_search:
+            return self._equipped(prepared, view, scope) if caps.tools else prepared
+        if not caps.file_context:
+            where = None  # 'no file context': the web search below, but none of the files
         budget = self._budget(request, preset)
         prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
         if request.web_search:
@@ -158,6 +203,22 @@ class ChatPipeline:
         prepared.messages = self._inject(messages, prepared.sources, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
+        return self._equipped(prepared, view, scope) if caps.tools else prepared
+
+    def _equipped(
+        self, prepared: PreparedChat, view: Scoped, scope: list[ChunkFilter] | None
+    ) -> PreparedChat:
+        """The builtin tools, within the request's and preset's KBs and files (all the
+        caller's KBs when none are named); passages they find are numbered after the
+        injected sources."""
+        if scope is None:
+            reach = ToolScope()
+        else:
+            kb_ids = tuple(k for f in scope for k in f.kb_ids or ())
+            reach = ToolScope(kb_ids, tuple(i for f in scope for i in f.file_ids or ()))
+        web = bool(self.settings.web_search_engine)
+        prepared.tools = KnowledgeTools(view, reach, SourceBook(prepared.sources), web)
+        prepared.messages = with_tools_note(prepared.messages)
         return prepared
 
     def _task(

@@ -4,7 +4,7 @@ exist), and every chunk search carries the caller's readable KBs in the store's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -83,8 +83,14 @@ class Scoped:
     # --- files: each as the caller's own link names it ---------------------------------------
     def files(self, kb: str | None = None) -> list[FileRecord]:
         if kb is not None:
-            kb_ids: frozenset[str] | None = frozenset({self.kb(kb).id})
-        else:
+            return self.files_in([self.kb(kb).id])
+        return self.files_in(self.access.readable)
+
+    def files_in(self, kb_ids: Collection[str] | None) -> list[FileRecord]:
+        """Files of these KBs (None: all) that the caller may read, as the caller sees them."""
+        if kb_ids is not None:
+            kb_ids = frozenset(k for k in kb_ids if self.access.can_read(k))
+        elif self.access.readable is not None:
             kb_ids = self.access.readable
         links = self.app.catalog.links(kb_ids=kb_ids)
         records = {r.id: r for r in self.app.catalog.files_by_id({k.file_id for k in links})}
