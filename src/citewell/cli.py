@@ -24,8 +24,12 @@ from typing import Any
 
 import click
 
+from citewell.auth.access import Access
+from citewell.chat.context import source_public
 from citewell.errors import CitewellError
-from citewell.types import Answer, ScoredChunk, SearchMode
+from citewell.llm.base import ChatMessage
+from citewell.pipeline.chat import EXTRACTIVE_MODEL, ChatRequest, ChatResult
+from citewell.types import ScoredChunk, SearchMode
 
 MODES = click.Choice(["hybrid", "vector", "bm25"])
 
@@ -280,12 +284,20 @@ def search(
         click.echo("No matching chunks.")
 
 
-def _answer_json(answer: Answer) -> dict[str, Any]:
-    return {
-        "answer": answer.text,
-        "extractive": answer.extractive,
-        "sources": [asdict(c) for c in answer.citations],
+def _chat_json(result: ChatResult) -> dict[str, Any]:
+    """The answer with its sources in the API's shape."""
+
+    prepared = result.prepared
+    out: dict[str, Any] = {
+        "answer": result.text,
+        "extractive": result.extractive,
+        "sources": [source_public(s) for s in prepared.sources],
     }
+    if prepared.warnings:
+        out["warnings"] = prepared.warnings
+    if prepared.tool_run is not None:
+        out["tool_calls"] = prepared.tool_run.calls
+    return out
 
 
 @main.command()
@@ -293,6 +305,7 @@ def _answer_json(answer: Answer) -> dict[str, Any]:
 @click.option("--kb", "kbs", multiple=True, default=["default"], show_default=True)
 @click.option("--mode", type=MODES, default=None)
 @click.option("--k", type=int, default=None)
+@click.option("--model", default=None, help="A preset or the LLM's model (default: llm_model).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
 def ask(
@@ -301,24 +314,35 @@ def ask(
     kbs: tuple[str, ...],
     mode: str | None,
     k: int | None,
+    model: str | None,
     as_json: bool,
 ) -> None:
-    """Answer QUESTION from the knowledge bases, with numbered sources."""
+    """Answer QUESTION from the knowledge bases, with numbered sources: with the configured
+    LLM (and its builtin tools in native function calling), else extractively."""
+
     with _errors():
-        answer = ctx.app().ask(question, list(kbs), SearchMode(mode) if mode else None, k)
-    if as_json:
-        click.echo(json.dumps(_answer_json(answer), indent=2))
-        return
-    if answer.extractive:
-        click.echo(
-            "Extractive answer (no LLM configured): the best-matching sentences from "
-            "your documents, quoted.\n"
+        app = ctx.app()
+        chosen = model or app.settings.llm_model or EXTRACTIVE_MODEL
+        request = ChatRequest(
+            model=chosen,
+            messages=(ChatMessage("user", question),),
+            knowledge=kbs,
+            mode=SearchMode(mode) if mode else None,
+            top_k=k,
+            access=Access.everything(),  # the operator, on the data dir itself
         )
-    click.echo(answer.text + "\n\nSources:")
-    for c in answer.citations:
-        page = f", page {c.page}" if c.page else ""
+        result = app.chat.complete(request)
+    if as_json:
+        click.echo(json.dumps(_chat_json(result), indent=2, ensure_ascii=False))
+        return
+    for warning in result.prepared.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(result.text + "\n\nSources:")
+    for source in result.prepared.sources:
+        page = f", page {source.page}" if source.page else ""
         click.echo(
-            f"  [{c.number}] {c.file_name}{page}, chars {c.start}-{c.end} (score {c.score:.3f})"
+            f"  [{source.number}] {source.file_name}{page}, chars {source.start}-{source.end} "
+            f"(score {source.score:.3f})"
         )
 
 

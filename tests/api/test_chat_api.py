@@ -115,8 +115,13 @@ def test_streaming_follows_openai_sse_and_carries_sources(server, ducks):
 
     # Open WebUI's source events, one per source in [n] order, before the text: it saves them
     # on the message (citation chips) and numbers them by distinct metadata[].source.
+    # Status events (what was searched, how many sources) come first, as Open WebUI shows them.
     sources = chunks[0]["sources"]
     events = [ch["event"] for ch in chunks if "event" in ch]
+    statuses = [e["data"] for e in events if e["type"] == "status"]
+    assert statuses[0]["action"] == "queries_generated" and statuses[0]["queries"]
+    assert statuses[1] == {"action": "sources_retrieved", "count": len(sources), "done": True}
+    events = events[len(statuses) :]
     assert [e["type"] for e in events] == ["source"] * len(sources)
     assert all(ch["choices"] == [] for ch in chunks if "event" in ch)
     for source, event in zip(sources, events, strict=True):

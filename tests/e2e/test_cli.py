@@ -1,18 +1,22 @@
 """The CLI as a user runs it: a real `citewell` process, a real data dir, real fixtures."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+from tests.fake_servers import FakeLLMService, serve
+
 pytestmark = pytest.mark.e2e
 
 
-def citewell(data_dir, *args):
+def citewell(data_dir, *args, env=None):
     result = subprocess.run(
         [sys.executable, "-m", "citewell", "--data-dir", str(data_dir), *args],
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=600,
@@ -57,7 +61,8 @@ def test_ingest_search_ask_and_reingest(tmp_path, docs):
 
     answer = json.loads(citewell(data, "ask", "What do ducks eat?", "--kb", "handbook", "--json"))
     assert answer["extractive"] is True
-    numbers = {s["n"] if "n" in s else s["number"] for s in answer["sources"]}
+    numbers = {s["id"] for s in answer["sources"]}
+    assert any(s["metadata"]["name"] == "wiki_duck.html" for s in answer["sources"])
     import re
 
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer["answer"])}
@@ -180,3 +185,27 @@ def test_queued_ingest_refuses_urls(tmp_path):
         check=False,
     )
     assert result.returncode == 2 and "--queue takes files and folders" in result.stderr
+
+
+def test_ask_answers_with_the_configured_llm_and_its_tools(tmp_path, shared_docs):
+    """`citewell ask` is built like the server: the configured LLM, presets and tools."""
+    data = tmp_path / "data"
+    citewell(data, "ingest", str(shared_docs / "wiki_duck.html"), "--kb", "handbook")
+    llm = FakeLLMService()
+    llm.tool_script = [[("query_knowledge_files", {"query": "duck food", "count": 2})]]
+    with serve(llm) as url:
+        env = {
+            "CITEWELL_LLM_BASE_URL": url + "/v1",
+            "CITEWELL_LLM_MODEL": "llama3",
+            "CITEWELL_FUNCTION_CALLING": "native",
+        }
+        answer = json.loads(
+            citewell(data, "ask", "What do ducks eat?", "--kb", "handbook", "--json", env=env)
+        )
+    assert answer["answer"] == llm.reply and answer["extractive"] is False
+    assert answer["tool_calls"][0]["name"] == "query_knowledge_files"
+    found = answer["tool_calls"][0]["sources"]
+    assert found and {s["id"] for s in answer["sources"]} >= set(found)
+    sent = [body for _, body in llm.requests]
+    assert sent[0]["model"] == "llama3" and "<source" in sent[0]["messages"][0]["content"]
+    assert sent[-1]["messages"][-1]["role"] == "tool"

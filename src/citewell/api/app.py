@@ -27,31 +27,14 @@ from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
-from citewell.chat.presets import parse_presets
 from citewell.config import Settings
-from citewell.llm import LLM, OpenAICompatibleLLM
 from citewell.pipeline import Citewell
-from citewell.pipeline.chat import ChatPipeline
 
 
-def build_llm(settings: Settings) -> LLM | None:
-    if settings.llm_engine == "llamacpp":
-        from citewell.errors import ConfigError
-        from citewell.llm.llamacpp import LlamaCppLLM
-
-        if settings.llm_model_path is None:
-            raise ConfigError("llm_engine=llamacpp needs llm_model_path (a .gguf file).")
-        return LlamaCppLLM(settings.llm_model_path, settings.llm_context_window)
-    if not settings.llm_base_url:
-        return None
-    return OpenAICompatibleLLM(settings.llm_base_url, settings.llm_api_key, settings.llm_timeout)
-
-
-def create_app(
-    settings: Settings, citewell: Citewell | None = None, llm: LLM | None = None
-) -> FastAPI:
+def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
+    """The HTTP adapter of a Citewell (built from ``settings`` when not given): the library
+    object has the LLM and the chat pipeline; this only routes to them."""
     citewell = citewell or Citewell.from_settings(settings)
-    llm = llm if llm is not None else build_llm(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -74,8 +57,7 @@ def create_app(
     app.state.login_throttle = LoginThrottle(
         settings.login_failures_per_address, settings.login_failures_per_name
     )
-    app.state.llm = llm
-    app.state.chat = ChatPipeline(citewell, llm, parse_presets(settings.model_presets))
+    app.state.chat = citewell.chat
     errors.install(app)
     security.install(app, settings)
     app.include_router(health.router)

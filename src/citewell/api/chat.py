@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from citewell.api.schemas import ChatCompletionCreate
 from citewell.auth.access import Access
-from citewell.chat.context import Source
+from citewell.chat.context import Source, source_public
 from citewell.chat.queries import is_tool_round
 from citewell.errors import CitewellError, InvalidInput, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
@@ -60,28 +60,6 @@ def to_request(body: ChatCompletionCreate, access: Access) -> ChatRequest:
         function_calling=body.wanted_function_calling(),
         access=access,
     )
-
-
-def source_public(source: Source) -> dict[str, Any]:
-    short = source.file_name.rsplit(".", 1)[-1].lower() if "." in source.file_name else ""
-    return {
-        "id": source.number,
-        "index": source.number - 1,
-        "content": source.text,
-        "metadata": {
-            "file_id": source.file_id,
-            "name": source.file_name,
-            "source": source.url or source.file_name,
-            "url": source.url,
-            "page": source.page,
-            "start": source.start,
-            "end": source.end,
-            "score": round(source.score, 6),
-            "chunk_id": source.chunk_id,
-            "knowledge_base_id": source.kb_id,
-        },
-        "file": {"id": source.file_id, "name": source.file_name, "type": short},
-    }
 
 
 def sources_header(sources: list[Source]) -> dict[str, str]:
@@ -235,6 +213,8 @@ def sse_events(
     # Open WebUI saves these on the message (its citation chips). A tool round searched the
     # same and its message already has them: sent again, they would be saved twice.
     if not is_tool_round(prepared.request.messages):
+        for status in _progress(prepared):
+            yield _event(completion_id, model, {"type": "status", "data": status})
         for source in prepared.sources:
             yield _event(completion_id, model, {"type": "source", "data": source_event(source)})
     text, finish, usage = [], "stop", None
@@ -261,6 +241,16 @@ def sse_events(
     if include_usage:
         yield _no_choices(completion_id, model, usage=counted)
     yield "data: [DONE]\n\n"
+
+
+def _progress(prepared: PreparedChat) -> list[dict[str, Any]]:
+    """What retrieval did before the answer, as Open WebUI's status events show it."""
+    if not prepared.used_rag:
+        return []
+    return [
+        {"action": "queries_generated", "queries": prepared.queries, "done": False},
+        {"action": "sources_retrieved", "count": len(prepared.sources), "done": True},
+    ]
 
 
 def _stream_event(event: StreamEvent) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from citewell.types import ScoredChunk
 
@@ -74,3 +75,26 @@ def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> Source:
         result.kb_id,
         url,
     )
+
+
+def source_public(source: Source) -> dict[str, Any]:
+    """A source as the API and `citewell ask --json` show it (seed 004's shape, extended)."""
+    short = source.file_name.rsplit(".", 1)[-1].lower() if "." in source.file_name else ""
+    return {
+        "id": source.number,
+        "index": source.number - 1,
+        "content": source.text,
+        "metadata": {
+            "file_id": source.file_id,
+            "name": source.file_name,
+            "source": source.url or source.file_name,
+            "url": source.url,
+            "page": source.page,
+            "start": source.start,
+            "end": source.end,
+            "score": round(source.score, 6),
+            "chunk_id": source.chunk_id,
+            "knowledge_base_id": source.kb_id,
+        },
+        "file": {"id": source.file_id, "name": source.file_name, "type": short},
+    }

@@ -22,6 +22,10 @@ class ModelPreset:
     file_context: bool = True
     builtin_tools: bool = True
     function_calling: str = ""  # "native" | "default"; "": the function_calling setting
+    # Its own retrieval (unset: the settings'): "hr-assistant" hybrid k=5, "legal" whole files.
+    mode: str = ""  # hybrid | vector | bm25
+    relevance_threshold: float | None = None
+    full_context: bool | None = None
 
 
 def parse_presets(raw: str) -> dict[str, ModelPreset]:
@@ -41,6 +45,9 @@ def parse_presets(raw: str) -> dict[str, ModelPreset]:
                 file_context=bool(i.get("file_context", True)),
                 builtin_tools=bool(i.get("builtin_tools", True)),
                 function_calling=_function_calling(i.get("function_calling", "")),
+                mode=_mode(i.get("mode", "")),
+                relevance_threshold=i.get("relevance_threshold"),
+                full_context=i.get("full_context"),
             )
             for i in items
         ]
@@ -54,4 +61,10 @@ def parse_presets(raw: str) -> dict[str, ModelPreset]:
 def _function_calling(value: object) -> str:
     if value not in ("", "native", "default"):
         raise ValueError(f"function_calling is 'native' or 'default', not {value!r}")
+    return str(value)
+
+
+def _mode(value: object) -> str:
+    if value not in ("", "hybrid", "vector", "bm25"):
+        raise ValueError(f"mode is 'hybrid', 'vector' or 'bm25', not {value!r}")
     return str(value)

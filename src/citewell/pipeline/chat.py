@@ -35,7 +35,7 @@ from citewell.pipeline.scoped import Scoped
 from citewell.pipeline.tools import KnowledgeTools, SourceBook, ToolScope
 from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB
 from citewell.retrieval import RetrievalTrace
-from citewell.types import ChunkFilter
+from citewell.types import ChunkFilter, SearchMode
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
 FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
@@ -54,6 +54,8 @@ class ChatRequest:
     trace: bool = False
     web_search: bool = False  # search the web with the retrieval queries, cite the pages
     function_calling: str = ""  # "native" | "default"; "": the preset's, else the setting
+    mode: SearchMode | None = None  # retrieval for this request (None: the preset's/setting)
+    top_k: int | None = None
     access: Access = field(kw_only=True)  # what the caller may read: applied in every search
 
 
@@ -196,7 +198,9 @@ class ChatPipeline:
         prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
         if request.web_search:
             where = [*(where or []), *self._web_search(view, prepared.queries, warnings, trace)]
-        prepared.sources = self._sources(view, prepared.queries, where or [], budget, preset, trace)
+        prepared.sources = self._sources(
+            view, prepared.queries, where or [], budget, request, preset, trace
+        )
         if budget <= 0:
             warnings.append("The conversation fills the context window: no room for sources.")
         messages = [replace(m, content=plain_refs(m.content)) for m in request.messages]
@@ -364,10 +368,14 @@ class ChatPipeline:
         queries: list[str],
         where: list[ChunkFilter],
         budget: int,
+        request: ChatRequest,
         preset: ModelPreset | None,
         trace: dict[str, Any],
     ) -> list[Source]:
-        if self.settings.rag_full_context or self.settings.bypass_embedding_and_retrieval:
+        whole = preset.full_context if preset and preset.full_context is not None else None
+        if whole is None:
+            whole = self.settings.rag_full_context
+        if whole or self.settings.bypass_embedding_and_retrieval:
             documents = self._documents(view, where)
             if sum(self.count(d.text) for d in documents) <= budget or (
                 self.settings.bypass_embedding_and_retrieval
@@ -375,12 +383,15 @@ class ChatPipeline:
                 trace["mode"] = "full_context"
                 return pack(documents, budget, self.count)
             trace["mode"] = "retrieval (full context would overflow the budget)"
-        k = (preset.top_k if preset and preset.top_k else None) or self.settings.top_k
+        k = request.top_k or (preset.top_k if preset else None) or self.settings.top_k
+        mode = request.mode or (SearchMode(preset.mode) if preset and preset.mode else None)
+        threshold = preset.relevance_threshold if preset else None
         best: dict[str, Source] = {}
         for query in queries:
             for scope in where:
                 retrieval = RetrievalTrace()
-                for result in view.search(query, scope, k=k, trace=retrieval):
+                found = view.search(query, scope, mode, k, retrieval, threshold)
+                for result in found:
                     record = self.app.catalog.get_file(result.chunk.file_id)
                     source = chunk_source(
                         result, record.mime_type if record else "", record.url if record else ""

@@ -11,15 +11,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
 from citewell.catalog.storage import FileStorage
-from citewell.chat.extractive import extractive_answer
+from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.embedders import Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
+from citewell.llm.base import LLM
+from citewell.llm.registry import build_llm
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
@@ -30,7 +34,10 @@ from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
 from citewell.splitters import budget_measure, build_splitter
-from citewell.types import Answer, ChunkFilter, IngestReport, ScoredChunk, SearchMode
+from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
+
+if TYPE_CHECKING:
+    from citewell.pipeline.chat import ChatPipeline
 
 
 def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:
@@ -58,8 +65,10 @@ class Citewell:
         spaces: EmbeddingSpaces,
         retriever: HybridRetriever,
         reader: DocumentReader | IsolatedReader | ReaderPool | None = None,
+        llm: LLM | None = None,
     ) -> None:
         self.settings = settings
+        self.llm = llm  # None: answers are extractive
         self.catalog = catalog
         self.storage = storage
         self.spaces = spaces
@@ -92,11 +101,13 @@ class Citewell:
         embedder: Embedder | None = None,
         previous: Sequence[Embedder] = (),
         switch_models: bool = True,
+        llm: LLM | None = None,
     ) -> Citewell:
         """``embedder`` replaces the one the settings name; ``previous`` are embedders of
         earlier embedding spaces that the kept settings cannot rebuild (tests use both).
         ``switch_models``: settings naming another embedding model start re-embedding into
-        it (the server and workers); without, the data dir's active model is used as is."""
+        it (the server and workers); without, the data dir's active model is used as is.
+        ``llm`` replaces the one the settings name."""
         data_dir = settings.data_dir
         catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
         cache = EmbeddingCache(data_dir / "embeddings.sqlite")
@@ -119,7 +130,16 @@ class Citewell:
             ),
             build_reranker(settings),
         )
-        return cls(settings, catalog, FileStorage(data_dir / "files"), spaces, retriever)
+        storage = FileStorage(data_dir / "files")
+        llm = llm if llm is not None else build_llm(settings)
+        return cls(settings, catalog, storage, spaces, retriever, llm=llm)
+
+    @cached_property
+    def chat(self) -> ChatPipeline:
+        """Answers with sources: the configured LLM (or extractive), presets and tools."""
+        from citewell.pipeline.chat import ChatPipeline  # it builds on this object
+
+        return ChatPipeline(self, self.llm, parse_presets(self.settings.model_presets))
 
     def _use_space(self, space: Space) -> None:
         """Another embedding space became active (the caller holds the ingestor's lock)."""
@@ -374,16 +394,6 @@ class Citewell:
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
-
-    def ask(
-        self,
-        question: str,
-        kbs: Sequence[str],
-        mode: SearchMode | None = None,
-        k: int | None = None,
-    ) -> Answer:
-        results = self.search(question, kbs, mode, k)
-        return extractive_answer(question, results, self.settings.bm25_stemmer)
 
 
 def _constant(data: bytes) -> Callable[[], bytes]:
