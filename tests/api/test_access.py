@@ -343,3 +343,44 @@ def test_the_filter_is_in_the_store_query_itself(world):
         assert all(world.alice_kb["id"] not in r.chunk.kb_ids for r in found)
     alice = grants.access(users.get_user("alice"))
     assert Scoped(world.app, alice).search("merger plan", just_her_file, k=5)
+
+
+@pytest.mark.parametrize("who", ["bob", "alice-other-only"])
+def test_builtin_tools_never_reach_alices_private_kb(world, who):
+    """Native function calling: whatever the model asks for (Alice's KB id or name, her file
+    id, her secret word), no tool result carries her KB, through her preset or without one."""
+    kb, fid = world.alice_kb["id"], world.file_id
+    plan = [
+        ("list_knowledge_bases", {}),
+        ("search_knowledge_bases", {"query": "alpha"}),
+        ("query_knowledge_bases", {"query": "merger plan"}),
+        ("list_knowledge", {}),
+        ("list_knowledge", {"knowledge_id": kb}),
+        ("search_knowledge_files", {"query": "merger"}),
+        ("search_knowledge_files", {"query": "merger", "knowledge_id": "alpha-private"}),
+        ("query_knowledge_files", {"query": f"{SECRET} merger plan duck pond"}),
+        ("query_knowledge_files", {"query": "merger", "knowledge_ids": [kb, "alpha-private"]}),
+        ("view_knowledge_file", {"file_id": fid}),
+    ]
+    for model, stream in (("alpha-expert", False), ("llama3", True)):
+        world.llm.tool_script = [list(plan)]
+        asked = len(world.llm.requests)
+        body = {**_chat(model=model), "function_calling": "native", "stream": stream}
+        with world.client(who) as client:
+            response = client.post("/v1/chat/completions", json=body)
+        assert response.status_code == 200, response.text
+        # Status events echo the model's own arguments (which name her ids here): left out.
+        shown = [line for line in response.text.splitlines() if '"type": "status"' not in line]
+        assert SECRET not in "\n".join(shown) and fid not in "\n".join(shown)
+        results = [
+            m["content"]
+            for _, sent in world.llm.requests[asked:]
+            for m in sent["messages"]
+            if m["role"] == "tool"
+        ]
+        assert len(results) == len(plan), (model, results)
+        for result in results:
+            assert SECRET not in result, result
+            if "error" not in json.loads(result):  # an error may echo the id that was asked
+                assert fid not in result and kb not in result, result
+    world.llm.tool_script = []

@@ -213,10 +213,13 @@ class ChatPipeline:
         self, prepared: PreparedChat, view: Scoped, scope: list[ChunkFilter] | None
     ) -> PreparedChat:
         """The builtin tools, within the request's and preset's KBs and files (all the
-        caller's KBs when none are named); passages they find are numbered after the
-        injected sources."""
+        caller's KBs when none are named; none when those named are not readable: a preset
+        never widens access, nor does naming what one cannot read). Passages they find are
+        numbered after the injected sources."""
+        request, preset = prepared.request, self.presets.get(prepared.request.model)
+        named = request.knowledge or request.file_ids or (preset.knowledge if preset else ())
         if scope is None:
-            reach = ToolScope()
+            reach = ToolScope((), ()) if named else ToolScope()
         else:
             kb_ids = tuple(k for f in scope for k in f.kb_ids or ())
             reach = ToolScope(kb_ids, tuple(i for f in scope for i in f.file_ids or ()))
