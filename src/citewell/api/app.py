@@ -18,6 +18,7 @@ from citewell.api.routes import (
     health,
     jobs,
     knowledge,
+    models,
     openai,
     rag,
     retrieval,
@@ -63,7 +64,18 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
     signed_in = [Depends(get_access)]  # every other route: 401 without a valid key
-    for module in (knowledge, grants, files, jobs, embedding, retrieval, rag, openai, users):
+    for module in (
+        knowledge,
+        grants,
+        files,
+        jobs,
+        embedding,
+        retrieval,
+        rag,
+        openai,
+        users,
+        models,
+    ):
         app.include_router(module.router, dependencies=signed_in)
     documented_errors(app)
     return app

@@ -267,14 +267,12 @@ def _usage(usage: Usage) -> dict[str, int]:
     }
 
 
-async def check_model(request: Request, model: str) -> None:
+async def check_model(request: Request, model: str, access: Access) -> None:
     """404 for a model that GET /v1/models does not list: without an LLM that is anything but
     the presets and ``citewell-extractive``; with one, anything its server does not list
     (an LLM server that lists nothing is taken at its word for any name)."""
     chat: ChatPipeline = request.app.state.chat
-    if model in chat.presets:
-        return
-    known = await available_models(request)
+    known = await available_models(request, access)
     if known and model not in known:
         raise ModelNotFound(missing_model_message(model, known, chat.llm is None))
 
@@ -285,7 +283,8 @@ def missing_model_message(model: str, known: list[str], extractive: bool) -> str
     return f"Model {model!r} not found; use one of: {shown}{hint}. GET /v1/models lists them."
 
 
-async def available_models(request: Request) -> list[str]:
+async def available_models(request: Request, access: Access) -> list[str]:
+    """The presets this caller may use, then the LLM's models (or citewell-extractive)."""
     chat: ChatPipeline = request.app.state.chat
     state = request.app.state
     cached = getattr(state, "models_cache", None)
@@ -297,7 +296,8 @@ async def available_models(request: Request) -> list[str]:
     names: list[str] = cached[1]
     if chat.llm is None:
         names = [EXTRACTIVE_MODEL]
-    return list(dict.fromkeys([*chat.presets, *names]))
+    presets = await run_in_threadpool(chat.presets_for, access)
+    return list(dict.fromkeys([*presets, *names]))
 
 
 async def handle_chat(request: Request, body: ChatCompletionCreate, access: Access) -> Any:
@@ -305,7 +305,7 @@ async def handle_chat(request: Request, body: ChatCompletionCreate, access: Acce
     problem = body.unsupported(chat.llm is not None)
     if problem is not None:
         raise InvalidInput(problem)
-    await check_model(request, body.model)
+    await check_model(request, body.model, access)
     chat_request = to_request(body, access)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     if not body.stream:

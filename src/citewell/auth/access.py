@@ -22,6 +22,9 @@ class Access:
     scope: frozenset[str] | None = None
     read_only: bool = False
     key: ApiKey | None = None
+    # Model presets kept in the database: ids this caller may use / change (None: all).
+    presets: frozenset[str] | None = None
+    presets_writable: frozenset[str] | None = None
 
     @classmethod
     def everything(cls) -> Access:
@@ -51,6 +54,25 @@ class Access:
         if read_only:
             writable = frozenset()
         return cls(user, readable, writable, scope, read_only, key)
+
+    def with_presets(self, owned: Iterable[str], grants: Iterable[tuple[str, str]]) -> Access:
+        """This access with the presets the user owns or was granted (admins: all)."""
+        if self.user is not None and self.user.is_admin:
+            return replace(self, presets_writable=frozenset() if self.read_only else None)
+        mine, granted = set(owned), list(grants)
+        usable = frozenset(mine | {p for p, _ in granted})
+        writable = frozenset(mine | {p for p, perm in granted if perm == "write"})
+        return replace(
+            self, presets=usable, presets_writable=frozenset() if self.read_only else writable
+        )
+
+    def can_use_preset(self, preset_id: str) -> bool:
+        return self.presets is None or preset_id in self.presets
+
+    def can_change_preset(self, preset_id: str) -> bool:
+        if self.read_only:
+            return False
+        return self.presets_writable is None or preset_id in self.presets_writable
 
     @property
     def user_id(self) -> str:

@@ -4,6 +4,7 @@ every signed-in user)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Engine
@@ -18,11 +19,18 @@ from citewell.catalog.models import (
     GroupMemberRow,
     GroupRow,
     KnowledgeBaseRow,
+    ModelPresetRow,
+    PresetGrantRow,
     UserRow,
 )
 from citewell.errors import Conflict, InvalidInput, NotFoundError
 
 PERMISSIONS = ("read", "write")
+# What can be shared: the grant table and its column naming the shared thing.
+_TABLES: dict[str, tuple[Any, Any]] = {
+    "kb": (GrantRow, GrantRow.kb_id),
+    "preset": (PresetGrantRow, PresetGrantRow.preset_id),
+}
 PUBLIC = "public"
 
 
@@ -39,7 +47,7 @@ class Group:
 
 @dataclass(frozen=True)
 class Grant:
-    kb_id: str
+    kb_id: str  # the KB's id, or the preset's for a preset grant
     principal: str  # 'user:<name>', 'group:<name>' or 'public', as callers write them
     permission: str
 
@@ -66,30 +74,42 @@ class GrantStore:
                     GrantRow.principal.in_(principals)
                 )
             ).all()
-        return Access.of(user, key, owned, [(kb, perm) for kb, perm in rows])
+            own_presets = session.scalars(
+                select(ModelPresetRow.id).where(ModelPresetRow.owner_id == user.id)
+            ).all()
+            preset_rows = session.execute(
+                select(PresetGrantRow.preset_id, PresetGrantRow.permission).where(
+                    PresetGrantRow.principal.in_(principals)
+                )
+            ).all()
+        access = Access.of(user, key, owned, [(kb, perm) for kb, perm in rows])
+        return access.with_presets(own_presets, [(p, perm) for p, perm in preset_rows])
 
     # --- grants ------------------------------------------------------------------------------
-    def grant(self, kb_id: str, principal: str, permission: str) -> Grant:
-        """Give (or change) ``principal``'s access to the KB: 'user:NAME', 'group:NAME' or
-        'public'."""
+    def grant(self, kb_id: str, principal: str, permission: str, kind: str = "kb") -> Grant:
+        """Give (or change) ``principal``'s access to the KB (``kind`` 'preset': to the model
+        preset): 'user:NAME', 'group:NAME' or 'public'."""
         if permission not in PERMISSIONS:
             raise InvalidInput(f"permission must be one of {', '.join(PERMISSIONS)}.")
         stored = self._stored_principal(principal)
+        table, _ = _TABLES[kind]
         with self._sessions() as session, session.begin():
-            session.merge(GrantRow(kb_id=kb_id, principal=stored, permission=permission))
+            session.merge(
+                table(**{_TABLES[kind][1].key: kb_id}, principal=stored, permission=permission)
+            )
         return Grant(kb_id, principal, permission)
 
-    def revoke(self, kb_id: str, principal: str) -> None:
+    def revoke(self, kb_id: str, principal: str, kind: str = "kb") -> None:
         stored = self._stored_principal(principal)
+        table, target = _TABLES[kind]
         with self._sessions() as session, session.begin():
-            session.execute(
-                delete(GrantRow).where((GrantRow.kb_id == kb_id) & (GrantRow.principal == stored))
-            )
+            session.execute(delete(table).where((target == kb_id) & (table.principal == stored)))
 
-    def grants(self, kb_id: str) -> list[Grant]:
+    def grants(self, kb_id: str, kind: str = "kb") -> list[Grant]:
+        table, target = _TABLES[kind]
         with self._sessions() as session:
             rows = session.scalars(
-                select(GrantRow).where(GrantRow.kb_id == kb_id).order_by(GrantRow.created_at)
+                select(table).where(target == kb_id).order_by(table.created_at)
             ).all()
             return [Grant(kb_id, self._shown(session, r.principal), r.permission) for r in rows]
 

@@ -192,3 +192,31 @@ class AuditRow(Base):
     target_type: Mapped[str] = mapped_column(String(30))
     target_id: Mapped[str] = mapped_column(String(64))
     detail: Mapped[str] = mapped_column(Text, default="")  # JSON
+
+
+class ModelPresetRow(Base):
+    """A model preset made over the API: ``name`` is the model name clients use. Unique per
+    owner, like KB names, so a taken name tells nobody that another user has it."""
+
+    __tablename__ = "model_presets"
+    __table_args__ = (UniqueConstraint("owner_id", "name", name="uq_preset_owner_name"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), index=True)
+    owner_id: Mapped[str] = mapped_column(String(32), default="")
+    config: Mapped[str] = mapped_column(Text, default="{}")  # JSON: the preset's fields
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class PresetGrantRow(Base):
+    """Use ('read') or change ('write') a preset, granted as KB grants are."""
+
+    __tablename__ = "model_preset_grants"
+
+    preset_id: Mapped[str] = mapped_column(
+        ForeignKey("model_presets.id", ondelete="CASCADE"), primary_key=True
+    )
+    principal: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
+    permission: Mapped[str] = mapped_column(String(10))
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from citewell.errors import ConfigError
 
@@ -32,30 +33,32 @@ def parse_presets(raw: str) -> dict[str, ModelPreset]:
     if not raw.strip():
         return {}
     try:
-        items = json.loads(raw)
-        presets = [
-            ModelPreset(
-                id=str(i["id"]),
-                knowledge=tuple(i.get("knowledge", ())),
-                base_model=i.get("base_model", ""),
-                template=i.get("template", ""),
-                system=i.get("system", ""),
-                top_k=i.get("top_k"),
-                name=i.get("name", ""),
-                file_context=bool(i.get("file_context", True)),
-                builtin_tools=bool(i.get("builtin_tools", True)),
-                function_calling=_function_calling(i.get("function_calling", "")),
-                mode=_mode(i.get("mode", "")),
-                relevance_threshold=i.get("relevance_threshold"),
-                full_context=i.get("full_context"),
-            )
-            for i in items
-        ]
+        presets = [preset_from_dict(item) for item in json.loads(raw)]
     except (ValueError, TypeError, KeyError) as exc:
         raise ConfigError(
             f"model_presets is not a JSON list of presets with an 'id': {exc}"
         ) from exc
     return {p.id: p for p in presets}
+
+
+def preset_from_dict(item: dict[str, Any]) -> ModelPreset:
+    """A preset from its JSON fields (the setting's, or the database's); ValueError or
+    KeyError when one is missing or wrong."""
+    return ModelPreset(
+        id=str(item["id"]),
+        knowledge=tuple(item.get("knowledge", ())),
+        base_model=item.get("base_model", ""),
+        template=item.get("template", ""),
+        system=item.get("system", ""),
+        top_k=item.get("top_k"),
+        name=item.get("name", ""),
+        file_context=bool(item.get("file_context", True)),
+        builtin_tools=bool(item.get("builtin_tools", True)),
+        function_calling=_function_calling(item.get("function_calling", "")),
+        mode=_mode(item.get("mode", "")),
+        relevance_threshold=item.get("relevance_threshold"),
+        full_context=item.get("full_context"),
+    )
 
 
 def _function_calling(value: object) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from citewell.auth.access import Access
 from citewell.catalog import FileRecord
+from citewell.catalog.presets import PresetStore
 from citewell.chat.citations import cited_numbers, remove_invalid
 from citewell.chat.context import Source, chunk_source, context_string, pack
 from citewell.chat.extractive import extractive_text
@@ -91,15 +92,27 @@ class ChatPipeline:
         app: Citewell,
         llm: LLM | None,
         presets: dict[str, ModelPreset],
+        stored: PresetStore,
     ) -> None:
         self.app = app
         self.settings = app.settings
         self.llm = llm
-        self.presets = presets
+        self.presets = presets  # from the model_presets setting: everyone's
+        self.stored = stored  # made over the API: their owner's, and whom they share with
         self.measure = app.measure
         self.count = app.measure.size
 
     # --- public ---------------------------------------------------------------------
+    def presets_for(self, access: Access) -> dict[str, ModelPreset]:
+        """The presets this caller may use, by model name: the configured ones, then those
+        kept in the database that they own or were granted (their own first on a clash)."""
+        found = dict(self.presets)
+        usable = [s for s in self.stored.all() if access.can_use_preset(s.id)]
+        usable.sort(key=lambda s: s.owner_id != access.user_id)  # stable: oldest next
+        for item in usable:
+            found.setdefault(item.preset.id, item.preset)
+        return found
+
     def complete(self, request: ChatRequest) -> ChatResult:
         prepared = self.prepare(request)
         if self.llm is None:
@@ -165,7 +178,7 @@ class ChatPipeline:
         started = time.perf_counter()
         if not any(m.role == "user" for m in request.messages):
             raise InvalidInput("messages needs at least one message with role 'user'.")
-        preset = self.presets.get(request.model)
+        preset = self.presets_for(request.access).get(request.model)
         warnings: list[str] = []
         request = self._fitted(request, warnings)  # bounded before any other step reads it
         view = Scoped(self.app, request.access)
@@ -191,7 +204,7 @@ class ChatPipeline:
         )
         scope = where  # what the builtin tools may reach, whatever is injected
         if (where is None or not caps.file_context) and not request.web_search:
-            return self._equipped(prepared, view, scope) if caps.tools else prepared
+            return self._equipped(prepared, view, scope, preset) if caps.tools else prepared
         if not caps.file_context:
             where = None  # 'no file context': the web search below, but none of the files
         budget = self._budget(request, preset)
@@ -207,16 +220,20 @@ class ChatPipeline:
         prepared.messages = self._inject(messages, prepared.sources, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
-        return self._equipped(prepared, view, scope) if caps.tools else prepared
+        return self._equipped(prepared, view, scope, preset) if caps.tools else prepared
 
     def _equipped(
-        self, prepared: PreparedChat, view: Scoped, scope: list[ChunkFilter] | None
+        self,
+        prepared: PreparedChat,
+        view: Scoped,
+        scope: list[ChunkFilter] | None,
+        preset: ModelPreset | None,
     ) -> PreparedChat:
         """The builtin tools, within the request's and preset's KBs and files (all the
         caller's KBs when none are named; none when those named are not readable: a preset
         never widens access, nor does naming what one cannot read). Passages they find are
         numbered after the injected sources."""
-        request, preset = prepared.request, self.presets.get(prepared.request.model)
+        request = prepared.request
         named = request.knowledge or request.file_ids or (preset.knowledge if preset else ())
         if scope is None:
             reach = ToolScope((), ()) if named else ToolScope()

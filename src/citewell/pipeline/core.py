@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
+from citewell.catalog.presets import PresetStore
 from citewell.catalog.storage import FileStorage
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
@@ -139,7 +140,8 @@ class Citewell:
         """Answers with sources: the configured LLM (or extractive), presets and tools."""
         from citewell.pipeline.chat import ChatPipeline  # it builds on this object
 
-        return ChatPipeline(self, self.llm, parse_presets(self.settings.model_presets))
+        configured = parse_presets(self.settings.model_presets)
+        return ChatPipeline(self, self.llm, configured, PresetStore(self.catalog.engine))
 
     def _use_space(self, space: Space) -> None:
         """Another embedding space became active (the caller holds the ingestor's lock)."""

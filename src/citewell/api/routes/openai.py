@@ -33,14 +33,14 @@ def model_list(names: list[str]) -> dict[str, Any]:
 
 
 @router.get("/models")
-async def list_models(request: Request) -> dict[str, Any]:
-    return model_list(await available_models(request))
+async def list_models(request: Request, access: AccessDep) -> dict[str, Any]:
+    return model_list(await available_models(request, access))
 
 
 @router.get("/models/{model_id:path}")
-async def get_model(model_id: str, request: Request) -> dict[str, Any]:
+async def get_model(model_id: str, request: Request, access: AccessDep) -> dict[str, Any]:
     """One model of GET /v1/models (presets included); 404 for any other name."""
-    known = await available_models(request)
+    known = await available_models(request, access)
     if model_id not in known:
         extractive = request.app.state.chat.llm is None
         raise ModelNotFound(missing_model_message(model_id, known, extractive))

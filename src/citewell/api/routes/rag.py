@@ -16,8 +16,8 @@ router = APIRouter(prefix="/api/v1/rag", tags=["rag"], route_class=OffLoopJsonRo
 
 
 @router.get("/models")
-async def rag_models(request: Request) -> dict[str, Any]:
-    return model_list(await available_models(request))
+async def rag_models(request: Request, access: AccessDep) -> dict[str, Any]:
+    return model_list(await available_models(request, access))
 
 
 @router.get("/knowledge/collections")

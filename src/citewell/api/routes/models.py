@@ -1,0 +1,93 @@
+"""Model presets: create, list, read, change, delete and share (as KBs are shared)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, status
+
+from citewell.api.auth_schemas import GrantCreate
+from citewell.api.deps import AuditDep, AuthDep, ViewDep
+from citewell.api.hygiene import OffLoopJsonRoute
+from citewell.api.model_schemas import ModelCreate, ModelPublic, PresetGrantPublic
+from citewell.pipeline.model_presets import ScopedPresets
+from citewell.pipeline.scoped import Scoped
+
+router = APIRouter(prefix="/api/v1/models", tags=["models"], route_class=OffLoopJsonRoute)
+
+
+def get_presets(view: ViewDep) -> ScopedPresets:
+    return ScopedPresets(view)
+
+
+PresetsDep = Annotated[ScopedPresets, Depends(get_presets)]
+
+
+@router.get("")
+def list_models(presets: PresetsDep) -> list[ModelPublic]:
+    """The presets you may use: the model_presets setting's, yours, and those shared with you."""
+    return [ModelPublic.of(e) for e in presets.list()]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def create_model(body: ModelCreate, presets: PresetsDep, audit: AuditDep) -> ModelPublic:
+    """A new preset, yours: it appears at /v1/models for you (and whom you share it with)."""
+    entry = presets.create(body.preset())
+    audit.record(presets.access, "model.create", "model", entry.id, model=body.model)
+    return ModelPublic.of(entry)
+
+
+@router.get("/{model_id}")
+def get_model(model_id: str, presets: PresetsDep) -> ModelPublic:
+    """By id, or by model name (yours first)."""
+    return ModelPublic.of(presets.get(model_id))
+
+
+@router.put("/{model_id}")
+def update_model(
+    model_id: str, body: ModelCreate, presets: PresetsDep, audit: AuditDep
+) -> ModelPublic:
+    """Replace the preset's fields (its owner, admins and write grants)."""
+    entry = presets.update(model_id, body.preset())
+    audit.record(presets.access, "model.update", "model", entry.id, model=body.model)
+    return ModelPublic.of(entry)
+
+
+@router.delete("/{model_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_model(model_id: str, presets: PresetsDep, audit: AuditDep) -> None:
+    entry = presets.delete(model_id)
+    audit.record(presets.access, "model.delete", "model", entry.id, model=entry.preset.id)
+
+
+@router.get("/{model_id}/grants")
+def list_model_grants(model_id: str, presets: PresetsDep, auth: AuthDep) -> list[PresetGrantPublic]:
+    entry = presets.managed(model_id)
+    grants = auth.grants.grants(entry.id, kind="preset")
+    return [PresetGrantPublic(model_id=entry.id, principal=g.principal, permission=g.permission)
+            for g in grants]  # fmt: skip
+
+
+@router.put("/{model_id}/grants")
+def set_model_grant(
+    model_id: str, body: GrantCreate, presets: PresetsDep, auth: AuthDep, audit: AuditDep
+) -> PresetGrantPublic:
+    """Share the preset: 'read' uses it, 'write' also changes it."""
+    entry = presets.managed(model_id)
+    grant = auth.grants.grant(entry.id, body.principal, body.permission, kind="preset")
+    audit.record(presets.access, "grant.set", "model", entry.id, principal=grant.principal,
+                 permission=grant.permission)  # fmt: skip
+    return PresetGrantPublic(
+        model_id=entry.id, principal=grant.principal, permission=grant.permission
+    )
+
+
+@router.delete("/{model_id}/grants/{principal}", status_code=status.HTTP_204_NO_CONTENT)
+def revoke_model_grant(
+    model_id: str, principal: str, presets: PresetsDep, auth: AuthDep, audit: AuditDep
+) -> None:
+    entry = presets.managed(model_id)
+    auth.grants.revoke(entry.id, principal, kind="preset")
+    audit.record(presets.access, "grant.revoke", "model", entry.id, principal=principal)
+
+
+__all__ = ["Scoped", "router"]

@@ -1,0 +1,103 @@
+"""Model presets as one caller sees them: those of the model_presets setting (everyone's,
+read-only) and those kept in the database (their owner's, and whom they are shared with).
+A preset another user cannot use does not exist for them (404), as with KBs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from citewell.catalog.presets import PresetNotFound, StoredPreset
+from citewell.chat.presets import ModelPreset
+from citewell.errors import Conflict, Forbidden
+from citewell.pipeline.scoped import Scoped
+
+
+@dataclass(frozen=True)
+class PresetEntry:
+    """A preset and where it comes from: 'settings' (id = its name) or 'api'."""
+
+    id: str
+    preset: ModelPreset
+    source: str
+    owner_id: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+class ScopedPresets:
+    def __init__(self, view: Scoped) -> None:
+        self.view = view
+        self.access = view.access
+        self.chat = view.app.chat
+        self.store = view.app.chat.stored
+
+    def list(self) -> list[PresetEntry]:
+        configured = [PresetEntry(p.id, p, "settings") for p in self.chat.presets.values()]
+        stored = [_entry(s) for s in self.store.all() if self.access.can_use_preset(s.id)]
+        return [*configured, *stored]
+
+    def get(self, id_or_name: str) -> PresetEntry:
+        entries = self.list()
+        for entry in entries:
+            if entry.id == id_or_name:
+                return entry
+        named = [e for e in entries if e.preset.id == id_or_name]
+        named.sort(key=lambda e: e.owner_id != self.access.user_id)
+        if not named:
+            raise PresetNotFound(f"No model {id_or_name!r}; GET /api/v1/models lists them.")
+        return named[0]
+
+    def create(self, preset: ModelPreset) -> PresetEntry:
+        if not self.access.can_create():
+            raise Forbidden("This key cannot create models: it is limited or read-only.")
+        self._free(preset.id)
+        stored = self.store.create(self.access.user_id, self._resolved(preset))
+        return _entry(stored)
+
+    def update(self, id_or_name: str, preset: ModelPreset) -> PresetEntry:
+        entry = self._changeable(id_or_name)
+        if preset.id != entry.preset.id:
+            self._free(preset.id)
+        return _entry(self.store.update(entry.id, self._resolved(preset)))
+
+    def delete(self, id_or_name: str) -> PresetEntry:
+        entry = self._manageable(id_or_name)
+        self.store.delete(entry.id)
+        return entry
+
+    def managed(self, id_or_name: str) -> PresetEntry:
+        """A preset whose sharing the caller may change: its owner's and admins'."""
+        return self._manageable(id_or_name)
+
+    # --- rules -------------------------------------------------------------------------------
+    def _free(self, name: str) -> None:
+        if name in self.chat.presets:
+            raise Conflict(f"{name!r} is a model of the model_presets setting; pick another name.")
+
+    def _resolved(self, preset: ModelPreset) -> ModelPreset:
+        """KBs stored by id: a name means the KB the creator reads now, not whichever KB of
+        that name a later user happens to have."""
+        return replace(preset, knowledge=tuple(self.view.kb(k).id for k in preset.knowledge))
+
+    def _changeable(self, id_or_name: str) -> PresetEntry:
+        entry = self.get(id_or_name)
+        if entry.source == "settings":
+            raise Forbidden(f"{entry.id!r} comes from the model_presets setting: change it there.")
+        if not self.access.can_change_preset(entry.id):
+            raise Forbidden(f"You may use model {entry.preset.id!r} but not change it.")
+        return entry
+
+    def _manageable(self, id_or_name: str) -> PresetEntry:
+        entry = self._changeable(id_or_name)
+        if not (self.access.is_admin or self._owns(entry)) or self.access.read_only:
+            raise Forbidden(f"Only its owner and admins may delete or share {entry.preset.id!r}.")
+        return entry
+
+    def _owns(self, entry: PresetEntry) -> bool:
+        return bool(entry.owner_id) and entry.owner_id == self.access.user_id
+
+
+def _entry(stored: StoredPreset) -> PresetEntry:
+    return PresetEntry(
+        stored.id, stored.preset, "api", stored.owner_id, stored.created_at, stored.updated_at
+    )
