@@ -86,3 +86,28 @@ def test_real_model_streams(client):
     assert chunks[0].model_extra["sources"]
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).strip()
     assert chunks[-1].choices[0].finish_reason in ("stop", "length")
+
+
+def test_real_model_calls_a_builtin_tool(client):
+    """Native function calling with a real model: the client forces query_knowledge_files
+    (llama.cpp then writes the call under a JSON grammar, as a tiny model cannot choose
+    tools itself). The call runs, and the model answers once the rounds are spent."""
+    model = client.models.list().data[0].id
+    reply = client.chat.completions.create(
+        model=model,
+        max_tokens=64,
+        temperature=0,
+        messages=[{"role": "user", "content": "How long is parental leave?"}],
+        tool_choice={"type": "function", "function": {"name": "query_knowledge_files"}},
+        extra_body={
+            "knowledge_collections": ["hr"],
+            "function_calling": "native",
+            "retrieval_trace": True,
+        },
+    )
+    calls = reply.model_extra["retrieval_trace"]["tool_calls"]
+    assert calls and {c["name"] for c in calls} == {"query_knowledge_files"}
+    assert reply.choices[0].finish_reason in ("stop", "length")
+    ids = {s["id"] for s in reply.model_extra["sources"]}
+    text = reply.choices[0].message.content or ""
+    assert {int(n) for n in re.findall(r"\[(\d+)\]", text)} <= ids

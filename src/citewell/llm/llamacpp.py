@@ -40,7 +40,9 @@ class LlamaCppLLM:
         kwargs = {
             k: v for k, v in options.items() if k in CHAT_OPTIONS and v is not None and k != "user"
         }
-        kwargs["messages"] = [m.wire() for m in messages]
+        # Chat templates of small models concatenate content: None (an assistant's tool
+        # calls) breaks them, so it is sent as "".
+        kwargs["messages"] = [{**m.wire(), "content": m.content or ""} for m in messages]
         return kwargs
 
     def complete(
@@ -51,7 +53,7 @@ class LlamaCppLLM:
             try:
                 # llama-cpp's return type is a union of response and stream: read it as data.
                 out: Any = self._llama.create_chat_completion(**self._kwargs(messages, options))
-            except ValueError as exc:  # e.g. the prompt exceeds the context window
+            except (ValueError, TypeError) as exc:  # the window overflows; a template fails
                 raise LLMError(f"The local model could not answer: {exc}") from exc
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -79,7 +81,7 @@ class LlamaCppLLM:
                         choice.get("finish_reason"),
                         tool_calls=tuple(delta.get("tool_calls") or ()),
                     )
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 raise LLMError(f"The local model could not answer: {exc}") from exc
 
     def models(self) -> list[str]:

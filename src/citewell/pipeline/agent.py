@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from citewell.chat.context import Source
+from citewell.chat.limits import MESSAGE_OVERHEAD
 from citewell.chat.presets import ModelPreset
 from citewell.config import Settings
 from citewell.llm.base import LLM, ChatMessage, Completion, Delta, Usage
@@ -54,6 +55,24 @@ def with_tools_note(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         out[0] = ChatMessage("system", f"{out[0].content}\n\n{TOOLS_NOTE}")
         return out
     return [ChatMessage("system", TOOLS_NOTE), *out]
+
+
+TOOL_CALL_MARGIN = 256  # tokens for the model's own calls (names, arguments) in the window
+
+
+def tool_room(
+    settings: Settings,
+    count: Callable[[str], int],
+    messages: Sequence[ChatMessage],
+    tools: KnowledgeTools,
+    reserve: int,
+) -> int:
+    """Tokens the tool results may take: the window minus the answer (``reserve``), the
+    prompt, the tools' descriptions and a margin for the calls. None left: no tools offered."""
+    prompt = sum(count(m.content) + MESSAGE_OVERHEAD for m in messages)
+    described = count(json.dumps(tools.definitions()))
+    used = reserve + TOOL_CALL_MARGIN + prompt + described
+    return settings.llm_context_window - used
 
 
 @dataclass(frozen=True)

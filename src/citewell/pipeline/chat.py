@@ -10,10 +10,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citewell.auth.access import Access
-from citewell.catalog import FileRecord
 from citewell.catalog.presets import PresetStore
 from citewell.chat.citations import cited_numbers, remove_invalid
-from citewell.chat.context import Source, chunk_source, context_string, pack
+from citewell.chat.context import Source, context_string
 from citewell.chat.extractive import extractive_text
 from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.chat.presets import ModelPreset
@@ -29,13 +28,14 @@ from citewell.pipeline.agent import (
     ToolLoop,
     ToolRun,
     capabilities,
+    tool_room,
     with_tools_note,
 )
 from citewell.pipeline.core import Citewell
+from citewell.pipeline.gather import RetrievalChoice, gather_sources
 from citewell.pipeline.scoped import Scoped
 from citewell.pipeline.tools import KnowledgeTools, SourceBook, ToolScope
 from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB
-from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter, SearchMode
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
@@ -153,9 +153,8 @@ class ChatPipeline:
     def _loop(self, prepared: PreparedChat) -> ToolLoop:
         assert self.llm is not None and prepared.tools is not None
         settings = self.settings
-        limits = ToolLimits(
-            settings.tool_max_rounds, settings.tool_result_max_tokens, settings.tool_max_seconds
-        )
+        room = min(settings.tool_result_max_tokens, self._tool_room(prepared))
+        limits = ToolLimits(settings.tool_max_rounds, room, settings.tool_max_seconds)
         loop = ToolLoop(
             self.llm,
             prepared.upstream_model,
@@ -167,6 +166,11 @@ class ChatPipeline:
         prepared.tool_run = loop.run
         prepared.trace["tool_calls"] = loop.run.calls
         return loop
+
+    def _tool_room(self, prepared: PreparedChat) -> int:
+        assert prepared.tools is not None
+        reserve = self._reserve(prepared.request)
+        return tool_room(self.settings, self.count, prepared.messages, prepared.tools, reserve)
 
     def invalid_citations(self, text: str, prepared: PreparedChat) -> list[int]:
         """Numbers cited in a streamed answer that point at no source (flagged, not removed)."""
@@ -229,18 +233,12 @@ class ChatPipeline:
         scope: list[ChunkFilter] | None,
         preset: ModelPreset | None,
     ) -> PreparedChat:
-        """The builtin tools, within the request's and preset's KBs and files (all the
-        caller's KBs when none are named; none when those named are not readable: a preset
-        never widens access, nor does naming what one cannot read). Passages they find are
-        numbered after the injected sources."""
+        """The builtin tools (see ``ToolScope.of``); passages they find are numbered after
+        the injected sources."""
         request = prepared.request
-        named = request.knowledge or request.file_ids or (preset.knowledge if preset else ())
-        if scope is None:
-            reach = ToolScope((), ()) if named else ToolScope()
-        else:
-            kb_ids = tuple(k for f in scope for k in f.kb_ids or ())
-            reach = ToolScope(kb_ids, tuple(i for f in scope for i in f.file_ids or ()))
+        named = bool(request.knowledge or request.file_ids or (preset and preset.knowledge))
         web = bool(self.settings.web_search_engine)
+        reach = ToolScope.of(scope, named)
         prepared.tools = KnowledgeTools(view, reach, SourceBook(prepared.sources), web)
         prepared.messages = with_tools_note(prepared.messages)
         return prepared
@@ -393,67 +391,14 @@ class ChatPipeline:
         trace: dict[str, Any],
     ) -> list[Source]:
         whole = preset.full_context if preset and preset.full_context is not None else None
-        if whole is None:
-            whole = self.settings.rag_full_context
-        if whole or self.settings.bypass_embedding_and_retrieval:
-            documents = self._documents(view, where)
-            if sum(self.count(d.text) for d in documents) <= budget or (
-                self.settings.bypass_embedding_and_retrieval
-            ):
-                trace["mode"] = "full_context"
-                return pack(documents, budget, self.count)
-            trace["mode"] = "retrieval (full context would overflow the budget)"
-        k = request.top_k or (preset.top_k if preset else None) or self.settings.top_k
-        mode = request.mode or (SearchMode(preset.mode) if preset and preset.mode else None)
-        threshold = preset.relevance_threshold if preset else None
-        best: dict[str, Source] = {}
-        for query in queries:
-            for scope in where:
-                retrieval = RetrievalTrace()
-                found = view.search(query, scope, mode, k, retrieval, threshold)
-                for result in found:
-                    record = self.app.catalog.get_file(result.chunk.file_id)
-                    source = chunk_source(
-                        result, record.mime_type if record else "", record.url if record else ""
-                    )
-                    if result.chunk.id not in best or best[result.chunk.id].score < source.score:
-                        best[result.chunk.id] = source
-                trace.setdefault("retrieval_ms", []).append(
-                    {k_: round(v, 2) for k_, v in retrieval.timings.items()}
-                )
-        ranked = sorted(best.values(), key=lambda s: -s.score)[:k]
-        trace.setdefault("mode", "retrieval")
-        return pack(ranked, budget, self.count)
-
-    def _documents(self, view: Scoped, where: list[ChunkFilter]) -> list[Source]:
-        """Whole files in scope, each under the name the caller sees."""
-        records: dict[str, FileRecord] = {}
-        for scope in where:
-            for kb_id in scope.kb_ids or ():
-                records.update((r.id, r) for r in view.files(kb_id) if r.id not in records)
-            for file_id in scope.file_ids or ():
-                records.setdefault(file_id, view.file(file_id))
-        documents = []
-        for record in records.values():
-            text = self.app.storage.text(record.id)
-            if text:
-                documents.append(
-                    Source(
-                        0,
-                        text,
-                        record.id,
-                        record.name,
-                        record.mime_type,
-                        None,
-                        0,
-                        len(text),
-                        1.0,
-                        None,
-                        None,
-                        record.url,
-                    )
-                )
-        return documents
+        choice = RetrievalChoice(
+            k=request.top_k or (preset.top_k if preset else None) or self.settings.top_k,
+            mode=request.mode or (SearchMode(preset.mode) if preset and preset.mode else None),
+            threshold=preset.relevance_threshold if preset else None,
+            whole=self.settings.rag_full_context if whole is None else whole,
+            bypass=self.settings.bypass_embedding_and_retrieval,
+        )
+        return gather_sources(view, queries, where, budget, choice, self.count, trace)
 
     def _inject(
         self,

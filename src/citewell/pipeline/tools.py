@@ -37,6 +37,16 @@ class ToolScope:
     kb_ids: tuple[str, ...] | None = None
     file_ids: tuple[str, ...] = ()
 
+    @classmethod
+    def of(cls, scope: list[ChunkFilter] | None, named: bool) -> ToolScope:
+        """The request's and preset's KBs and files; all the caller's KBs when none were
+        named, none when those named are not readable (a preset never widens access, nor
+        does naming what one cannot read)."""
+        if scope is None:
+            return cls((), ()) if named else cls()
+        kb_ids = tuple(k for f in scope for k in f.kb_ids or ())
+        return cls(kb_ids, tuple(i for f in scope for i in f.file_ids or ()))
+
 
 @dataclass
 class ToolResult:

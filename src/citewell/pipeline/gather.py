@@ -1,0 +1,91 @@
+"""Sources for an answer: the best chunks for the retrieval queries, or whole documents
+(full context), packed into the token budget and numbered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from citewell.catalog import FileRecord
+from citewell.chat.context import Source, chunk_source, pack
+from citewell.pipeline.scoped import Scoped
+from citewell.retrieval import RetrievalTrace
+from citewell.types import ChunkFilter, SearchMode
+
+
+@dataclass(frozen=True)
+class RetrievalChoice:
+    """How this answer retrieves: the request's, else its preset's, else the settings'."""
+
+    k: int
+    mode: SearchMode | None
+    threshold: float | None
+    whole: bool  # full context: whole documents while they fit
+    bypass: bool  # bypass_embedding_and_retrieval: whole documents, always
+
+
+def gather_sources(
+    view: Scoped,
+    queries: Sequence[str],
+    where: list[ChunkFilter],
+    budget: int,
+    choice: RetrievalChoice,
+    count: Callable[[str], int],
+    trace: dict[str, Any],
+) -> list[Source]:
+    if choice.whole or choice.bypass:
+        documents = whole_documents(view, where)
+        if choice.bypass or sum(count(d.text) for d in documents) <= budget:
+            trace["mode"] = "full_context"
+            return pack(documents, budget, count)
+        trace["mode"] = "retrieval (full context would overflow the budget)"
+    best: dict[str, Source] = {}
+    for query in queries:
+        for scope in where:
+            retrieval = RetrievalTrace()
+            found = view.search(query, scope, choice.mode, choice.k, retrieval, choice.threshold)
+            for result in found:
+                record = view.app.catalog.get_file(result.chunk.file_id)
+                source = chunk_source(
+                    result, record.mime_type if record else "", record.url if record else ""
+                )
+                if result.chunk.id not in best or best[result.chunk.id].score < source.score:
+                    best[result.chunk.id] = source
+            trace.setdefault("retrieval_ms", []).append(
+                {k: round(v, 2) for k, v in retrieval.timings.items()}
+            )
+    ranked = sorted(best.values(), key=lambda s: -s.score)[: choice.k]
+    trace.setdefault("mode", "retrieval")
+    return pack(ranked, budget, count)
+
+
+def whole_documents(view: Scoped, where: list[ChunkFilter]) -> list[Source]:
+    """Whole files in scope, each under the name the caller sees."""
+    records: dict[str, FileRecord] = {}
+    for scope in where:
+        for kb_id in scope.kb_ids or ():
+            records.update((r.id, r) for r in view.files(kb_id) if r.id not in records)
+        for file_id in scope.file_ids or ():
+            records.setdefault(file_id, view.file(file_id))
+    documents = []
+    for record in records.values():
+        text = view.app.storage.text(record.id)
+        if text:
+            documents.append(
+                Source(
+                    0,
+                    text,
+                    record.id,
+                    record.name,
+                    record.mime_type,
+                    None,
+                    0,
+                    len(text),
+                    1.0,
+                    None,
+                    None,
+                    record.url,
+                )
+            )
+    return documents
