@@ -70,6 +70,15 @@ def _user_key(admin: httpx.Client, url: str, name: str) -> str:
     return str(key.json()["key"])
 
 
+def user_keys(app: Citewell, url: str, names: tuple[str, ...]) -> dict[str, str]:
+    """Keys for an admin ('admin') and for each named user, made as people make them."""
+    keys = {"admin": _admin_key(app)}
+    headers = {"Authorization": f"Bearer {keys['admin']}"}
+    with httpx.Client(base_url=url, timeout=60, headers=headers) as admin:
+        keys.update({name: _user_key(admin, url, name) for name in names})
+    return keys
+
+
 def _text(client: httpx.Client, kb_id: str, name: str, content: str) -> dict[str, Any]:
     response = client.post(
         f"/api/v1/knowledge/{kb_id}/text", json={"name": name, "content": content}
@@ -88,13 +97,8 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[World]:
     )
     assert settings.auth == "required"  # the default
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    keys = {"admin": _admin_key(app)}
     with run_server(settings, onnx_embedder, app) as url:
-        with httpx.Client(
-            base_url=url, timeout=60, headers={"Authorization": f"Bearer {keys['admin']}"}
-        ) as admin:
-            keys["alice"] = _user_key(admin, url, "alice")
-            keys["bob"] = _user_key(admin, url, "bob")
+        keys = user_keys(app, url, ("alice", "bob"))
         keys["bad"] = "cw_" + "x" * 43
         world = World(url, app, fake_llm, keys, {}, {}, {}, "", "")
         with world.client("alice") as alice:

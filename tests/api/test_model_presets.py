@@ -12,7 +12,7 @@ import pytest
 from citewell.config import Settings
 from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
-from tests.api.test_access import _admin_key, _text, _user_key
+from tests.api.test_access import _text, user_keys
 
 pytestmark = pytest.mark.api
 
@@ -37,14 +37,8 @@ def team(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[Team]:
         model_presets='[{"id": "house", "base_model": "llama3"}]',
     )
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    keys = {"admin": _admin_key(app)}
     with run_server(settings, onnx_embedder, app) as url:
-        with httpx.Client(
-            base_url=url, timeout=60, headers={"Authorization": f"Bearer {keys['admin']}"}
-        ) as admin:
-            keys["alice"] = _user_key(admin, url, "alice")
-            keys["bob"] = _user_key(admin, url, "bob")
-        team = Team(url, keys)
+        team = Team(url, user_keys(app, url, ("alice", "bob")))
         with team.client("alice") as alice:
             kb = alice.post("/api/v1/knowledge", json={"name": "handbook"}).json()
             _text(alice, kb["id"], "leave.md", HANDBOOK)

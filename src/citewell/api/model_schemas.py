@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -32,21 +33,8 @@ class ModelCreate(BaseModel):
     function_calling: Literal["", "native", "default"] = ""
 
     def preset(self) -> ModelPreset:
-        return ModelPreset(
-            id=self.model,
-            knowledge=tuple(self.knowledge),
-            base_model=self.base_model,
-            template=self.template,
-            system=self.system,
-            top_k=self.top_k,
-            name=self.name,
-            file_context=self.file_context,
-            builtin_tools=self.builtin_tools,
-            function_calling=self.function_calling,
-            mode=self.mode,
-            relevance_threshold=self.relevance_threshold,
-            full_context=self.full_context,
-        )
+        fields = self.model_dump(include=set(ModelCreate.model_fields) - {"model", "knowledge"})
+        return ModelPreset(id=self.model, knowledge=tuple(self.knowledge), **fields)
 
 
 class ModelPublic(ModelCreate):
@@ -58,26 +46,15 @@ class ModelPublic(ModelCreate):
 
     @classmethod
     def of(cls, entry: PresetEntry) -> ModelPublic:
-        p = entry.preset
+        fields = asdict(entry.preset)
+        fields["model"], fields["knowledge"] = fields.pop("id"), list(fields["knowledge"])
         return cls(
             id=entry.id,
             source="api" if entry.source == "api" else "settings",
             owner_id=entry.owner_id,
             created_at=entry.created_at,
             updated_at=entry.updated_at,
-            model=p.id,
-            name=p.name,
-            knowledge=list(p.knowledge),
-            base_model=p.base_model,
-            system=p.system,
-            template=p.template,
-            top_k=p.top_k,
-            mode=p.mode,  # type: ignore[arg-type]
-            relevance_threshold=p.relevance_threshold,
-            full_context=p.full_context,
-            file_context=p.file_context,
-            builtin_tools=p.builtin_tools,
-            function_calling=p.function_calling,  # type: ignore[arg-type]
+            **fields,
         )
 
 

@@ -31,6 +31,7 @@ _TABLES: dict[str, tuple[Any, Any]] = {
     "kb": (GrantRow, GrantRow.kb_id),
     "preset": (PresetGrantRow, PresetGrantRow.preset_id),
 }
+_OWNED: dict[str, Any] = {"kb": KnowledgeBaseRow, "preset": ModelPresetRow}
 PUBLIC = "public"
 
 
@@ -66,24 +67,10 @@ class GrantStore:
                 select(GroupMemberRow.group_id).where(GroupMemberRow.user_id == user.id)
             )
             principals = [f"user:{user.id}", PUBLIC, *(f"group:{g}" for g in groups)]
-            owned = session.scalars(
-                select(KnowledgeBaseRow.id).where(KnowledgeBaseRow.owner_id == user.id)
-            ).all()
-            rows = session.execute(
-                select(GrantRow.kb_id, GrantRow.permission).where(
-                    GrantRow.principal.in_(principals)
-                )
-            ).all()
-            own_presets = session.scalars(
-                select(ModelPresetRow.id).where(ModelPresetRow.owner_id == user.id)
-            ).all()
-            preset_rows = session.execute(
-                select(PresetGrantRow.preset_id, PresetGrantRow.permission).where(
-                    PresetGrantRow.principal.in_(principals)
-                )
-            ).all()
-        access = Access.of(user, key, owned, [(kb, perm) for kb, perm in rows])
-        return access.with_presets(own_presets, [(p, perm) for p, perm in preset_rows])
+            owned, granted = _reach(session, user.id, principals, "kb")
+            own_presets, preset_grants = _reach(session, user.id, principals, "preset")
+        access = Access.of(user, key, owned, granted)
+        return access.with_presets(own_presets, preset_grants)
 
     # --- grants ------------------------------------------------------------------------------
     def grant(self, kb_id: str, principal: str, permission: str, kind: str = "kb") -> Grant:
@@ -200,3 +187,16 @@ class GrantStore:
         if row is None:
             raise GroupNotFound(f"No group {group!r}; list them with GET /api/v1/groups.")
         return row
+
+
+def _reach(
+    session: Session, user_id: str, principals: list[str], kind: str
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The ids of ``kind`` the user owns, and (id, permission) granted to their principals."""
+    owner = _OWNED[kind]
+    table, target = _TABLES[kind]
+    owned = session.scalars(select(owner.id).where(owner.owner_id == user_id)).all()
+    rows = session.execute(
+        select(target, table.permission).where(table.principal.in_(principals))
+    ).all()
+    return list(owned), [(ident, permission) for ident, permission in rows]
