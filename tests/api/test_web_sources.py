@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -312,3 +313,41 @@ def test_chat_with_web_search_cites_the_pages(web):
     urls = {s["metadata"]["url"] for s in body["sources"]}
     assert urls and urls <= {f"{web.site}/article", f"{web.site}/fixture/wiki_duck.html"}
     assert any("404" in w for w in body["warnings"])  # the dead result, reported not fatal
+
+
+def test_the_web_tools_search_and_fetch_as_the_model_asks(web):
+    """Native function calling with a web search engine: search_web and fetch_url are
+    offered; what they find is cited like any source, and a refused URL is the model's
+    error to read, not a failed request."""
+    web.llm.tool_script = [
+        [
+            ("search_web", {"query": "mallard migration", "count": 2}),
+            ("fetch_url", {"url": f"{web.site}/article"}),
+            ("fetch_url", {"url": "http://169.254.169.254/latest/meta-data/"}),
+        ]
+    ]
+    asked = len(web.llm.requests)
+    try:
+        with web.client() as client:
+            body = client.post(
+                "/v1/chat/completions",
+                json={
+                    "model": "llama3",
+                    "messages": [{"role": "user", "content": QUESTION}],
+                    "function_calling": "native",
+                },
+            ).json()
+    finally:
+        web.llm.tool_script = []
+    offered = {t["function"]["name"] for t in web.llm.requests[asked][1]["tools"]}
+    assert {"search_web", "fetch_url", "query_knowledge_files"} <= offered
+    results = [
+        json.loads(m["content"]) for m in web.llm.requests[-1][1]["messages"] if m["role"] == "tool"
+    ]
+    found, fetched, refused = results
+    assert found and all(hit["source"].startswith(web.site) for hit in found)
+    assert fetched["title"] and "Hungary" in fetched["content"]
+    assert "error" in refused
+    urls = {s["metadata"]["url"] for s in body["sources"]}
+    assert f"{web.site}/article" in urls
+    assert_citations_resolve(body)
