@@ -30,6 +30,9 @@ PRESETS = [
     {"id": "no-files", "knowledge": ["ducks"], "base_model": "llama3",
      "function_calling": "native", "file_context": False, "builtin_tools": False},
     {"id": "plain", "knowledge": ["ducks"], "base_model": "llama3"},
+    {"id": "legal", "knowledge": ["geese"], "base_model": "llama3", "full_context": True},
+    {"id": "picky", "knowledge": ["ducks"], "base_model": "llama3", "mode": "vector",
+     "top_k": 2, "relevance_threshold": 0.99},
 ]  # fmt: skip
 
 
@@ -244,3 +247,13 @@ def test_streams_show_tool_progress_and_found_sources(sdk, fake_llm, tool_server
     fake_llm.tool_script = [[("query_knowledge_files", {"query": "duck feeding"})]]
     stream = sdk.chat.completions.create(model="tools-only", messages=QUESTION, stream=True)
     assert "[1]" in "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+
+def test_presets_carry_their_own_retrieval(sdk):
+    whole = _ask(sdk, "legal").model_extra
+    assert whole["retrieval_trace"]["mode"] == "full_context"
+    (memo,) = whole["sources"]
+    assert memo["metadata"]["start"] == 0 and memo["metadata"]["name"] == "fake-memo.pdf"
+    picky = _ask(sdk, "picky").model_extra
+    assert picky["sources"] == []  # nothing is that close: the threshold is the preset's
+    assert len(_ask(sdk, "plain").model_extra["sources"]) > 2
