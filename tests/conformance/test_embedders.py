@@ -95,3 +95,16 @@ def test_cache_never_embeds_the_same_text_twice(tmp_path, onnx_embedder):
     again = second.embed(["beta text", "alpha text"])
     assert second.embedded == 0
     assert np.allclose(again, first[[1, 0]])
+
+
+def test_onnx_batches_by_tokens_without_changing_vectors(onnx_embedder):
+    """Texts of very different token lengths, shuffled: batched by token length, each text's
+    vector is the one it gets alone (padding never leaks into a vector)."""
+    from citewell.embedders.onnx import token_batches
+
+    texts = [("duck " * n).strip() for n in (3, 200, 1, 57, 120, 9, 250, 30)]
+    together = onnx_embedder.embed(texts)
+    alone = np.vstack([onnx_embedder.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    lengths = np.array([5, 1, 4, 2, 3])
+    assert [b.tolist() for b in token_batches(lengths, 2)] == [[1, 3], [4, 2], [0]]

@@ -31,9 +31,3 @@ def normalize(vectors: Vectors) -> Vectors:
     norms[norms == 0] = 1.0
     scaled: Vectors = (vectors / norms).astype(np.float32, copy=False)
     return scaled
-
-
-def batches(items: Sequence[str], size: int) -> list[list[int]]:
-    """Index batches of at most ``size``, grouping texts of similar length to avoid padding."""
-    order = sorted(range(len(items)), key=lambda i: len(items[i]))
-    return [order[i : i + size] for i in range(0, len(order), size)]

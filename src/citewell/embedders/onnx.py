@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.embedders.base import Vectors, batches, normalize
+from citewell.embedders.base import Vectors, normalize
 from citewell.errors import MissingDependency
 from citewell.splitters.base import MAX_CHARS_PER_TOKEN
 from citewell.types import EmbedKind
@@ -105,16 +105,25 @@ class OnnxEmbedder:
         # MiniLM uses no query/document prefixes; only the session differs.
         session = self._query_session if kind == "query" and len(texts) == 1 else self._session
         out = np.zeros((len(texts), MINILM_DIMENSION), dtype=np.float32)
-        for batch in batches(texts, self.batch_size):
-            out[batch] = self._encode([texts[i] for i in batch], session)
+        if not texts:
+            return out
+        ids, mask = self._tokenize(texts)
+        lengths = mask.sum(axis=1)
+        for batch in token_batches(lengths, self.batch_size):
+            width = int(lengths[batch].max())  # padded to this batch's longest, not the call's
+            out[batch] = self._encode(ids[batch, :width], mask[batch, :width], session)
         return out
 
-    def _encode(self, texts: list[str], session: Any) -> Vectors:
-        # The tokenizer would read a huge text whole before truncating it: cut it first,
-        # far beyond what max_tokens can use (so the vectors are the same).
+    def _tokenize(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids and attention masks of all texts, padded on the right to the longest.
+        The tokenizer would read a huge text whole before truncating it: it is cut first, far
+        beyond what max_tokens can use (so the vectors are the same)."""
         encodings = self.tokenizer.encode_batch([t[: self._max_chars] for t in texts])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return ids, mask
+
+    def _encode(self, ids: np.ndarray, mask: np.ndarray, session: Any) -> Vectors:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -122,3 +131,11 @@ class OnnxEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalize(pooled.astype(np.float32))
+
+
+def token_batches(lengths: np.ndarray, size: int) -> list[np.ndarray]:
+    """Index batches of at most ``size`` texts of similar token length. Sorted by characters,
+    SciFact's chunks ran 22 % padding tokens through the encoder; by tokens, 5 %
+    (benchmarks/embed_batching.py)."""
+    order = np.argsort(lengths, kind="stable")
+    return [order[i : i + size] for i in range(0, len(order), size)]

@@ -1,0 +1,96 @@
+"""Encoder batches sorted by characters (before) or by tokens (now), side by side.
+
+Both orders embed exactly the texts the pipeline embeds for the first DOCS SciFact documents,
+with the same session, alternating, ROUNDS times each; the figure is the ratio of medians.
+Also reported: the padded tokens each order makes the encoder run (over the real ones), and
+the largest difference between the two orders' vectors.
+
+    python benchmarks/embed_batching.py --docs 300 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from common import pipeline_texts, scifact_docs, timed  # noqa: E402
+
+from citewell import Citewell, Settings  # noqa: E402
+from citewell.embedders import OnnxEmbedder  # noqa: E402
+from citewell.embedders.onnx import token_batches  # noqa: E402
+
+
+def by_characters(embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
+    """The previous order: batches of texts of similar length in characters, each batch
+    tokenized (and padded) on its own."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    for start in range(0, len(order), embedder.batch_size):
+        batch = order[start : start + embedder.batch_size]
+        ids, mask = embedder._tokenize([texts[i] for i in batch])
+        out[batch] = embedder._encode(ids, mask, embedder._session)
+    return out
+
+
+def padded_tokens(embedder: OnnxEmbedder, texts: list[str]) -> dict[str, float]:
+    _, mask = embedder._tokenize(texts)
+    lengths = mask.sum(axis=1)
+    real = int(lengths.sum())
+    chars = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    size = embedder.batch_size
+
+    def run(batches: list[list[int]] | list[np.ndarray]) -> int:
+        return sum(int(lengths[list(b)].max()) * len(b) for b in batches)
+
+    by_chars = run([chars[i : i + size] for i in range(0, len(chars), size)])
+    by_tokens = run(token_batches(lengths, size))
+    return {
+        "real_tokens": real,
+        "padding_by_characters": round(by_chars / real - 1, 4),
+        "padding_by_tokens": round(by_tokens / real - 1, 4),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    embedder = OnnxEmbedder()
+    app = Citewell.from_settings(
+        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
+    )
+    texts = pipeline_texts(scifact_docs(args.docs), app.splitter)
+    before, now = [], []
+    for _ in range(args.rounds):
+        before.append(timed(lambda: by_characters(embedder, texts)))
+        now.append(timed(lambda: embedder.embed(texts)))
+    difference = np.abs(by_characters(embedder, texts) - embedder.embed(texts)).max()
+    print(
+        json.dumps(
+            {
+                "docs": args.docs,
+                "chunks": len(texts),
+                "rounds": args.rounds,
+                **padded_tokens(embedder, texts),
+                "by_characters_s": round(statistics.median(before), 2),
+                "by_tokens_s": round(statistics.median(now), 2),
+                "speedup": round(statistics.median(before) / statistics.median(now), 3),
+                "max_vector_difference": float(difference),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
