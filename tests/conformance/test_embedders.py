@@ -108,3 +108,25 @@ def test_onnx_batches_by_tokens_without_changing_vectors(onnx_embedder):
     np.testing.assert_allclose(together, alone, atol=1e-5)
     lengths = np.array([5, 1, 4, 2, 3])
     assert [b.tolist() for b in token_batches(lengths, 2)] == [[1, 3], [4, 2], [0]]
+
+
+def test_repeated_queries_are_embedded_once(tmp_path, onnx_embedder, monkeypatch):
+    cached = CachedEmbedder(onnx_embedder, EmbeddingCache(tmp_path / "cache.sqlite"))
+    monkeypatch.setattr("citewell.embedders.cache.QUERY_CACHE_SIZE", 2)
+    calls: list[list[str]] = []
+    real = onnx_embedder.embed
+
+    def counting(texts, kind="document"):
+        calls.append(list(texts))
+        return real(texts, kind)
+
+    monkeypatch.setattr(onnx_embedder, "embed", counting)
+    first = cached.embed(["what do ducks eat"], "query")
+    first[0, 0] = 42.0  # a caller changing its copy does not change the cache
+    again = cached.embed(["what do ducks eat"], "query")
+    assert calls == [["what do ducks eat"]] and again[0, 0] != 42.0
+    cached.embed(["geese"], "query")
+    cached.embed(["swans"], "query")  # the oldest query leaves the cache
+    cached.embed(["what do ducks eat"], "query")
+    assert len(calls) == 4
+    assert cached.embedded == 0  # queries never count as documents embedded

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,20 +65,28 @@ class EmbeddingCache:
         self._db.close()
 
 
+QUERY_CACHE_SIZE = 4096  # recent query vectors kept in memory (1.5 KB each)
+
+
 class CachedEmbedder:
-    """Wraps an embedder; document embeddings go through the cache, queries do not."""
+    """Wraps an embedder: document embeddings go through the persistent cache; single
+    queries through a small in-memory one (dashboards and retries repeat the same query)."""
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
         self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id
         self.embedded = 0  # texts actually sent to the model since construction
+        self._queries: OrderedDict[str, Vectors] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @property
     def dimension(self) -> int:
         return self.inner.dimension
 
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors:
+        if kind == "query" and len(texts) == 1:
+            return self._query(texts[0])
         if kind == "query" or not texts:
             return self.inner.embed(texts, kind)
         hashes = [text_hash(t) for t in texts]
@@ -89,3 +98,16 @@ class CachedEmbedder:
             known.update(zip(missing, fresh, strict=False))
             self.embedded += len(missing)
         return np.vstack([known[h] for h in hashes]).astype(np.float32)
+
+    def _query(self, text: str) -> Vectors:
+        with self._queries_lock:
+            vector = self._queries.get(text)
+            if vector is not None:
+                self._queries.move_to_end(text)
+                return vector.copy()
+        vector = self.inner.embed([text], "query")
+        with self._queries_lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return vector.copy()
