@@ -15,12 +15,13 @@ LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {}}}
 class EagerLLM:
     """Calls 'lookup' whenever it is offered; answers when it is not."""
 
-    def __init__(self) -> None:
+    def __init__(self, stubborn: bool = False) -> None:
         self.sent: list[tuple[list[ChatMessage], dict]] = []
+        self.stubborn = stubborn  # calls 'lookup' even when no tools are offered
 
     def complete(self, model, messages, options):
         self.sent.append((list(messages), options))
-        if options.get("tools"):
+        if options.get("tools") or self.stubborn:
             call = {"id": f"c{len(self.sent)}", "type": "function",
                     "function": {"name": "lookup", "arguments": "{}"}}  # fmt: skip
             return Completion("", "tool_calls", Usage(10, 2), (call,))
@@ -83,3 +84,12 @@ def test_a_stream_reports_calls_and_ends_with_the_answer():
     assert [e.data["done"] for e in events] == [False, True, False, True]
     text = "".join(i.text for i in items if isinstance(i, Delta))
     assert text == "Done [1]." and items[-1].finish_reason == "stop"
+
+
+def test_calls_after_the_tools_are_withdrawn_are_dropped():
+    llm = EagerLLM(stubborn=True)
+    answer = _loop(llm, rounds=1).complete([ChatMessage("user", "q")])
+    assert answer.finish_reason == "stop" and not answer.tool_calls
+    items = list(_loop(EagerLLM(stubborn=True), rounds=1).stream([ChatMessage("user", "q")]))
+    assert items[-1].finish_reason == "stop"
+    assert not any(isinstance(i, Delta) and i.tool_calls for i in items)

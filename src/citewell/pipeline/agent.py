@@ -130,7 +130,8 @@ class ToolLoop:
             self._count(completion.usage)
             mine, theirs = self._split(completion.tool_calls)
             if theirs or not mine or not offered:
-                return Completion(completion.text, completion.finish_reason, self.run.usage, theirs)
+                finish = _finish_reason(completion.finish_reason, theirs)
+                return Completion(completion.text, finish, self.run.usage, theirs)
             answered, _ = self._answer_calls(completion.text, mine)
             history.extend(answered)
 
@@ -168,8 +169,7 @@ class ToolLoop:
         if client_calls:
             calls = tuple({**c, "index": i} for i, c in enumerate(client_calls))
             yield Delta(tool_calls=calls)
-            finish = "tool_calls"
-        yield Delta(finish_reason=finish, usage=self.run.usage)
+        yield Delta(finish_reason=_finish_reason(finish, client_calls), usage=self.run.usage)
 
     # --- one round -----------------------------------------------------------------------
     def _round(self, history: list[ChatMessage]) -> tuple[dict[str, Any], bool]:
@@ -250,6 +250,14 @@ class ToolLoop:
             self.run.usage.prompt_tokens + usage.prompt_tokens,
             self.run.usage.completion_tokens + usage.completion_tokens,
         )
+
+
+def _finish_reason(reported: str, client_calls: Sequence[dict[str, Any]]) -> str:
+    """'tool_calls' only when calls go back to the client: builtin calls made after the tools
+    were withdrawn are dropped, and the answer ends as any other."""
+    if client_calls:
+        return "tool_calls"
+    return "stop" if reported == "tool_calls" else reported
 
 
 def _merge(pieces: dict[int, dict[str, Any]], piece: dict[str, Any]) -> None:
