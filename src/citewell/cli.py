@@ -446,14 +446,21 @@ def worker(ctx: Context) -> None:
 
 @main.command()
 @click.option("--repair", is_flag=True, help="Fix what is found (see the user guide).")
+@click.option(
+    "--recall-samples",
+    default=20,
+    show_default=True,
+    help="Queries used to measure the vector index's recall against exact search (0: skip).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
-def check(ctx: Context, repair: bool, as_json: bool) -> None:
-    """Compare the metadata database, the chunk store and the stored files.
+def check(ctx: Context, repair: bool, recall_samples: int, as_json: bool) -> None:
+    """Compare the metadata database, the chunk store and the stored files, and report the
+    chunk indexes (with the vector index's measured recall).
 
     Exits 1 when differences remain (run again with --repair to fix them)."""
     with _errors():
-        report = ctx.app().check(repair)
+        report = ctx.app().check(repair, recall_samples)
     if as_json:
         click.echo(json.dumps({**asdict(report), "problems": report.problems}, indent=2))
     else:
@@ -475,10 +482,26 @@ def _print_check(report: Any) -> None:
         click.echo(f"stuck job: {job_id} (running far longer than any step may take)")
     for job_id in report.orphan_staged:
         click.echo(f"staged upload of a finished or unknown job: {job_id}")
+    if report.index is not None:
+        click.echo(_index_line(report.index))
+    if report.low_recall:
+        click.echo("low recall: the vector index misses too many neighbours (--repair retrains)")
     for line in report.repairs:
         click.echo(f"repaired: {line}")
     if not report.problems:
         click.echo("Consistent: the catalog, the chunk store and the stored files agree.")
+
+
+def _index_line(health: Any) -> str:
+    line = f"chunks: {health.rows:,}, vector search: {health.vector_index}"
+    if health.trained_rows:
+        line += (
+            f" trained on {health.trained_rows:,} rows in {health.partitions} partition(s),"
+            f" {health.unindexed_rows:,} rows not yet indexed"
+        )
+    if health.recall_at_50 is not None:
+        line += f", recall@50 {health.recall_at_50:.3f} ({health.recall_samples} queries)"
+    return line
 
 
 @main.group()

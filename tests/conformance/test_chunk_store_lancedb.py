@@ -1,5 +1,6 @@
 import pytest
 
+from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.lancedb import LanceChunkStore
 from citewell.testing.conformance import DIM, ChunkStoreConformance
 
@@ -17,7 +18,9 @@ class TestLanceChunkStoreWithAnnIndex(ChunkStoreConformance):
 
     @pytest.fixture
     def store(self, tmp_path):
-        return LanceChunkStore(tmp_path / "lance", "chunks_test", DIM, vector_index_min_rows=1)
+        return LanceChunkStore(
+            tmp_path / "lance", "chunks_test", DIM, VectorIndexPolicy(min_rows=1)
+        )
 
 
 def test_reopening_with_another_dimension_is_refused(tmp_path):

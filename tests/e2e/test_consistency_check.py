@@ -82,6 +82,7 @@ def test_the_cli_exits_1_until_repaired(tmp_path, filled):
     assert run("--repair").returncode == 0
     clean = run()
     assert clean.returncode == 0 and "Consistent" in clean.stdout
+    assert "chunks: 2, vector search: exact (in memory)" in clean.stdout
 
 
 def test_stuck_jobs_are_queued_again_and_stale_uploads_removed(filled):
@@ -99,3 +100,26 @@ def test_stuck_jobs_are_queued_again_and_stale_uploads_removed(filled):
     assert filled.jobs.get(ducks.id).state == "queued"
     assert filled.storage.staged(geese.id) is None
     assert filled.check().problems == 0
+
+
+def test_the_vector_index_and_its_recall_are_reported_and_low_recall_is_repaired(tmp_path):
+    from citewell import Citewell, Settings
+
+    app = Citewell.from_settings(Settings.load(data_dir=tmp_path, vector_index_min_rows=1))
+    texts = [(f"n{i}.md", f"# Note {i}\n\nItem {i} is about topic {i % 5}.") for i in range(60)]
+    app.ingest_texts(texts, "notes")
+    report = app.check(recall_samples=10)
+    assert report.index is not None and report.index.vector_index == "IvfHnswSq"
+    assert report.index.rows == 60 and report.index.trained_rows == 60
+    assert report.index.recall_at_50 is not None and report.index.recall_at_50 >= 0.9
+    assert not report.low_recall and report.problems == 0
+
+    worse = replace(report.index, recall_at_50=0.5)  # as an index with decayed recall reports
+    app.store.health = lambda samples: worse
+    low = app.check(recall_samples=10)
+    assert low.low_recall and low.problems == 1
+    retrained = []
+    app.store.rebuild_vector_index = lambda: retrained.append(True)
+    assert "trained the vector index anew" in app.check(repair=True).repairs
+    assert retrained == [True]
+    app.close()

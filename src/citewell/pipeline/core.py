@@ -248,13 +248,19 @@ class Citewell:
         """Search the web and ingest the result pages into ``kb`` (default 'web-search')."""
         return self.web.search(queries, kb, count)
 
-    def check(self, repair: bool = False) -> CheckReport:
+    def check(self, repair: bool = False, recall_samples: int = 20) -> CheckReport:
         """Differences between the catalog, the chunk store and the stored files; ``repair``
         makes them agree (see pipeline/check.py for what each repair does)."""
         # A step running longer than extraction may take, and then some, has lost its worker.
         stuck_after = 2 * self.settings.extract_timeout + 600
         return ConsistencyCheck(
-            self.catalog, self.store, self.storage, self.ingestor, self.jobs, stuck_after
+            self.catalog,
+            self.store,
+            self.storage,
+            self.ingestor,
+            self.jobs,
+            stuck_after,
+            recall_samples,
         ).run(repair)
 
     # --- files --------------------------------------------------------------------

@@ -26,6 +26,7 @@ from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
 from citewell.stores.base import ChunkStore
+from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.lancedb import LanceChunkStore
 from citewell.types import ChunkFilter
 
@@ -142,7 +143,7 @@ class EmbeddingSpaces:
             self.settings.data_dir / "lancedb",
             record.id,
             record.dimension,
-            self.settings.vector_index_min_rows,
+            VectorIndexPolicy(min_rows=self.settings.vector_index_min_rows),
         )
         return Space(record, CachedEmbedder(embedder, self.cache), store)
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, SearchHit
+from citewell.stores.lance_upkeep import IndexHealth, TableUpkeep, VectorIndexPolicy
 from citewell.stores.snapshot import ROW_COLUMNS, TableSnapshot, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -59,19 +60,29 @@ def where_sql(where: ChunkFilter) -> str | None:
 
 
 class LanceChunkStore:
-    def __init__(self, path: Path, table: str, dimension: int, vector_index_min_rows: int = 20000):
+    def __init__(
+        self,
+        path: Path,
+        table: str,
+        dimension: int,
+        vector_index: VectorIndexPolicy | None = None,
+    ):
         import lancedb
 
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
-        self.vector_index_min_rows = vector_index_min_rows
+        self.vector_index = vector_index or VectorIndexPolicy()
         # Re-read the table's latest version at most once a second, so writes made by other
         # processes (a CLI ingest while a server runs) become visible.
         self._db = lancedb.connect(str(path), read_consistency_interval=timedelta(seconds=1))
         self._name = table
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()
-        self._fts_ready = "terms" in self._index_names()
+        self._upkeep = TableUpkeep(self._table, self.vector_index)
+        self._fts_ready = "terms" in self._upkeep.index_names()
+        if self._fts_ready:
+            with self._write_lock:  # a table from an older release may lack newer indexes
+                self._upkeep.ensure_scalar_indexes()
         self._snapshot: TableSnapshot | None = None
         self._snapshot_checked = 0.0
         self._snapshot_lock = threading.Lock()
@@ -150,40 +161,28 @@ class LanceChunkStore:
         self._changed()
 
     # --- indexes ----------------------------------------------------------------
-    def _index_names(self) -> dict[str, str]:
-        return {i.columns[0]: i.index_type for i in self._table.list_indices()}
-
     def _ensure_indexes(self) -> None:
-        if self._fts_ready:
-            return
-        from lancedb.index import FTS, BTree
-
-        names = self._index_names()
-        for column in ("id", "file_id"):  # merge-insert joins on id; deletes filter on file_id
-            if column not in names:
-                self._table.create_index(column, config=BTree())
-        if "terms" not in names:
-            # Terms arrive tokenised and stemmed (retrieval.tokenize): split on spaces only.
-            fts = FTS(
-                base_tokenizer="whitespace",
-                lower_case=False,
-                stem=False,
-                remove_stop_words=False,
-                ascii_folding=False,
-                with_position=False,
-            )
-            self._table.create_index("terms", config=fts)
-        self._fts_ready = True
+        """Indexes from the first write on, so keyword search works before any optimize."""
+        if not self._fts_ready:
+            self._upkeep.ensure_scalar_indexes()
+            self._fts_ready = True
 
     def optimize(self) -> None:
         with self._write_lock:
-            rows = self._table.count_rows()
-            if rows >= self.vector_index_min_rows and "vector" not in self._index_names():
-                from lancedb.index import HnswSq
+            self._upkeep.after_writes()
+        self._changed()
 
-                self._table.create_index("vector", config=HnswSq(distance_type="cosine"))
-            if rows:
-                self._table.optimize()
+    def rebuild_vector_index(self) -> None:
+        """Train the vector index anew on every row (``citewell check --repair`` does this
+        when the measured recall is low)."""
+        with self._write_lock:
+            self._upkeep.train_vectors(self._table.count_rows())
+        self._changed()
+
+    def health(self, recall_samples: int = 20) -> IndexHealth:
+        """Rows, index layout and (with samples) the vector index's recall@50 measured
+        against exact search, for ``citewell check``."""
+        return self._upkeep.health(recall_samples)
 
     # --- reads ------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
@@ -191,10 +190,7 @@ class LanceChunkStore:
         if snapshot is not None:
             ranked = snapshot.search(vector, k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
-        query = self._table.search(list(vector), vector_column_name="vector").distance_type(
-            "cosine"
-        )
-        rows = self._run(query, k, where, "_distance")
+        rows = self._run(self._upkeep.ann_query(vector), k, where, "_distance")
         return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
 
     def _current_snapshot(self) -> TableSnapshot | None:
@@ -214,7 +210,7 @@ class LanceChunkStore:
             if self._snapshot is not None and self._snapshot.version == version:
                 return self._snapshot
             self._snapshot = None
-            if self._table.count_rows() < self.vector_index_min_rows:
+            if self._table.count_rows() < self.vector_index.min_rows:
                 self._snapshot = TableSnapshot.load(self._table, self.dimension)
             return self._snapshot
 

@@ -1,0 +1,255 @@
+"""The embedded store grown from SciFact's 10,857 chunks to a million, measured at each size.
+
+How the rows are made (seeded, so two runs build the same table):
+
+* Copy 0 is SciFact itself: the chunks, terms and vectors of an ingested SciFact data dir
+  (``--source``; ingested first if it is not there yet, about 11 minutes).
+* Copy n >= 1 of chunk i is a new file ``copy{n}-{file}``: the chunk's sentences shuffled,
+  one of them swapped for a sentence of another random chunk, and one random token
+  (``zq`` + 6 hex digits) appended; its BM25 terms are computed from that text as ingestion
+  would. Its vector is chunk i's plus Gaussian noise (sigma 0.025 per dimension, so a
+  cosine of about 0.9 to the original), normalised.
+* Every row is in two knowledge bases: ``kb-all`` (one KB of every chunk) and one of 100
+  (``kb-00`` .. ``kb-99``, by file), so one table serves both layouts.
+
+Rows go in through ``LanceChunkStore.upsert`` in batches of ``--batch`` with ``optimize``
+after each, as ingestion does. At each size in ``--sizes`` it measures, with the 300 SciFact
+test queries embedded per query (no cache): hybrid search p50/p95 at k=8 in kb-all, in one
+of the 100 KBs and unfiltered; ANN recall@50 against an exact search with the same filter;
+and the time of one 256-chunk upsert of new rows and of the optimize after it.
+
+    python benchmarks/million.py --source /tmp/scifact --work /tmp/million \
+        --sizes 10857 100000 300000 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+
+import numpy as np  # noqa: E402
+from common import open_scifact_index  # noqa: E402
+
+from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
+from citewell.retrieval.tokenize import terms_string  # noqa: E402
+from citewell.stores.lancedb import LanceChunkStore  # noqa: E402
+from citewell.types import ChunkFilter, SearchMode, StoredChunk  # noqa: E402
+
+SENTENCE = re.compile(r"(?<=[.!?])\s+")
+SIGMA = 0.025
+KBS = 100
+
+
+def source_rows(source: Path) -> tuple[list[dict[str, Any]], np.ndarray, Any, list[str]]:
+    """SciFact's chunks (rows without vectors), their vectors, the embedder, the queries."""
+    app, data, _kb = open_scifact_index(source)
+    table = app.store._table.to_arrow().sort_by("id")
+    vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
+    rows = table.drop_columns(["vector"]).to_pylist()
+    embedder = app.retriever.space.embedder.inner  # uncached: every query is embedded
+    return rows, vectors.astype(np.float32), embedder, list(data.queries.values())
+
+
+def kb_of(file_id: str) -> str:
+    return f"kb-{sum(file_id.encode()) % KBS:02d}"
+
+
+def copy_chunk(rows: list[dict[str, Any]], vectors: np.ndarray, i: int, n: int, rng) -> StoredChunk:
+    row = rows[i]
+    sentences = SENTENCE.split(row["text"])
+    rng.shuffle(sentences)
+    other = SENTENCE.split(rows[rng.randrange(len(rows))]["text"])
+    sentences[rng.randrange(len(sentences))] = rng.choice(other)
+    text = " ".join(sentences) + f" zq{rng.getrandbits(24):06x}"
+    noise = np.random.default_rng(rng.getrandbits(32)).normal(0, SIGMA, vectors.shape[1])
+    vector = vectors[i] + noise.astype(np.float32)
+    file_id = f"copy{n}-{row['file_id']}"
+    return StoredChunk(
+        id=f"c{n}-{row['id']}",
+        file_id=file_id,
+        kb_ids=("kb-all", kb_of(file_id)),
+        index=row["idx"],
+        text=text,
+        start=0,
+        end=len(text),
+        page=None,
+        headings=tuple(row["headings"] or ()),
+        file_name=f"copy{n}-{row['file_name']}",
+        terms=terms_string(text),
+        vector=tuple((vector / np.linalg.norm(vector)).tolist()),
+    )
+
+
+def originals(rows: list[dict[str, Any]], vectors: np.ndarray) -> list[StoredChunk]:
+    return [
+        StoredChunk(
+            id=r["id"],
+            file_id=r["file_id"],
+            kb_ids=("kb-all", kb_of(r["file_id"])),
+            index=r["idx"],
+            text=r["text"],
+            start=r["start"],
+            end=r["end"],
+            page=r["page"],
+            headings=tuple(r["headings"] or ()),
+            file_name=r["file_name"],
+            terms=r["terms"],
+            vector=tuple(vectors[i].tolist()),
+        )  # fmt: skip
+        for i, r in enumerate(rows)
+    ]
+
+
+def copies(rows, vectors, start: int, count: int, seed: int) -> list[StoredChunk]:
+    """Rows start .. start+count of the endless sequence of copies (copy 1 of every chunk,
+    then copy 2, ...), each from its own seeded generator."""
+    out = []
+    for position in range(start, start + count):
+        n, i = divmod(position, len(rows))
+        out.append(copy_chunk(rows, vectors, i, n + 1, random.Random(seed * 1_000_003 + position)))
+    return out
+
+
+def exact_ids(store: LanceChunkStore, vector: np.ndarray, k: int, where: ChunkFilter) -> set[str]:
+    query = store._table.search(vector.tolist()).distance_type("cosine").bypass_vector_index()
+    from citewell.stores.lancedb import where_sql
+
+    predicate = where_sql(where)
+    if predicate:
+        query = query.where(predicate, prefilter=True)
+    return {r["id"] for r in query.select(["id"]).limit(k).to_list()}
+
+
+def measure(store, embedder, queries: list[str], samples: int, rng) -> dict[str, Any]:
+    retriever = HybridRetriever(store, embedder, RetrievalSettings())
+    filters = {
+        "kb_all": lambda: ChunkFilter(kb_ids=("kb-all",)),
+        "one_of_100": lambda: ChunkFilter(kb_ids=(f"kb-{rng.randrange(KBS):02d}",)),
+        "unfiltered": ChunkFilter,
+    }
+    out: dict[str, Any] = {"rows": store._table.count_rows()}
+    for name, make in filters.items():
+        times = []
+        for query in queries:
+            began = time.perf_counter()
+            retriever.search(query, make(), 8, SearchMode.HYBRID)
+            times.append((time.perf_counter() - began) * 1000)
+        recalls = []
+        for query in queries[:samples]:
+            where = make()
+            vector = embedder.embed([query], "query")[0]
+            found = {h.chunk_id for h in store.vector_search(vector.tolist(), 50, where)}
+            truth = exact_ids(store, vector, 50, where)
+            recalls.append(len(found & truth) / max(1, len(truth)))
+        out[name] = {
+            "hybrid_p50_ms": round(statistics.median(times), 1),
+            "hybrid_p95_ms": round(sorted(times)[int(len(times) * 0.95)], 1),
+            "recall_at_50": round(statistics.mean(recalls), 3),
+        }
+    return out
+
+
+def compare(small, big, embedder, queries: list[str], rng) -> dict[str, Any]:
+    """Hybrid search at k=8 on the small and the big table, alternating query by query (so
+    both see the same machine load), in kb-all and in one of the 100 KBs; with the median
+    of each step from the retrieval trace."""
+    from citewell.retrieval.retriever import RetrievalTrace
+
+    retrievers = {
+        "small": HybridRetriever(small, embedder, RetrievalSettings()),
+        "big": HybridRetriever(big, embedder, RetrievalSettings()),
+    }
+    times: dict[str, list[float]] = {}
+    steps: dict[str, dict[str, list[float]]] = {}
+    for query in queries:
+        kb = f"kb-{rng.randrange(KBS):02d}"
+        for name, retriever in retrievers.items():
+            for layout, where in (("kb_all", ("kb-all",)), ("one_of_100", (kb,))):
+                trace = RetrievalTrace()
+                began = time.perf_counter()
+                retriever.search(query, ChunkFilter(kb_ids=where), 8, SearchMode.HYBRID, trace)
+                key = f"{name}_{layout}"
+                times.setdefault(key, []).append((time.perf_counter() - began) * 1000)
+                for step, ms in trace.timings.items():
+                    steps.setdefault(key, {}).setdefault(step, []).append(ms)
+    return {
+        key: {
+            "rows": (small if key.startswith("small") else big)._table.count_rows(),
+            "hybrid_p50_ms": round(statistics.median(values), 1),
+            "hybrid_p95_ms": round(sorted(values)[int(len(values) * 0.95)], 1),
+            "steps_p50_ms": {s: round(statistics.median(v), 1) for s, v in steps[key].items()},
+        }
+        for key, values in times.items()
+    }
+
+
+def write_cost(store, rows, vectors, position: int, seed: int) -> dict[str, float]:
+    batch = copies(rows, vectors, position, 256, seed + 7)
+    began = time.perf_counter()
+    store.upsert(batch)
+    upsert = time.perf_counter() - began
+    began = time.perf_counter()
+    store.optimize()
+    return {"upsert_256_s": round(upsert, 3), "optimize_s": round(time.perf_counter() - began, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source", type=Path, required=True, help="SciFact data dir")
+    parser.add_argument("--work", type=Path, required=True, help="where the big table goes")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10857, 100_000, 1_000_000])
+    parser.add_argument("--batch", type=int, default=25_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--recall-samples", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="only measure: SciFact alone against the grown table, side by side",
+    )
+    args = parser.parse_args()
+    rows, vectors, embedder, queries = source_rows(args.source)
+    queries = queries[: args.queries]
+    store = LanceChunkStore(args.work / "lancedb", "chunks", vectors.shape[1])
+    if args.compare:
+        small = LanceChunkStore(args.work / "small", "chunks", vectors.shape[1])
+        if small._table.count_rows() == 0:
+            small.upsert(originals(rows, vectors))
+            small.optimize()
+        result = compare(small, store, embedder, queries, random.Random(args.seed))
+        print(json.dumps(result, indent=1))
+        return
+    if store._table.count_rows() == 0:
+        store.upsert(originals(rows, vectors))
+        store.optimize()
+    rng = random.Random(args.seed)
+    for size in sorted(args.sizes):
+        while (have := store._table.count_rows()) < size:
+            began = time.perf_counter()
+            store.upsert(
+                copies(rows, vectors, have - len(rows), min(args.batch, size - have), args.seed)
+            )
+            store.optimize()
+            print(
+                f"# {store._table.count_rows()} rows (+{time.perf_counter() - began:.1f} s)",
+                flush=True,
+            )
+        result = {"size": size, **measure(store, embedder, queries, args.recall_samples, rng)}
+        result.update(write_cost(store, rows, vectors, 10_000_000 + size, args.seed))
+        result["index"] = asdict(store.health(0))
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
