@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, literal, null, or_, select, union_all
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -62,15 +62,19 @@ class GrantStore:
     def access(self, user: User, key: ApiKey | None = None) -> Access:
         if user.is_admin:
             return Access.of(user, key, (), ())
-        with self._sessions() as session:
-            groups = session.scalars(
-                select(GroupMemberRow.group_id).where(GroupMemberRow.user_id == user.id)
-            )
-            principals = [f"user:{user.id}", PUBLIC, *(f"group:{g}" for g in groups)]
-            owned, granted = _reach(session, user.id, principals, "kb")
-            own_presets, preset_grants = _reach(session, user.id, principals, "preset")
-        access = Access.of(user, key, owned, granted)
-        return access.with_presets(own_presets, preset_grants)
+        reach: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
+            "kb": ([], []),
+            "preset": ([], []),
+        }
+        with self._sessions() as session:  # one statement: this runs on every request
+            for kind, ident, permission in session.execute(_reach_query(user.id)):
+                owned, granted = reach[kind]
+                if permission is None:
+                    owned.append(ident)
+                else:
+                    granted.append((ident, permission))
+        access = Access.of(user, key, *reach["kb"])
+        return access.with_presets(*reach["preset"])
 
     # --- grants ------------------------------------------------------------------------------
     def grant(self, kb_id: str, principal: str, permission: str, kind: str = "kb") -> Grant:
@@ -189,14 +193,24 @@ class GrantStore:
         return row
 
 
-def _reach(
-    session: Session, user_id: str, principals: list[str], kind: str
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """The ids of ``kind`` the user owns, and (id, permission) granted to their principals."""
-    owner = _OWNED[kind]
-    table, target = _TABLES[kind]
-    owned = session.scalars(select(owner.id).where(owner.owner_id == user_id)).all()
-    rows = session.execute(
-        select(target, table.permission).where(table.principal.in_(principals))
-    ).all()
-    return list(owned), [(ident, permission) for ident, permission in rows]
+def _reach_query(user_id: str) -> Any:
+    """(kind, id, permission) rows: what the user owns (permission NULL) and what is granted
+    to them, to a group of theirs or to everyone, for KBs and model presets."""
+    groups = select(literal("group:") + GroupMemberRow.group_id).where(
+        GroupMemberRow.user_id == user_id
+    )
+    principals = [f"user:{user_id}", PUBLIC]
+    parts = []
+    for kind, owner in _OWNED.items():
+        table, target = _TABLES[kind]
+        parts.append(
+            select(literal(kind), owner.id, null().label("permission")).where(
+                owner.owner_id == user_id
+            )
+        )
+        parts.append(
+            select(literal(kind), target, table.permission).where(
+                or_(table.principal.in_(principals), table.principal.in_(groups))
+            )
+        )
+    return union_all(*parts)

@@ -171,14 +171,16 @@ class AuthStore:
     def identify(self, plain: str) -> tuple[User, ApiKey] | None:
         """Whose key this is, if it is a live key of an enabled user."""
         now = time.time()
-        with self._sessions() as session:
-            row = session.scalar(select(ApiKeyRow).where(ApiKeyRow.digest == key_digest(plain)))
-            if row is None or not _key(row).live(now):
+        query = (
+            select(ApiKeyRow, UserRow)
+            .join(UserRow, UserRow.id == ApiKeyRow.user_id)
+            .where(ApiKeyRow.digest == key_digest(plain))
+        )
+        with self._sessions() as session:  # one statement: this runs on every request
+            pair = session.execute(query).first()
+            if pair is None or not _key(pair[0]).live(now) or pair[1].disabled:
                 return None
-            owner = session.get(UserRow, row.user_id)
-            if owner is None or owner.disabled:
-                return None
-            found = _user(owner), _key(row)
+            found = _user(pair[1]), _key(pair[0])
         if now - found[1].last_used_at > TOUCH_EVERY:
             self._touch(found[1].id, now)
         return found

@@ -154,15 +154,21 @@ class Catalog:
         name_or_id: str,
         can_read: Callable[[KnowledgeBase], bool] | None = None,
         owner_id: str = "",
+        count_files: bool = True,
     ) -> KnowledgeBase | None:
         """The KB with this id, else the one with this name among those ``can_read`` allows
         (None: all): the one ``owner_id`` owns if any, else the only one. A name that several
-        readable KBs of others carry is ambiguous: AmbiguousName lists them (409)."""
+        readable KBs of others carry is ambiguous: AmbiguousName lists them (409).
+        ``count_files`` False leaves file_count 0 (a search needs only the id)."""
         allowed = can_read or (lambda _: True)
+
+        def public(row: KnowledgeBaseRow) -> KnowledgeBase:
+            return _kb(row, self._file_count(session, row.id) if count_files else 0)
+
         with self._session() as session:
             row = session.get(KnowledgeBaseRow, name_or_id)
             if row is not None and allowed(_kb(row)):
-                return _kb(row, self._file_count(session, row.id))
+                return public(row)
             rows = session.scalars(
                 select(KnowledgeBaseRow)
                 .where(KnowledgeBaseRow.name == name_or_id)
@@ -173,7 +179,7 @@ class Catalog:
             if len(found) > 1 and not own:
                 raise AmbiguousName(_ambiguous(name_or_id, [_kb(r) for r in found]))
             chosen = (own or found)[:1]
-            return _kb(chosen[0], self._file_count(session, chosen[0].id)) if chosen else None
+            return public(chosen[0]) if chosen else None
 
     def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
         """As the local operator (CLI, library) sees it: every KB readable, own = made here."""

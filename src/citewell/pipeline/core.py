@@ -325,8 +325,10 @@ class Citewell:
 
     def file_urls(self, file_ids: Iterable[str]) -> dict[str, str]:
         """file id → the URL it was fetched from, for those fetched from one."""
-        records = (self.catalog.get_file(file_id) for file_id in set(file_ids))
-        return {r.id: r.url for r in records if r is not None and r.url}
+        wanted = set(file_ids)
+        if not wanted:
+            return {}
+        return {r.id: r.url for r in self.catalog.files_by_id(wanted) if r.url}
 
     def add_file(self, kb: str, file_id: str, name: str = "", added_by: str = "") -> None:
         """Put an existing file into another KB: its chunks are shared, nothing is embedded."""

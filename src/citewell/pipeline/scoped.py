@@ -177,4 +177,11 @@ class Scoped:
         return self.app.search_where(query, self.access.where(where), mode, k, trace, threshold)
 
     def collection_filter(self, names: Sequence[str]) -> ChunkFilter:
-        return ChunkFilter(kb_ids=tuple(self.kb(name).id for name in names))
+        return ChunkFilter(kb_ids=tuple(self._kb_id(name) for name in names))
+
+    def _kb_id(self, name_or_id: str) -> str:
+        access = self.access
+        kb = self.app.catalog.resolve_kb(
+            name_or_id, access.can_read, access.user_id, count_files=False
+        )
+        return (kb or self.kb(name_or_id)).id  # self.kb raises the usual not-found error

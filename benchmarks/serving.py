@@ -1,0 +1,206 @@
+"""Retrieval over HTTP: per-request overhead against the same search in process, and load.
+
+Needs a SciFact data dir (``--data-dir``; ingested by ``citewell eval`` or
+benchmarks/query_latency.py first). It adds a user ``bench`` with read access to the SciFact
+KB and a key for it, then starts ``citewell serve`` on 127.0.0.1 as a separate process (so the
+load generator does not share its interpreter) and:
+
+1. overhead: one client, queries alternating between POST /api/v1/retrieval/query/collection
+   and the same search in this process (``Scoped.search`` as the route calls it), each query
+   new to both sides' query-embedding caches; overhead = median HTTP - median in process;
+2. saturation: ``--clients`` clients sending back to back for ``--seconds``;
+3. offered load: ``--clients`` clients together offering ``--rate`` requests/s (each client
+   on its own schedule; latency counted from the scheduled send time, so queueing shows).
+
+Load queries are the 300 SciFact test queries, each made unique with a counter word so no
+request hits the query-embedding cache (``--repeat`` sends them as they are instead). The
+CPU time of the server and of this load generator are both reported: on 2 cores they compete.
+
+    python benchmarks/serving.py --data-dir /tmp/scifact --clients 50 --seconds 60 --rate 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+
+import httpx  # noqa: E402
+from common import SCIFACT, open_scifact_index  # noqa: E402
+
+CLI = [sys.executable, "-m", "citewell"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_key(data_dir: Path, kb: str) -> str:
+    def run(*args: str) -> str:
+        cmd = [*CLI, "--data-dir", str(data_dir), *args]
+        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
+
+    run("user", "create", "bench", "--no-password")
+    run("share", kb, "user:bench")
+    return run("key", "create", "--user", "bench", "--name", "serving-benchmark")
+
+
+def start_server(data_dir: Path, port: int, extra: list[str]) -> subprocess.Popen:
+    cmd = [*CLI, "--data-dir", str(data_dir), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen([*cmd, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("the server did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def overhead(base: str, key: str, app: Any, kb: str, queries: list[str]) -> dict[str, Any]:
+    from citewell.auth.access import Access
+    from citewell.pipeline.scoped import Scoped
+    from citewell.types import SearchMode
+
+    view = Scoped(app, Access.everything())
+    where = view.collection_filter([kb])
+    http, local = [], []
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client:
+        for n, query in enumerate(queries):
+            body = {"collection_names": [kb], "query": f"{query} o{n}", "k": 8}
+            began = time.perf_counter()
+            client.post("/api/v1/retrieval/query/collection", json=body).raise_for_status()
+            http.append((time.perf_counter() - began) * 1000)
+            began = time.perf_counter()
+            view.search(f"{query} o{n}", where, SearchMode.HYBRID, 8)
+            local.append((time.perf_counter() - began) * 1000)
+    return {
+        "http_p50_ms": round(statistics.median(http), 2),
+        "in_process_p50_ms": round(statistics.median(local), 2),
+        "overhead_ms": round(statistics.median(http) - statistics.median(local), 2),
+        "queries": len(queries),
+    }
+
+
+async def load(
+    base: str, key: str, kb: str, queries: list[str], clients: int, seconds: float,
+    rate: float | None, repeat: bool,
+) -> dict[str, Any]:  # fmt: skip
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    counter = iter(range(10**9))
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as c:
+        began = time.perf_counter()
+        end = began + seconds
+
+        async def one(due: float) -> None:
+            n = next(counter)
+            query = queries[n % len(queries)] + ("" if repeat else f" u{n}")
+            body = {"collection_names": [kb], "query": query, "k": 8}
+            try:
+                response = await c.post("/api/v1/retrieval/query/collection", json=body)
+                if response.status_code != 200:
+                    errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+            except httpx.HTTPError as exc:
+                errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+            latencies.append((time.perf_counter() - due) * 1000)
+
+        async def client(i: int) -> None:
+            if rate is None:  # back to back
+                while time.perf_counter() < end:
+                    await one(time.perf_counter())
+                return
+            interval = clients / rate
+            due = began + interval * i / clients
+            while due < end:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                await one(due)
+                due += interval
+
+        await asyncio.gather(*(client(i) for i in range(clients)))
+        elapsed = time.perf_counter() - began
+    ordered = sorted(latencies)
+
+    def pct(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(len(ordered) * p))], 1)
+
+    return {
+        "clients": clients,
+        "offered_per_s": rate,
+        "requests": len(ordered),
+        "done_per_s": round(len(ordered) / elapsed, 1),
+        "p50_ms": pct(0.5),
+        "p95_ms": pct(0.95),
+        "p99_ms": pct(0.99),
+        "errors": errors,
+    }
+
+
+def measured(fn, server_pid: int) -> dict[str, Any]:
+    """``fn()``'s result with the CPU seconds the server and this process spent meanwhile."""
+    server_before, own_before = cpu_seconds(server_pid), resource.getrusage(resource.RUSAGE_SELF)
+    began = time.perf_counter()
+    result = fn()
+    wall = time.perf_counter() - began
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    own_cpu = own.ru_utime + own.ru_stime - own_before.ru_utime - own_before.ru_stime
+    result["server_cores"] = round((cpu_seconds(server_pid) - server_before) / wall, 2)
+    result["load_generator_cores"] = round(own_cpu / wall, 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--rate", type=float, default=40)
+    parser.add_argument("--overhead-queries", type=int, default=200)
+    parser.add_argument("--repeat", action="store_true", help="send queries unchanged")
+    parser.add_argument("--server-args", default="", help="more `citewell serve` options")
+    args = parser.parse_args()
+    app, data, kb = open_scifact_index(args.data_dir)
+    queries = list(data.queries.values())
+    key = bench_key(args.data_dir, kb)
+    port = free_port()
+    server = start_server(args.data_dir, port, args.server_args.split())
+    base = f"http://127.0.0.1:{port}"
+    try:
+        out: dict[str, Any] = {"data": str(SCIFACT.name), "kb": kb}
+        out["overhead"] = overhead(base, key, app, kb, queries[: args.overhead_queries])
+        run = lambda rate: asyncio.run(  # noqa: E731
+            load(base, key, kb, queries, args.clients, args.seconds, rate, args.repeat)
+        )
+        out["saturation"] = measured(lambda: run(None), server.pid)
+        out["offered"] = measured(lambda: run(args.rate), server.pid)
+        print(json.dumps(out, indent=1))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        app.close()
+
+
+if __name__ == "__main__":
+    main()
