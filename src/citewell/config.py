@@ -361,9 +361,10 @@ class Settings(BaseSettings):
         12.0, "Lifetime of the key that signing in with a password (POST /api/v1/auth/login) gives."
     )
     rate_limit_per_minute: int = _setting(
-        600,
+        6000,
         "Requests one API key may make per minute (bursts up to that many); 429 beyond. "
-        "Counted per server process. 0: no limit.",
+        "Counted per server process. One key often serves a whole integration (an Open "
+        "WebUI for a team), so the default is about what one process can serve. 0: no limit.",
     )
     login_failures_per_address: int = _setting(
         10,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from citewell.stores.lance_upkeep import VectorIndexPolicy
+from citewell.stores.lance_upkeep import VectorIndexPolicy, newest_to_merge
 from citewell.stores.lancedb import LanceChunkStore
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -48,7 +48,9 @@ def segments(store: LanceChunkStore, column: str) -> int:
 
 @pytest.fixture
 def policy() -> VectorIndexPolicy:
-    return VectorIndexPolicy(min_rows=200, rows_per_partition=300, max_deltas=2)
+    return VectorIndexPolicy(
+        min_rows=200, rows_per_partition=300, max_deltas=2, vector_delta_rows=1
+    )
 
 
 def test_vector_index_is_trained_at_the_threshold_and_again_when_the_table_doubles(
@@ -107,3 +109,31 @@ def test_health_measures_recall_against_exact_search(tmp_path, policy):
     assert health.recall_samples == 10
     assert health.recall_at_50 is not None and health.recall_at_50 >= 0.9
     assert health.rows == 400
+
+
+def test_vector_rows_wait_for_a_delta_of_their_own_and_are_found_meanwhile(tmp_path, policy):
+    from dataclasses import replace
+
+    store = LanceChunkStore(tmp_path, "t", DIM, replace(policy, vector_delta_rows=50))
+    grow(store, 0, 300)
+    grow(store, 300, 20)  # too few for a vector delta: searched exactly until there are more
+    assert store.health(0).segments["vector"] == 1
+    assert store.health(0).unindexed_rows == 20
+    newest = chunks(300, 20)[-1]
+    assert store.vector_search(list(newest.vector), 1, ChunkFilter())[0].chunk_id == "c319"
+    assert [h.chunk_id for h in store.keyword_search("w319", 5, ChunkFilter())] == ["c319"]
+    grow(store, 320, 40)  # 60 waiting: now they get their delta
+    assert (store.health(0).segments["vector"], store.health(0).unindexed_rows) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "merged"),
+    [
+        ([1000, 10, 10, 10, 10], 4),  # the newest add up to less than the base: all deltas
+        ([1000, 90, 10, 10, 10], 3),  # three small ones, not into the bigger one before them
+        ([1000, 40, 30, 20, 10], 2),  # no run fits: the two newest
+        ([1000, 10], 1),  # never the base
+    ],
+)
+def test_merges_take_the_newest_segments_that_fit_under_the_one_before(sizes, merged):
+    assert newest_to_merge(sizes) == merged

@@ -1,14 +1,19 @@
 """Keeping a LanceDB chunk table fast and its vector index accurate as it grows.
 
-After each batch of writes (``LanceChunkStore.optimize``):
+After each batch of writes (``LanceChunkStore.optimize``), at a cost that does not grow with
+the table:
 
-- small fragments are compacted (cheap: only the small ones are rewritten);
-- every index gets the new rows as a new *delta segment*, at a cost in proportion to the new
-  rows. LanceDB's plain ``optimize`` merges new rows into the whole full-text index instead,
-  which cost 3.4 s per 256-chunk batch at a million chunks;
-- when an index has more than ``max_deltas`` deltas, the deltas (not the base) are merged,
-  since every segment is one more search per query. BM25 statistics are global across
-  segments, so scores do not depend on how the index is split (checked: identical scores);
+- small fragments are compacted once there are many of them, into fragments of at most
+  COMPACT_TARGET_ROWS, so no batch rewrites a big fragment;
+- the full-text and scalar indexes get the new rows as a new *delta segment*, at a cost in
+  proportion to the new rows (LanceDB's plain ``optimize`` merges them into the whole
+  full-text index: 3.4 s per 256-chunk batch at a million chunks). The vector index waits
+  until the rows it lacks reach ``vector_delta_rows`` or ``vector_delta_share`` of the table
+  (those are searched exactly meanwhile), so its deltas are few and not tiny;
+- an index with more than ``max_deltas`` deltas merges its newest ones, as many as add up to
+  no more than the segment before them (``newest_to_merge``): like a binary counter, each row
+  is merged a logarithmic number of times and the segment count stays small. BM25 statistics
+  are global across segments, so scores do not depend on the split (checked: identical);
 - the vector index is trained anew when the table has doubled since it was trained, or when
   it was made with another layout (an older release's many-partition index): delta rows sit in
   partitions chosen by old centroids, which is how recall decayed to 0.73 at a million.
@@ -27,6 +32,7 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -34,6 +40,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 SCALAR_INDEXES = {"id": "btree", "file_id": "btree", "kb_ids": "labellist"}
+SMALL_FRAGMENT_ROWS = 16_384
+MAX_SMALL_FRAGMENTS = 16
+COMPACT_TARGET_ROWS = 131_072
 CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
 KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 
@@ -46,6 +55,8 @@ class VectorIndexPolicy:
     ef_construction: int = 150
     ef_search: int = 300
     max_deltas: int = 8
+    vector_delta_rows: int = 10_000
+    vector_delta_share: float = 0.02
 
     def partitions(self, rows: int) -> int:
         return max(1, math.ceil(rows / self.rows_per_partition))
@@ -84,13 +95,20 @@ class TableUpkeep:
         rows = self.table.count_rows()
         if not rows:
             return
-        self._dataset().optimize.compact_files()
+        self._compact()
         self._refresh()
         self.ensure_scalar_indexes()
         if not self._retrain_vectors(rows):
-            self._add_deltas()
+            self._add_deltas(rows)
         self._cleanup()
         self._refresh()
+
+    def _compact(self) -> None:
+        dataset = self._dataset()
+        fragments = dataset.get_fragments()
+        small = sum(1 for f in fragments if f.count_rows() < SMALL_FRAGMENT_ROWS)
+        if small > MAX_SMALL_FRAGMENTS:
+            dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
 
     def _refresh(self) -> list[Any]:
         """The table's indexes as of its latest version, after commits made through Lance
@@ -120,18 +138,27 @@ class TableUpkeep:
     def index_names(self) -> dict[str, str]:
         return {i.columns[0]: i.name for i in self.table.list_indices()}
 
-    def _add_deltas(self) -> None:
+    def _add_deltas(self, rows: int) -> None:
         for index in self._refresh():
-            if index.num_unindexed_rows:
+            if self._delta_due(index, rows):
                 self._dataset().optimize.optimize_indices(
                     index_names=[index.name], num_indices_to_merge=0
                 )
         for index in self._refresh():
             if (index.num_segments or 1) > self.policy.max_deltas + 1:
-                # Merges the most recent segments, all but the base.
+                sizes = self._dataset().stats.index_stats(index.name)["num_indexed_rows_per_delta"]
                 self._dataset().optimize.optimize_indices(
-                    index_names=[index.name], num_indices_to_merge=index.num_segments - 1
+                    index_names=[index.name], num_indices_to_merge=newest_to_merge(sizes)
                 )
+
+    def _delta_due(self, index: Any, rows: int) -> bool:
+        if not index.num_unindexed_rows:
+            return False
+        if index.columns[0] != "vector":
+            return True
+        policy = self.policy
+        due = max(policy.vector_delta_rows, int(rows * policy.vector_delta_share))
+        return bool(index.num_unindexed_rows >= due)
 
     def _retrain_vectors(self, rows: int) -> bool:
         """Train the vector index when there is none yet, the table has doubled since it
@@ -217,3 +244,15 @@ class TableUpkeep:
             .ef(self.policy.ef_search)
             .select(["id", "_distance"])
         )
+
+
+def newest_to_merge(sizes: Sequence[int]) -> int:
+    """How many of the newest index segments to merge (``sizes``: rows, oldest first): the
+    shortest run of two or more newest segments whose rows add up to no more than the
+    segment before them (else the two newest). The oldest, the base, is never merged."""
+    total = sizes[-1] if sizes else 0
+    for count in range(2, len(sizes)):
+        total += sizes[-count]
+        if total <= sizes[-count - 1]:
+            return count
+    return max(1, min(2, len(sizes) - 1))
