@@ -18,22 +18,24 @@ from citewell.pipeline.chat import ChatPipeline
 from citewell.pipeline.scoped import Scoped
 
 
-def get_citewell(request: Request) -> Citewell:
+async def get_citewell(request: Request) -> Citewell:
     return request.app.state.citewell  # type: ignore[no-any-return]
 
 
-def get_chat(request: Request) -> ChatPipeline:
+async def get_chat(request: Request) -> ChatPipeline:
     return request.app.state.chat  # type: ignore[no-any-return]
 
 
-def get_authenticator(request: Request) -> Authenticator:
+async def get_authenticator(request: Request) -> Authenticator:
     return request.app.state.auth  # type: ignore[no-any-return]
 
 
-def get_audit(request: Request) -> AuditLog:
+async def get_audit(request: Request) -> AuditLog:
     return request.app.state.audit  # type: ignore[no-any-return]
 
 
+# The dependencies above and below only look things up: they are async so that FastAPI calls
+# them on the event loop instead of sending each to a worker thread (a hop per dependency).
 bearer = HTTPBearer(auto_error=False, description="A Citewell API key (cw_…).")
 
 
@@ -43,12 +45,12 @@ async def get_access(
 ) -> Access:
     """The caller, from 'Authorization: Bearer <key>'; 401 without. Cached per request, so
     routes and routers can both depend on it."""
-    auth = get_authenticator(request)
+    auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
     return await run_in_threadpool(auth.access, key)
 
 
-def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:
+async def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:
     if not access.is_admin:
         raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
     if access.scope is not None or access.read_only:
@@ -59,7 +61,7 @@ def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:
     return access
 
 
-def get_view(
+async def get_view(
     app: Annotated[Citewell, Depends(get_citewell)],
     access: Annotated[Access, Depends(get_access)],
 ) -> Scoped:

@@ -16,7 +16,7 @@ from citewell.pipeline.scoped import Scoped
 router = APIRouter(prefix="/api/v1/models", tags=["models"], route_class=OffLoopJsonRoute)
 
 
-def get_presets(view: ViewDep) -> ScopedPresets:
+async def get_presets(view: ViewDep) -> ScopedPresets:
     return ScopedPresets(view)
 
 
