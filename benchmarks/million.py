@@ -228,6 +228,15 @@ def main() -> None:
             small.upsert(originals(rows, vectors))
             small.optimize()
         result = compare(small, store, embedder, queries, random.Random(args.seed))
+        writes: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
+        for n in range(3):  # alternating, new rows each time
+            for name, target in (("small", small), ("big", store)):
+                position = 20_000_000 + 1000 * n + (500 if name == "big" else 0)
+                writes[name].append(write_cost(target, rows, vectors, position, args.seed))
+        result["writes_median_s"] = {
+            name: {key: statistics.median(w[key] for w in runs) for key in runs[0]}
+            for name, runs in writes.items()
+        }
         print(json.dumps(result, indent=1))
         return
     if store._table.count_rows() == 0:
