@@ -137,3 +137,16 @@ def test_vector_rows_wait_for_a_delta_of_their_own_and_are_found_meanwhile(tmp_p
 )
 def test_merges_take_the_newest_segments_that_fit_under_the_one_before(sizes, merged):
     assert newest_to_merge(sizes) == merged
+
+
+def test_many_deleted_rows_are_compacted_away(tmp_path, policy):
+    import lance
+
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    grow(store, 0, 100)
+    store.delete(ChunkFilter(file_ids=tuple(f"f{i}" for i in range(10))))  # 40 rows
+    store.optimize()
+    fragments = lance.dataset(store._table.uri).get_fragments()
+    assert sum(f.physical_rows for f in fragments) == 60
+    assert store.count(ChunkFilter()) == 60
+    assert [h.chunk_id for h in store.keyword_search("w77", 5, ChunkFilter())] == ["c77"]

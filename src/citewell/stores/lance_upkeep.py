@@ -43,6 +43,7 @@ SCALAR_INDEXES = {"id": "btree", "file_id": "btree", "kb_ids": "labellist"}
 SMALL_FRAGMENT_ROWS = 16_384
 MAX_SMALL_FRAGMENTS = 16
 COMPACT_TARGET_ROWS = 131_072
+DELETED_SHARE = 0.1
 CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
 KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 
@@ -104,10 +105,14 @@ class TableUpkeep:
         self._refresh()
 
     def _compact(self) -> None:
+        """When there are many small fragments, or many deleted rows (replaced and removed
+        files) still take space and scan time."""
         dataset = self._dataset()
         fragments = dataset.get_fragments()
-        small = sum(1 for f in fragments if f.count_rows() < SMALL_FRAGMENT_ROWS)
-        if small > MAX_SMALL_FRAGMENTS:
+        live = [f.count_rows() for f in fragments]
+        small = sum(1 for rows in live if rows < SMALL_FRAGMENT_ROWS)
+        deleted = sum(f.physical_rows for f in fragments) - sum(live)
+        if small > MAX_SMALL_FRAGMENTS or deleted > DELETED_SHARE * max(1, sum(live)):
             dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
 
     def _refresh(self) -> list[Any]:
