@@ -131,8 +131,9 @@ def test_vector_rows_wait_for_a_delta_of_their_own_and_are_found_meanwhile(tmp_p
     [
         ([1000, 10, 10, 10, 10], 4),  # the newest add up to less than the base: all deltas
         ([1000, 90, 10, 10, 10], 3),  # three small ones, not into the bigger one before them
-        ([1000, 40, 30, 20, 10], 2),  # no run fits: the two newest
-        ([1000, 10], 1),  # never the base
+        ([1000, 40, 30, 20, 10], 2),  # 10 + 20 fit under 30
+        ([1000, 25000, 825000, 256], 0),  # not the big one for 256 rows: wait for more
+        ([1000, 10], 0),  # never the base
     ],
 )
 def test_merges_take_the_newest_segments_that_fit_under_the_one_before(sizes, merged):

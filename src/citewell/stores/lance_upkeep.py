@@ -44,6 +44,7 @@ SMALL_FRAGMENT_ROWS = 16_384
 MAX_SMALL_FRAGMENTS = 16
 COMPACT_TARGET_ROWS = 131_072
 DELETED_SHARE = 0.1
+HARD_MAX_SEGMENTS = 32
 CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
 KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 
@@ -150,11 +151,16 @@ class TableUpkeep:
                     index_names=[index.name], num_indices_to_merge=0
                 )
         for index in self._refresh():
-            if (index.num_segments or 1) > self.policy.max_deltas + 1:
+            segments = index.num_segments or 1
+            if segments > self.policy.max_deltas + 1:
                 sizes = self._dataset().stats.index_stats(index.name)["num_indexed_rows_per_delta"]
-                self._dataset().optimize.optimize_indices(
-                    index_names=[index.name], num_indices_to_merge=newest_to_merge(sizes)
-                )
+                count = newest_to_merge(sizes)
+                if count < 2 and segments > HARD_MAX_SEGMENTS:
+                    count = 2  # never reached in the benchmarks; a bound on search cost
+                if count >= 2:
+                    self._dataset().optimize.optimize_indices(
+                        index_names=[index.name], num_indices_to_merge=count
+                    )
 
     def _delta_due(self, index: Any, rows: int) -> bool:
         if not index.num_unindexed_rows:
@@ -254,10 +260,11 @@ class TableUpkeep:
 def newest_to_merge(sizes: Sequence[int]) -> int:
     """How many of the newest index segments to merge (``sizes``: rows, oldest first): the
     shortest run of two or more newest segments whose rows add up to no more than the
-    segment before them (else the two newest). The oldest, the base, is never merged."""
+    segment before them; 0 when there is none yet (merging into a big segment would rewrite
+    it for a few new rows: better wait until the small ones add up). Never the base."""
     total = sizes[-1] if sizes else 0
     for count in range(2, len(sizes)):
         total += sizes[-count]
         if total <= sizes[-count - 1]:
             return count
-    return max(1, min(2, len(sizes) - 1))
+    return 0
