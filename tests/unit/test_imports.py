@@ -22,3 +22,9 @@ def test_module_imports_first(name):
         for key in [k for k in sys.modules if k.startswith("citewell.")]:
             del sys.modules[key]
         sys.modules.update(saved)
+        # Importing afresh also rebound each package's attribute for its submodule (on the
+        # kept top-level package too); point them back, or "citewell.x.y" paths that
+        # monkeypatch resolves would reach the fresh copies, not the modules in use.
+        for key, module in saved.items():
+            parent, _, child = key.rpartition(".")
+            setattr(sys.modules[parent], child, module)
