@@ -23,8 +23,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.jobs import RUNNING, JobStore
 from citewell.jobs.runner import stale_staged
 from citewell.pipeline.ingest import Ingestor
-from citewell.stores.base import ChunkStore
-from citewell.stores.lance_upkeep import IndexHealth
+from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth
 from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (BENCHMARKS.md).
@@ -99,9 +98,8 @@ class ConsistencyCheck:
                 report.files_in_no_kb.append(record.id)
         report.orphan_stored = sorted(self.storage.file_ids() - set(files))
         self._compare_jobs(report)
-        health = getattr(self.store, "health", None)  # an optional capability of a store
-        if health is not None:
-            report.index = health(self.recall_samples)
+        if isinstance(self.store, ReportsIndexHealth):
+            report.index = self.store.health(self.recall_samples)
         return report
 
     def _compare_jobs(self, report: CheckReport) -> None:
@@ -131,8 +129,8 @@ class ConsistencyCheck:
         for file_id in report.missing_chunks:
             if file_id not in report.files_in_no_kb:
                 report.repairs.append(self._reindex(file_id))
-        if report.low_recall:
-            self.store.rebuild_vector_index()  # type: ignore[attr-defined]
+        if report.low_recall and isinstance(self.store, ReportsIndexHealth):
+            self.store.rebuild_vector_index()
             report.repairs.append("trained the vector index anew")
         if report.repairs:
             self.store.optimize()

@@ -7,7 +7,7 @@ Filters are applied inside the store's own query, never before or after it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from citewell.types import ChunkFilter, StoredChunk
@@ -89,3 +89,27 @@ class ChunkStore(Protocol):
     def optimize(self) -> None:
         """Fold recent writes into the indexes; called after a batch of writes."""
         ...
+
+
+@dataclass(frozen=True)
+class IndexHealth:
+    """What ``citewell check`` reports about one chunk table's indexes."""
+
+    rows: int
+    vector_index: str  # "exact (in memory)" or the index type
+    trained_rows: int = 0
+    partitions: int = 0
+    unindexed_rows: int = 0
+    segments: dict[str, int] = field(default_factory=dict)
+    recall_at_50: float | None = None  # ANN against exact search, on sampled stored vectors
+    recall_samples: int = 0
+
+
+@runtime_checkable
+class ReportsIndexHealth(Protocol):
+    """An optional capability: a store that can report its indexes (and their recall) and
+    train its vector index anew; ``citewell check`` uses it when the store has it."""
+
+    def health(self, recall_samples: int = 20) -> IndexHealth: ...
+
+    def rebuild_vector_index(self) -> None: ...

@@ -33,9 +33,11 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+
+from citewell.stores.base import IndexHealth
 
 log = logging.getLogger(__name__)
 
@@ -62,20 +64,6 @@ class VectorIndexPolicy:
 
     def partitions(self, rows: int) -> int:
         return max(1, math.ceil(rows / self.rows_per_partition))
-
-
-@dataclass(frozen=True)
-class IndexHealth:
-    """What ``citewell check`` reports about one chunk table's indexes."""
-
-    rows: int
-    vector_index: str  # "exact (in memory)" or the index type
-    trained_rows: int = 0
-    partitions: int = 0
-    unindexed_rows: int = 0
-    segments: dict[str, int] = field(default_factory=dict)
-    recall_at_50: float | None = None  # ANN against exact search, on sampled stored vectors
-    recall_samples: int = 0
 
 
 class TableUpkeep:

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, SearchHit
-from citewell.stores.lance_upkeep import IndexHealth, TableUpkeep, VectorIndexPolicy
+from citewell.stores.base import FileChunks, IndexHealth, SearchHit
+from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
 from citewell.stores.snapshot import ROW_COLUMNS, TableSnapshot, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
