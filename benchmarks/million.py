@@ -29,6 +29,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import time
 from dataclasses import asdict
@@ -160,16 +161,22 @@ def measure(store, embedder, queries: list[str], samples: int, rng) -> dict[str,
     return out
 
 
-def compare(small, big, embedder, queries: list[str], rng) -> dict[str, Any]:
+def compare(small, big, embedder, queries: list[str], rng, warmup: int) -> dict[str, Any]:
     """Hybrid search at k=8 on the small and the big table, alternating query by query (so
     both see the same machine load), in kb-all and in one of the 100 KBs; with the median
-    of each step from the retrieval trace."""
+    of each step from the retrieval trace. The first ``warmup`` queries (other ones than
+    those measured) are not timed: a server answers many, and the store loads its indexes
+    into memory when it opens a big table."""
     from citewell.retrieval.retriever import RetrievalTrace
 
     retrievers = {
         "small": HybridRetriever(small, embedder, RetrievalSettings()),
         "big": HybridRetriever(big, embedder, RetrievalSettings()),
     }
+    for query in queries[len(queries) - warmup :]:
+        for retriever in retrievers.values():
+            retriever.search(query, ChunkFilter(kb_ids=("kb-all",)), 8, SearchMode.HYBRID)
+    queries = queries[: len(queries) - warmup]
     times: dict[str, list[float]] = {}
     steps: dict[str, dict[str, list[float]]] = {}
     for query in queries:
@@ -213,6 +220,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--recall-samples", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--write-rounds", type=int, default=40, help="256-chunk writes (--compare)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed queries first (--compare)")
     parser.add_argument(
         "--compare",
         action="store_true",
@@ -220,21 +229,27 @@ def main() -> None:
     )
     args = parser.parse_args()
     rows, vectors, embedder, queries = source_rows(args.source)
-    queries = queries[: args.queries]
+    queries = queries[: args.queries + (args.warmup if args.compare else 0)]
     store = LanceChunkStore(args.work / "lancedb", "chunks", vectors.shape[1])
     if args.compare:
+        # SciFact alone, made afresh each run (the write rounds below add to it).
+        shutil.rmtree(args.work / "small", ignore_errors=True)
         small = LanceChunkStore(args.work / "small", "chunks", vectors.shape[1])
-        if small._table.count_rows() == 0:
-            small.upsert(originals(rows, vectors))
-            small.optimize()
-        result = compare(small, store, embedder, queries, random.Random(args.seed))
+        small.upsert(originals(rows, vectors))
+        small.optimize()
+        result = compare(small, store, embedder, queries, random.Random(args.seed), args.warmup)
         writes: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
-        for n in range(3):  # alternating, new rows each time
+        fresh = 20_000_000 + int(time.time()) % 100_000 * 100_000  # rows no run wrote before
+        for n in range(args.write_rounds):  # alternating, new rows each time
             for name, target in (("small", small), ("big", store)):
-                position = 20_000_000 + 1000 * n + (500 if name == "big" else 0)
+                position = fresh + 1000 * n + (500 if name == "big" else 0)
                 writes[name].append(write_cost(target, rows, vectors, position, args.seed))
         result["writes_median_s"] = {
             name: {key: statistics.median(w[key] for w in runs) for key in runs[0]}
+            for name, runs in writes.items()
+        }
+        result["writes_mean_s"] = {  # compactions included: what a long ingest pays
+            name: {key: round(statistics.mean(w[key] for w in runs), 3) for key in runs[0]}
             for name, runs in writes.items()
         }
         print(json.dumps(result, indent=1))

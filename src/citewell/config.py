@@ -49,8 +49,8 @@ class Settings(BaseSettings):
     vector_index_min_rows: int = _setting(
         50000,
         "Below this many chunks, vector search is exact, in memory (rows x dimension x 4 "
-        "bytes); from it on, LanceDB builds and uses an IVF-HNSW index, trained anew each "
-        "time the table doubles ('citewell check' reports its measured recall).",
+        "bytes); from it on, LanceDB builds and uses an IVF index of 8-bit vectors, trained "
+        "anew each time the table doubles ('citewell check' reports its measured recall).",
     )
 
     # --- chunking --------------------------------------------------------------

@@ -48,9 +48,7 @@ def segments(store: LanceChunkStore, column: str) -> int:
 
 @pytest.fixture
 def policy() -> VectorIndexPolicy:
-    return VectorIndexPolicy(
-        min_rows=200, rows_per_partition=300, max_deltas=2, vector_delta_rows=1
-    )
+    return VectorIndexPolicy(min_rows=200, max_deltas=2, vector_delta_rows=1)
 
 
 def test_vector_index_is_trained_at_the_threshold_and_again_when_the_table_doubles(
@@ -61,13 +59,13 @@ def test_vector_index_is_trained_at_the_threshold_and_again_when_the_table_doubl
     assert store.health(0).vector_index == "exact (in memory)"
     grow(store, 150, 100)
     health = store.health(0)
-    assert (health.vector_index, health.trained_rows, health.partitions) == ("IvfHnswSq", 250, 1)
+    assert (health.vector_index, health.trained_rows, health.partitions) == ("IvfSq", 250, 16)
     grow(store, 250, 100)  # 350 < 2 x 250: a delta segment, no retraining
     assert store.health(0).trained_rows == 250
     assert store.health(0).unindexed_rows == 0
     grow(store, 350, 200)  # 550 >= 2 x 250: trained anew, with the partitions 550 rows get
     health = store.health(0)
-    assert (health.trained_rows, health.partitions, health.segments["vector"]) == (550, 2, 1)
+    assert (health.trained_rows, health.partitions, health.segments["vector"]) == (550, 23, 1)
 
 
 def test_deltas_are_merged_when_there_are_too_many(tmp_path, policy):
@@ -80,17 +78,26 @@ def test_deltas_are_merged_when_there_are_too_many(tmp_path, policy):
     assert [h.chunk_id for h in hits] == ["c335"]  # rows in merged deltas are found
 
 
-def test_an_index_of_another_layout_is_trained_anew(tmp_path, policy):
-    from lancedb.index import HnswSq
+@pytest.mark.parametrize(
+    "old",
+    [
+        {"kind": "HnswSq", "num_partitions": 2},  # what the previous release trained
+        {"kind": "IvfSq", "num_partitions": 4},  # the right kind, too few partitions
+    ],
+)
+def test_an_index_of_another_layout_or_type_is_trained_anew(tmp_path, policy, old):
+    import lancedb.index
 
     store = LanceChunkStore(tmp_path, "t", DIM, policy)
     grow(store, 0, 300)
-    # What an older release made: LanceDB's default layout (many partitions on big tables).
-    old = HnswSq(distance_type="cosine", num_partitions=4)
-    store._table.create_index("vector", config=old, replace=True)
-    assert store.health(0).partitions > 1
+    config = getattr(lancedb.index, old["kind"])(
+        distance_type="cosine", num_partitions=old["num_partitions"]
+    )
+    store._table.create_index("vector", config=config, replace=True)
+    assert store.health(0).partitions == old["num_partitions"]
     grow(store, 300, 10)
-    assert (store.health(0).trained_rows, store.health(0).partitions) == (310, 2)
+    health = store.health(0)
+    assert (health.vector_index, health.trained_rows, health.partitions) == ("IvfSq", 310, 18)
 
 
 def test_a_table_from_an_older_release_gets_the_kb_index_when_opened(tmp_path, policy):
@@ -126,17 +133,42 @@ def test_vector_rows_wait_for_a_delta_of_their_own_and_are_found_meanwhile(tmp_p
     assert (store.health(0).segments["vector"], store.health(0).unindexed_rows) == (2, 0)
 
 
+def test_rows_are_fetched_by_address_and_by_id_when_an_address_went_stale(tmp_path, policy):
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    grow(store, 0, 300)
+    wanted = chunks(0, 300)[123]
+    hits = store.vector_search(list(wanted.vector), 3, ChunkFilter())
+    assert [c.id for c in store.get([hits[0].chunk_id])] == ["c123"]
+    assert store._addresses.take(["c123"], ["id", "text"])["c123"]["text"] == "chunk 123"
+    # A compaction moves rows; an address remembered before it must not return another row.
+    store._addresses._addresses["c123"] = store._addresses._addresses[hits[1].chunk_id]
+    assert [(c.id, c.text) for c in store.get(["c123"])] == [("c123", "chunk 123")]
+
+
+def test_probes_grow_with_the_table_and_as_a_filter_keeps_fewer_rows():
+    policy = VectorIndexPolicy()
+    assert policy.partitions(1_000_000) == 1000
+    assert policy.nprobes(1_000_000, 1_000_000) == 64
+    assert policy.nprobes(1_000_000, 100_000) == 138  # measured: 120 probes gave 0.965
+    assert policy.nprobes(1_000_000, 10_000) == 298  # measured: 250 probes gave 0.971
+    assert policy.nprobes(1_000_000, 0) == 1000  # an empty filter: cap at all partitions
+    assert policy.nprobes(60_000, 60_000) == 32
+    assert policy.nprobes(100, 100) == 10  # never more partitions than there are
+
+
 @pytest.mark.parametrize(
     ("sizes", "merged"),
     [
         ([1000, 10, 10, 10, 10], 4),  # the newest add up to less than the base: all deltas
         ([1000, 90, 10, 10, 10], 3),  # three small ones, not into the bigger one before them
-        ([1000, 40, 30, 20, 10], 2),  # 10 + 20 fit under 30
+        ([1000, 40, 30, 20, 10], 4),  # each no more than twice the newer ones together
+        ([5000, 2000, 256, 256], 2),  # two batches merge; not into the bigger one
+        ([825000, 29858, 1536, 256], 0),  # the newest alone: wait for a similar one
         ([1000, 25000, 825000, 256], 0),  # not the big one for 256 rows: wait for more
         ([1000, 10], 0),  # never the base
     ],
 )
-def test_merges_take_the_newest_segments_that_fit_under_the_one_before(sizes, merged):
+def test_merges_take_the_newest_segments_of_similar_size(sizes, merged):
     assert newest_to_merge(sizes) == merged
 
 

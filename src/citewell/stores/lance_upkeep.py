@@ -4,25 +4,25 @@ After each batch of writes (``LanceChunkStore.optimize``), at a cost that does n
 the table:
 
 - small fragments are compacted once there are many of them, into fragments of at most
-  COMPACT_TARGET_ROWS, so no batch rewrites a big fragment;
+  SMALL_FRAGMENT_ROWS, so no batch rewrites a big fragment;
 - the full-text and scalar indexes get the new rows as a new *delta segment*, at a cost in
   proportion to the new rows (LanceDB's plain ``optimize`` merges them into the whole
   full-text index: 3.4 s per 256-chunk batch at a million chunks). The vector index waits
-  until the rows it lacks reach ``vector_delta_rows`` or ``vector_delta_share`` of the table
-  (those are searched exactly meanwhile), so its deltas are few and not tiny;
-- an index with more than ``max_deltas`` deltas merges its newest ones, as many as add up to
-  no more than the segment before them (``newest_to_merge``): like a binary counter, each row
+  until the rows it lacks reach ``vector_delta_rows`` (those are searched exactly meanwhile);
+- an index with more than ``max_deltas`` deltas merges its newest ones of similar size
+  (``newest_to_merge``): like a binary counter, each row
   is merged a logarithmic number of times and the segment count stays small. BM25 statistics
   are global across segments, so scores do not depend on the split (checked: identical);
 - the vector index is trained anew when the table has doubled since it was trained, or when
-  it was made with another layout (an older release's many-partition index): delta rows sit in
-  partitions chosen by old centroids, which is how recall decayed to 0.73 at a million.
+  it was made with another layout or type (an older release's IVF-HNSW index): delta rows sit
+  in partitions chosen by old centroids, which is how recall decayed to 0.73 at a million.
   Doubling keeps the total training work under twice that of one final build.
 
-The vector index is IVF-HNSW with 8-bit scalar quantisation and few partitions (one per
-``rows_per_partition``); queries probe every partition with a wide HNSW beam. Measured on
-SciFact copies at 200,000 chunks: recall@50 0.99 at 11 ms against 0.95 with LanceDB's
-defaults (benchmarks/million.py).
+The vector index is IVF with 8-bit scalar quantisation and about sqrt(rows) partitions,
+scanned flat; a query probes a share of them that grows as its filter keeps fewer rows
+(``VectorIndexPolicy.nprobes``). Measured at a million SciFact copies against IVF-HNSW-SQ:
+built in 62 s instead of 143-275 s, and 13-15 ms at recall@50 0.96-0.97 instead of 32-38 ms
+(benchmarks/million.py, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ log = logging.getLogger(__name__)
 SCALAR_INDEXES = {"id": "btree", "file_id": "btree", "kb_ids": "labellist"}
 SMALL_FRAGMENT_ROWS = 16_384
 MAX_SMALL_FRAGMENTS = 16
-COMPACT_TARGET_ROWS = 131_072
 DELETED_SHARE = 0.1
 HARD_MAX_SEGMENTS = 32
+INDEX_TYPE = "IvfSq"
 CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
 KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 
@@ -54,16 +54,28 @@ KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 @dataclass(frozen=True)
 class VectorIndexPolicy:
     min_rows: int = 50_000  # below this, search is exact and in memory
-    rows_per_partition: int = 200_000
-    m: int = 20
-    ef_construction: int = 150
-    ef_search: int = 300
+    min_probes: int = 16
+    probe_factor: float = 2.0
     max_deltas: int = 8
-    vector_delta_rows: int = 10_000
-    vector_delta_share: float = 0.02
+    # Rows outside the vector index are searched flat, and slowly (6,656 of them took a
+    # search at a million from 16 to 56 ms); an IVF delta of 1,024 rows costs ~0.2 s.
+    vector_delta_rows: int = 1024
 
     def partitions(self, rows: int) -> int:
-        return max(1, math.ceil(rows / self.rows_per_partition))
+        """About sqrt(rows) partitions: ~1,000 of ~1,000 rows each at a million."""
+        return max(1, round(math.sqrt(rows)))
+
+    def nprobes(self, rows: int, matching: int) -> int:
+        """Partitions to probe for a search among ``matching`` of ``rows`` rows.
+
+        2 x sqrt(partitions) for the whole table (64 of 1,000 at a million: recall@50
+        0.97); a filter that keeps few rows needs more, since the nearest rows *it keeps*
+        lie further out: measured at a million, a 10 % filter needs 2x the probes and a
+        1 % one 4-5x for the same recall, about (rows / matching) ** (1/3)."""
+        partitions = self.partitions(rows)
+        base = max(self.min_probes, math.ceil(self.probe_factor * math.sqrt(partitions)))
+        spread = (rows / max(1, min(rows, matching))) ** (1 / 3)
+        return min(partitions, int(math.ceil(base * spread)))
 
 
 class TableUpkeep:
@@ -73,6 +85,7 @@ class TableUpkeep:
         self.table = table
         self.policy = policy
         self._cleaned = 0.0
+        self._waiting: dict[str, int] = {}  # index name -> segment count with nothing to merge
 
     def _dataset(self) -> Any:
         """A fresh handle on the table's latest version (LanceDB's own may lag a second)."""
@@ -89,7 +102,7 @@ class TableUpkeep:
         self._refresh()
         self.ensure_scalar_indexes()
         if not self._retrain_vectors(rows):
-            self._add_deltas(rows)
+            self._add_deltas()
         self._cleanup()
         self._refresh()
 
@@ -102,7 +115,10 @@ class TableUpkeep:
         small = sum(1 for rows in live if rows < SMALL_FRAGMENT_ROWS)
         deleted = sum(f.physical_rows for f in fragments) - sum(live)
         if small > MAX_SMALL_FRAGMENTS or deleted > DELETED_SHARE * max(1, sum(live)):
-            dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
+            # Lance rewrites every fragment under the target (and re-maps every index for
+            # them): a target above SMALL_FRAGMENT_ROWS made it rewrite big fragments too,
+            # 62 s at a million rows; with it, a compaction moves at most 16k rows (0.6 s).
+            dataset.optimize.compact_files(target_rows_per_fragment=SMALL_FRAGMENT_ROWS)
 
     def _refresh(self) -> list[Any]:
         """The table's indexes as of its latest version, after commits made through Lance
@@ -132,32 +148,34 @@ class TableUpkeep:
     def index_names(self) -> dict[str, str]:
         return {i.columns[0]: i.name for i in self.table.list_indices()}
 
-    def _add_deltas(self, rows: int) -> None:
-        for index in self._refresh():
-            if self._delta_due(index, rows):
-                self._dataset().optimize.optimize_indices(
-                    index_names=[index.name], num_indices_to_merge=0
-                )
+    def _add_deltas(self) -> None:
+        due = [index.name for index in self._refresh() if self._delta_due(index)]
+        if due:  # one commit for all of them (one per index cost 2.3x as much at 1M)
+            self._dataset().optimize.optimize_indices(index_names=due, num_indices_to_merge=0)
         for index in self._refresh():
             segments = index.num_segments or 1
-            if segments > self.policy.max_deltas + 1:
-                sizes = self._dataset().stats.index_stats(index.name)["num_indexed_rows_per_delta"]
-                count = newest_to_merge(sizes)
-                if count < 2 and segments > HARD_MAX_SEGMENTS:
-                    count = 2  # never reached in the benchmarks; a bound on search cost
-                if count >= 2:
-                    self._dataset().optimize.optimize_indices(
-                        index_names=[index.name], num_indices_to_merge=count
-                    )
+            waited = self._waiting.get(index.name, 0)
+            if segments <= self.policy.max_deltas + 1 or segments < waited + 2:
+                continue
+            sizes = self._dataset().stats.index_stats(index.name)["num_indexed_rows_per_delta"]
+            count = newest_to_merge(sizes)
+            if count < 2 and segments > HARD_MAX_SEGMENTS:
+                count = 2  # never reached in the benchmarks; a bound on search cost
+            if count < 2:
+                # Nothing fits yet: do not read the index's statistics again (0.02-0.04 s
+                # at a million rows) until two more segments, the least a merge needs.
+                self._waiting[index.name] = segments
+                continue
+            self._dataset().optimize.optimize_indices(
+                index_names=[index.name], num_indices_to_merge=count
+            )
 
-    def _delta_due(self, index: Any, rows: int) -> bool:
+    def _delta_due(self, index: Any) -> bool:
         if not index.num_unindexed_rows:
             return False
         if index.columns[0] != "vector":
             return True
-        policy = self.policy
-        due = max(policy.vector_delta_rows, int(rows * policy.vector_delta_share))
-        return bool(index.num_unindexed_rows >= due)
+        return bool(index.num_unindexed_rows >= self.policy.vector_delta_rows)
 
     def _retrain_vectors(self, rows: int) -> bool:
         """Train the vector index when there is none yet, the table has doubled since it
@@ -167,23 +185,31 @@ class TableUpkeep:
         layout = self.vector_layout()
         if layout is not None:
             trained, partitions = layout
-            if rows < 2 * trained and partitions == self.policy.partitions(trained):
+            kind = next(i.index_type for i in self._refresh() if i.columns[0] == "vector")
+            fits = partitions == self.policy.partitions(trained) and str(kind) == INDEX_TYPE
+            if rows < 2 * trained and fits:
                 return False
         self.train_vectors(rows)
         return True
 
     def train_vectors(self, rows: int) -> None:
-        from lancedb.index import HnswSq
+        from lancedb.index import IvfSq
 
         began = time.monotonic()
-        config = HnswSq(
-            distance_type="cosine",
-            num_partitions=self.policy.partitions(rows),
-            m=self.policy.m,
-            ef_construction=self.policy.ef_construction,
-        )
+        config = IvfSq(distance_type="cosine", num_partitions=self.policy.partitions(rows))
         self.table.create_index("vector", config=config, replace=True)
         log.info("Trained the vector index on %d chunks in %.0f s", rows, time.monotonic() - began)
+        self.table.prewarm_index(self.index_names()["vector"])
+
+    def prewarm(self) -> None:
+        """Load the search indexes into LanceDB's cache: a cold index reads each partition
+        from disk when a query first probes it (24 of a first search's 33 ms at a million
+        chunks; 3 ms once cached). About 3 s and 1.5 GB of memory at a million chunks."""
+        for name in self.index_names().values():
+            try:
+                self.table.prewarm_index(name)
+            except Exception as error:  # noqa: BLE001 - a hint: searches work without it
+                log.debug("Could not prewarm index %s: %s", name, error)
 
     def vector_layout(self) -> tuple[int, int] | None:
         """(rows the base segment was trained on, its partitions), None without an index."""
@@ -229,30 +255,37 @@ class TableUpkeep:
         data = self.table.take_offsets(offsets).select(["vector"]).to_arrow()
         found = []
         for vector in data["vector"].to_pylist():
-            ann = self.ann_query(vector).limit(50).to_list()
+            ann = self.ann_query(vector, rows).limit(50).to_list()
             exact = self.table.search(vector).distance_type("cosine").bypass_vector_index()
             truth = {r["id"] for r in exact.select(["id", "_distance"]).limit(50).to_list()}
             found.append(len({r["id"] for r in ann} & truth) / max(1, len(truth)))
         return round(statistics.mean(found), 3)
 
-    def ann_query(self, vector: Any) -> Any:
+    def ann_query(self, vector: Any, rows: int, matching: int | None = None) -> Any:
+        """An index search among ``matching`` of the table's ``rows`` rows (all of them
+        when None), probing as many partitions as that share needs."""
+        nprobes = self.policy.nprobes(rows, rows if matching is None else matching)
         return (
             self.table.search(list(vector), vector_column_name="vector")
             .distance_type("cosine")
-            .nprobes(1_000_000)  # all partitions: there are few (LanceDB caps it at their number)
-            .ef(self.policy.ef_search)
+            .nprobes(nprobes)
             .select(["id", "_distance"])
         )
 
 
 def newest_to_merge(sizes: Sequence[int]) -> int:
-    """How many of the newest index segments to merge (``sizes``: rows, oldest first): the
-    shortest run of two or more newest segments whose rows add up to no more than the
-    segment before them; 0 when there is none yet (merging into a big segment would rewrite
-    it for a few new rows: better wait until the small ones add up). Never the base."""
-    total = sizes[-1] if sizes else 0
-    for count in range(2, len(sizes)):
-        total += sizes[-count]
-        if total <= sizes[-count - 1]:
-            return count
-    return 0
+    """How many of the newest index segments to merge (``sizes``: rows, oldest first).
+
+    Lance merges "the N newest". Take the newest segment, then each one before it while it
+    holds no more than twice the rows taken so far: like a binary counter, segments of
+    similar size merge, a row is rewritten a logarithmic number of times, and a big segment
+    is never rewritten for a few new rows (merging into it, or letting the newest grow by
+    one batch at a time, cost seconds per batch at a million rows). 0 when fewer than two
+    qualify. Never the base."""
+    if len(sizes) < 3:
+        return 0
+    count, total = 1, sizes[-1]
+    while count < len(sizes) - 1 and sizes[-count - 1] <= 2 * total:
+        total += sizes[-count - 1]
+        count += 1
+    return count if count >= 2 else 0

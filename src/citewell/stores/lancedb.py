@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
+from citewell.stores.lance_reads import FilterCounts, RowAddresses
 from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
 from citewell.stores.snapshot import ROW_COLUMNS, TableSnapshot, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
@@ -79,10 +80,16 @@ class LanceChunkStore:
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()
         self._upkeep = TableUpkeep(self._table, self.vector_index)
+        self._addresses = RowAddresses(self._table.uri)
+        self._counts = FilterCounts(self._table.count_rows)
         self._fts_ready = "terms" in self._upkeep.index_names()
         if self._fts_ready:
             with self._write_lock:  # a table from an older release may lack newer indexes
                 self._upkeep.ensure_scalar_indexes()
+        if self._table.count_rows() >= self.vector_index.min_rows:
+            threading.Thread(
+                target=self._upkeep.prewarm, name="citewell-prewarm", daemon=True
+            ).start()
         self._snapshot: TableSnapshot | None = None
         self._snapshot_checked = 0.0
         self._snapshot_lock = threading.Lock()
@@ -190,7 +197,10 @@ class LanceChunkStore:
         if snapshot is not None:
             ranked = snapshot.search(vector, k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
-        rows = self._run(self._upkeep.ann_query(vector), k, where, "_distance")
+        predicate = where_sql(where)
+        rows_in = self._counts(None)
+        query = self._upkeep.ann_query(vector, rows_in, self._counts(predicate))
+        rows = self._run(query, k, where, "_distance")
         return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
 
     def _current_snapshot(self) -> TableSnapshot | None:
@@ -217,6 +227,7 @@ class LanceChunkStore:
     def _changed(self) -> None:
         with self._snapshot_lock:
             self._snapshot = None
+        self._addresses.forget()
 
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
         if not terms.strip() or not self._fts_ready:
@@ -229,7 +240,11 @@ class LanceChunkStore:
         predicate = where_sql(where)
         if predicate is not None:
             query = query.where(predicate, prefilter=True)
-        return query.select(["id", score]).limit(k).to_list()  # type: ignore[no-any-return]
+        rows: list[dict[str, Any]] = (
+            query.select(["id", score]).with_row_id(True).limit(k).to_list()
+        )
+        self._addresses.remember(rows)
+        return rows
 
     def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         if not chunk_ids:
@@ -238,9 +253,13 @@ class LanceChunkStore:
         if snapshot is not None:
             by_id = snapshot.chunks
         else:
-            ids = ", ".join(_quote(i) for i in chunk_ids)
-            query = self._table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
-            by_id = {r["id"]: to_chunk(r) for r in query.limit(len(chunk_ids)).to_list()}
+            found = self._addresses.take(chunk_ids, ROW_COLUMNS)
+            rest = [i for i in chunk_ids if i not in found]
+            if rest:
+                ids = ", ".join(_quote(i) for i in rest)
+                query = self._table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
+                found.update((r["id"], r) for r in query.limit(len(rest)).to_list())
+            by_id = {i: to_chunk(r) for i, r in found.items()}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def count(self, where: ChunkFilter) -> int:

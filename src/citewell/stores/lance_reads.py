@@ -1,0 +1,90 @@
+"""Read helpers for a large LanceDB chunk table: row addresses and filter sizes.
+
+Both are caches of hints, never of answers: a row fetched by address is checked against the
+id asked for (an address from before a compaction falls back to a lookup by id), and a
+filter's row count only decides how many index partitions a search probes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
+COUNT_TTL = 30.0  # seconds a filter's row count is reused
+
+
+class RowAddresses:
+    """Where the chunks that searches found sit in the table (Lance row addresses), so
+    fetching the winners is a take by address: 3-4 ms for 8 rows at a million chunks,
+    against 11 ms for ``id IN (...)`` through the id index."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._addresses: dict[str, int] = {}
+        self._dataset: Any = None
+        self._lock = threading.Lock()
+
+    def remember(self, rows: Sequence[dict[str, Any]]) -> None:
+        if len(self._addresses) > REMEMBERED_ROWS:
+            with self._lock:
+                keep = list(self._addresses.items())[REMEMBERED_ROWS // 2 :]
+                self._addresses = dict(keep)
+        for row in rows:
+            self._addresses[row["id"]] = row["_rowid"]
+
+    def forget(self) -> None:
+        """After this process's own writes: addresses may have moved."""
+        with self._lock:
+            self._addresses = {}
+            self._dataset = None
+
+    def take(self, ids: Sequence[str], columns: list[str]) -> dict[str, dict[str, Any]]:
+        """The rows of those ids whose address is known and still holds that id.
+
+        The dataset handle is kept (a new one reads cold: 8 ms instead of 3 for 8 rows) and
+        opened anew only when an address misses: a row written or moved after it was opened.
+        """
+        known = [(i, self._addresses[i]) for i in ids if i in self._addresses]
+        if not known:
+            return {}
+        try:
+            rows = self._handle()._take_rows([a for _, a in known], columns=columns).to_pylist()
+        except Exception:  # noqa: BLE001 - a fragment this handle does not know
+            rows = []
+        found = {
+            r["id"]: r for r, (wanted, _) in zip(rows, known, strict=False) if r["id"] == wanted
+        }
+        if len(found) < len(known):
+            with self._lock:
+                self._dataset = None
+        return found
+
+    def _handle(self) -> Any:
+        import lance
+
+        with self._lock:
+            if self._dataset is None:
+                self._dataset = lance.dataset(self.uri)
+            return self._dataset
+
+
+class FilterCounts:
+    """How many rows a filter keeps, counted at most once per COUNT_TTL per filter."""
+
+    def __init__(self, count: Callable[[str | None], int]) -> None:
+        self._count = count
+        self._known: dict[str | None, tuple[float, int]] = {}
+
+    def __call__(self, predicate: str | None) -> int:
+        now = time.monotonic()
+        known = self._known.get(predicate)
+        if known is not None and now - known[0] < COUNT_TTL:
+            return known[1]
+        if len(self._known) > 1000:
+            self._known.clear()
+        rows = self._count(predicate)
+        self._known[predicate] = (now, rows)
+        return rows
