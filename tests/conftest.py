@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
 from citewell.config import Settings, env_names
 from citewell.embedders import OnnxEmbedder
@@ -43,3 +45,28 @@ def settings(tmp_path: Path) -> Settings:
 @pytest.fixture
 def app(settings: Settings, onnx_embedder: OnnxEmbedder) -> Citewell:
     return Citewell.from_settings(settings, embedder=onnx_embedder)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[object]:
+    """A real PostgreSQL + pgvector on 127.0.0.1, for the whole session (tests/postgres.py)."""
+    from tests.postgres import EmbeddedPostgres
+
+    server = EmbeddedPostgres()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """An empty database of each backend: a SQLite file, or a fresh PostgreSQL database."""
+    from citewell.db import sqlite_engine
+    from citewell.db.engine import url_engine
+
+    if request.param == "sqlite":
+        engine = sqlite_engine(tmp_path / "citewell.sqlite")
+    else:
+        engine = url_engine(request.getfixturevalue("postgres").create_database())
+    yield engine
+    engine.dispose()

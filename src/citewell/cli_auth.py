@@ -16,15 +16,16 @@ from citewell.auth import AuthStore
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
-from citewell.catalog import Catalog, sqlite_engine
+from citewell.catalog import Catalog
 from citewell.config import Settings
+from citewell.db import open_engine
 from citewell.errors import CitewellError
 
 
 def _store() -> tuple[AuthStore, Catalog]:
     root = click.get_current_context().find_root()
     settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
-    engine = sqlite_engine(settings.data_dir / "citewell.sqlite")
+    engine = open_engine(settings)
     return AuthStore(engine), Catalog(engine)
 
 

@@ -45,6 +45,13 @@ class Settings(BaseSettings):
         "Directory for the metadata database, the chunk store and the embedding cache. "
         "Defaults to $XDG_DATA_HOME/citewell (~/.local/share/citewell).",
     )
+    database_url: str = _setting(
+        "",
+        "SQLAlchemy URL of the database for the catalog, jobs, users, keys and grants, e.g. "
+        "postgresql://user:password@host/citewell. Empty: a SQLite file in the data dir "
+        "(citewell.sqlite). Its schema is migrated to the current release on start-up.",
+        "DATABASE_URL",
+    )
     store: Literal["lancedb"] = _setting("lancedb", "Chunk store backend.")
     vector_index_min_rows: int = _setting(
         50000,

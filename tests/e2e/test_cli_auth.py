@@ -54,7 +54,8 @@ def test_mistakes_get_a_message_that_says_what_to_do(tmp_path):
 def test_share_a_cli_made_kb_with_a_group_then_take_it_back(tmp_path):
     from citewell.auth import AuthStore
     from citewell.auth.grants import GrantStore
-    from citewell.catalog import Catalog, sqlite_engine
+    from citewell.catalog import Catalog
+    from citewell.db import sqlite_engine
 
     data = tmp_path / "data"
     assert run(data, "user", "create", "eve", "--no-password").returncode == 0

@@ -1,4 +1,4 @@
-"""Users and API keys on a real SQLite database."""
+"""Users and API keys on a real database: SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ import pytest
 
 from citewell.auth import AuthStore, UserNotFound
 from citewell.auth.secrets import hash_password, key_digest, verify_password
-from citewell.catalog import sqlite_engine
-from citewell.catalog.models import ApiKeyRow
+from citewell.db.models import ApiKeyRow
 from citewell.errors import Conflict, InvalidInput
 
 
 @pytest.fixture
-def store(tmp_path) -> AuthStore:
-    return AuthStore(sqlite_engine(tmp_path / "auth.sqlite"))
+def store(database) -> AuthStore:
+    return AuthStore(database)
 
 
 def test_passwords_are_salted_argon2_hashes():
@@ -59,7 +58,7 @@ def test_api_keys_are_shown_once_and_kept_hashed(store, tmp_path):
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
-    with Session(sqlite_engine(tmp_path / "auth.sqlite")) as session:
+    with Session(store.engine) as session:
         row = session.scalar(select(ApiKeyRow))
         assert row.digest == key_digest(plain) and plain not in (row.digest, row.prefix)
 

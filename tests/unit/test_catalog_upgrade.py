@@ -2,7 +2,8 @@
 
 import sqlite3
 
-from citewell.catalog import Catalog, sqlite_engine
+from citewell.catalog import Catalog
+from citewell.db import sqlite_engine
 
 OLD_FILES_TABLE = """CREATE TABLE files (
     id VARCHAR(32) PRIMARY KEY, sha256 VARCHAR(64) UNIQUE, text_sha256 VARCHAR(64),

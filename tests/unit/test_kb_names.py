@@ -2,13 +2,13 @@
 
 import pytest
 
-from citewell.catalog import Catalog, sqlite_engine
+from citewell.catalog import Catalog
 from citewell.errors import AmbiguousName, NameTaken
 
 
 @pytest.fixture
-def catalog(tmp_path):
-    return Catalog(sqlite_engine(tmp_path / "citewell.sqlite"))
+def catalog(database):
+    return Catalog(database)
 
 
 def test_same_name_for_two_owners_but_not_twice_for_one(catalog):

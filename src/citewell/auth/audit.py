@@ -13,7 +13,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from citewell.auth.access import Access
-from citewell.catalog.models import AuditRow, Base
+from citewell.db import ensure_schema
+from citewell.db.models import AuditRow
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def _event(row: AuditRow) -> AuditEvent:
 
 class AuditLog:
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine)
+        ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def record(

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.auth.access import Access
 from citewell.auth.store import ApiKey, User
-from citewell.catalog.models import (
-    Base,
+from citewell.db import ensure_schema
+from citewell.db.models import (
     GrantRow,
     GroupMemberRow,
     GroupRow,
@@ -55,7 +55,7 @@ class Grant:
 
 class GrantStore:
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine)
+        ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     # --- what a caller may do ----------------------------------------------------------------

@@ -20,7 +20,8 @@ from citewell.auth.secrets import (
     new_api_key,
     verify_password,
 )
-from citewell.catalog.models import ApiKeyRow, Base, UserRow
+from citewell.db import ensure_schema
+from citewell.db.models import ApiKeyRow, UserRow
 from citewell.errors import Conflict, InvalidInput, NotFoundError
 
 ROLES = ("admin", "user")
@@ -91,7 +92,7 @@ def _key(row: ApiKeyRow) -> ApiKey:
 
 class AuthStore:
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine)
+        ensure_schema(engine)
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 

@@ -1,3 +1,3 @@
-from citewell.catalog.catalog import Catalog, FileLink, FileRecord, KnowledgeBase, sqlite_engine
+from citewell.catalog.catalog import Catalog, FileLink, FileRecord, KnowledgeBase
 
-__all__ = ["Catalog", "FileLink", "FileRecord", "KnowledgeBase", "sqlite_engine"]
+__all__ = ["Catalog", "FileLink", "FileRecord", "KnowledgeBase"]

@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from pathlib import Path
 
-from sqlalchemy import create_engine, event, func, select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from citewell.catalog.models import Base, FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
-from citewell.catalog.upgrade import upgrade
+from citewell.db import ensure_schema
+from citewell.db.models import FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
 from citewell.errors import AmbiguousName, InvalidInput, KnowledgeBaseNotFound, NameTaken
 
 
@@ -86,26 +85,10 @@ def _ambiguous(name: str, kbs: list[KnowledgeBase]) -> str:
     )
 
 
-def sqlite_engine(path: Path) -> Engine:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(f"sqlite:///{path}")
-
-    @event.listens_for(engine, "connect")
-    def _pragmas(connection, _record):  # type: ignore[no-untyped-def]
-        connection.execute("PRAGMA foreign_keys=ON")
-        connection.execute("PRAGMA journal_mode=WAL")
-        # With WAL, NORMAL loses no commit when the process dies (only on power loss, where a
-        # job may run once more; ingestion is idempotent) and halves the cost of each commit.
-        connection.execute("PRAGMA synchronous=NORMAL")
-
-    return engine
-
-
 class Catalog:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        Base.metadata.create_all(engine)
-        upgrade(engine)
+        ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def _session(self) -> Session:

@@ -14,8 +14,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from citewell.catalog.models import Base, ModelPresetRow, PresetGrantRow
 from citewell.chat.presets import ModelPreset, preset_from_dict
+from citewell.db import ensure_schema
+from citewell.db.models import ModelPresetRow, PresetGrantRow
 from citewell.errors import Conflict, NotFoundError
 
 
@@ -34,7 +35,7 @@ class StoredPreset:
 
 class PresetStore:
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine)
+        ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def create(self, owner_id: str, preset: ModelPreset) -> StoredPreset:

@@ -17,7 +17,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from citewell.catalog.models import Base, EmbeddingSpaceRow
+from citewell.db import ensure_schema
+from citewell.db.models import EmbeddingSpaceRow
 
 ACTIVE, BUILDING, RETIRED = "active", "building", "retired"
 
@@ -49,7 +50,7 @@ def _record(row: EmbeddingSpaceRow) -> SpaceRecord:
 
 class SpaceRegistry:
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine)
+        ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def _one(self, state: str) -> SpaceRecord | None:

@@ -15,7 +15,8 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
-from citewell.catalog.models import Base, JobRow
+from citewell.db import ensure_schema
+from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
 
 RUNNING = ("parsing", "chunking", "embedding")
@@ -75,7 +76,7 @@ def _job(row: JobRow) -> Job:
 
 class JobStore:
     def __init__(self, engine: Engine) -> None:
-        Base.metadata.create_all(engine)
+        ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @staticmethod

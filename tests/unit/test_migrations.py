@@ -1,0 +1,65 @@
+"""The database schema comes from Alembic migrations: a new database gets it, a data dir
+made before migrations is upgraded in place, and the models never drift from the revisions."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from citewell.auth import AuthStore
+from citewell.auth.grants import GrantStore
+from citewell.config import Settings
+from citewell.db import ensure_schema, sqlite_engine
+from citewell.db.models import Base
+from citewell.db.schema import current_revision, head_revision
+from citewell.pipeline.core import Citewell
+from citewell.types import SearchMode
+
+# Made by the release before migrations (commit 387baf4) with its CLI: users alice and bob,
+# KB "handbook" with one ingested text file, a key for alice, group "staff" (bob) with read
+# access to the KB, alice with write access. Embedding cache left out.
+BEFORE_MIGRATIONS = Path(__file__).parents[1] / "data" / "data-dir-before-migrations.tgz"
+
+
+def drift(engine) -> list:  # type: ignore[no-untyped-def]
+    with engine.connect() as connection:
+        return list(compare_metadata(MigrationContext.configure(connection), Base.metadata))
+
+
+def test_a_new_database_gets_the_newest_revision_and_matches_the_models(tmp_path):
+    engine = sqlite_engine(tmp_path / "citewell.sqlite")
+    ensure_schema(engine)
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+    assert drift(engine) == []
+
+
+@pytest.fixture
+def old_data_dir(tmp_path) -> Path:
+    with tarfile.open(BEFORE_MIGRATIONS) as archive:
+        archive.extractall(tmp_path / "data", filter="data")
+    return tmp_path / "data"
+
+
+def test_a_data_dir_from_before_migrations_upgrades_in_place(old_data_dir):
+    app = Citewell.from_settings(Settings(data_dir=old_data_dir))
+    engine = app.catalog.engine
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+    assert drift(engine) == []
+    users = {u.name: u for u in AuthStore(engine).list_users()}
+    assert set(users) == {"alice", "bob"}
+    kb = app.catalog.resolve_kb("handbook")
+    assert kb.file_count == 1
+    grants = {(g.principal, g.permission) for g in GrantStore(engine).grants(kb.id)}
+    assert grants == {("user:alice", "write"), ("group:staff", "read")}
+    key_owner = AuthStore(engine).list_keys()[0].user_id
+    assert key_owner == users["alice"].id
+    hits = app.search("How many holiday days?", [kb.id], SearchMode.HYBRID, 3)
+    assert "25 days" in hits[0].chunk.text
+    assert app.check(recall_samples=0).problems == 0
+    Citewell.from_settings(Settings(data_dir=old_data_dir))  # opening again changes nothing
