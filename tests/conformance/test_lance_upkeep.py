@@ -60,6 +60,7 @@ def test_vector_index_is_trained_at_the_threshold_and_again_when_the_table_doubl
     grow(store, 150, 100)
     health = store.health(0)
     assert (health.vector_index, health.trained_rows, health.partitions) == ("IvfSq", 250, 16)
+    assert health.unindexed_rows == 0  # the full-text and scalar indexes got the rows too
     grow(store, 250, 100)  # 350 < 2 x 250: a delta segment, no retraining
     assert store.health(0).trained_rows == 250
     assert store.health(0).unindexed_rows == 0
