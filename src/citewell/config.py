@@ -52,7 +52,12 @@ class Settings(BaseSettings):
         "(citewell.sqlite). Its schema is migrated to the current release on start-up.",
         "DATABASE_URL",
     )
-    store: Literal["lancedb"] = _setting("lancedb", "Chunk store backend.")
+    store: Literal["auto", "lancedb", "postgres"] = _setting(
+        "auto",
+        "Chunk store backend: 'lancedb' (tables in the data dir), 'postgres' (pgvector and "
+        "BM25 in the database_url database), or 'auto': postgres when database_url is a "
+        "PostgreSQL URL, else lancedb.",
+    )
     vector_index_min_rows: int = _setting(
         50000,
         "Below this many chunks, vector search is exact, in memory (rows x dimension x 4 "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -48,8 +49,19 @@ def url_engine(url: str) -> Engine:
     return create_engine(parsed, pool_pre_ping=True)
 
 
+@functools.lru_cache(maxsize=16)
+def shared_engine(url: str) -> Engine:
+    """One engine (one connection pool) per database URL in a process: the catalog, the
+    jobs and the chunk store share it."""
+    return url_engine(url)
+
+
 def open_engine(settings: Settings) -> Engine:
     """The database these settings name (see ``database_url``)."""
     if settings.database_url:
-        return url_engine(settings.database_url)
+        return shared_engine(settings.database_url)
     return sqlite_engine(settings.data_dir / "citewell.sqlite")
+
+
+def is_postgres(url: str) -> bool:
+    return bool(url) and make_url(url).get_backend_name() == "postgresql"

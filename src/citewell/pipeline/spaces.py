@@ -26,8 +26,7 @@ from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
 from citewell.stores.base import ChunkStore
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter
 
 logger = logging.getLogger(__name__)
@@ -139,12 +138,7 @@ class EmbeddingSpaces:
 
     def _open(self, record: SpaceRecord, embedder: Embedder | None = None) -> Space:
         embedder = embedder or self._rebuild(record)
-        store = LanceChunkStore(
-            self.settings.data_dir / "lancedb",
-            record.id,
-            record.dimension,
-            VectorIndexPolicy(min_rows=self.settings.vector_index_min_rows),
-        )
+        store = open_chunk_store(self.settings, record.id, record.dimension)
         return Space(record, CachedEmbedder(embedder, self.cache), store)
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:
@@ -321,7 +315,7 @@ class EmbeddingSpaces:
         for record in self.registry.retired():
             if time.time() - record.changed_at < DROP_AFTER:
                 continue
-            LanceChunkStore(self.settings.data_dir / "lancedb", record.id, record.dimension).drop()
+            open_chunk_store(self.settings, record.id, record.dimension).drop()
             if record.model_id not in in_use:
                 self.cache.forget(record.model_id)
             self.registry.forget(record.id)

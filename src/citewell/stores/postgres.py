@@ -1,0 +1,295 @@
+"""The server-mode chunk store: PostgreSQL with pgvector, and BM25 computed in SQL.
+
+One table of chunks per embedding space (the same rows as the embedded store, plus each
+chunk's term count) and one of postings (term, chunk, term frequency) beside it. Keyword
+scores are Okapi BM25 exactly as the embedded store's full-text index computes them
+(k1 1.2, b 0.75, idf ln((N + 1) / (df + 0.5)), N, average length and df over the whole
+table), so both backends rank alike; ``ts_rank`` has none of that. The access filter is part
+of every query. Vectors: an HNSW index (cosine), searched with pgvector's iterative scan so a
+filter that keeps few rows still fills the top k.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from citewell.errors import StoreError
+from citewell.stores.base import FileChunks, SearchHit
+from citewell.types import ChunkFilter, StoredChunk
+
+K1, B = 1.2, 0.75
+ROWS = 'id, file_id, kb_ids, idx, text, start, "end", page, headings, file_name, terms'
+TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
+
+
+def filter_sql(where: ChunkFilter, alias: str = "") -> tuple[str, dict[str, Any]]:
+    """A WHERE clause (``TRUE`` for none) and its bound parameters."""
+    prefix = f"{alias}." if alias else ""
+    clauses, params = [], {}
+    if where.kb_ids is not None:
+        clauses.append(f"{prefix}kb_ids && CAST(:kbs AS text[])")
+        params["kbs"] = list(where.kb_ids)
+    if where.file_ids is not None:
+        clauses.append(f"{prefix}file_id = ANY(CAST(:files AS text[]))")
+        params["files"] = list(where.file_ids)
+    return " AND ".join(clauses) or "TRUE", params
+
+
+def _vector(values: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+class PostgresChunkStore:
+    def __init__(self, engine: Engine, table: str, dimension: int) -> None:
+        if not TABLE_NAME.match(table):
+            raise StoreError(f"{table!r} is not a usable table name.")
+        self.engine, self.table, self.dimension = engine, table, dimension
+        self.postings, self.stats = f"{table}_postings", f"{table}_stats"
+        self._lock = threading.Lock()
+        with engine.begin() as db:
+            self._create(db)
+
+    def _create(self, db: Connection) -> None:
+        t, p, s = self.table, self.postings, self.stats
+        db.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": t})
+        found = db.execute(
+            text(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(:t) "
+                "AND attname = 'vector'"
+            ),
+            {"t": t},
+        ).scalar()
+        if found is not None and found != self.dimension:
+            raise StoreError(
+                f"Chunk table {t} holds {found}-dimensional vectors, the embedder makes "
+                f"{self.dimension}; use another database or restore the model."
+            )
+        for statement in (
+            f"CREATE TABLE IF NOT EXISTS {t} (id text PRIMARY KEY, file_id text NOT NULL, "
+            "kb_ids text[] NOT NULL, idx integer NOT NULL, text text NOT NULL, "
+            'start integer NOT NULL, "end" integer NOT NULL, page integer, '
+            "headings text[] NOT NULL, file_name text NOT NULL, terms text NOT NULL, "
+            f"length integer NOT NULL, vector vector({self.dimension}) NOT NULL)",
+            f"CREATE INDEX IF NOT EXISTS {t}_file ON {t} (file_id, idx)",
+            f"CREATE INDEX IF NOT EXISTS {t}_kbs ON {t} USING gin (kb_ids)",
+            f"CREATE INDEX IF NOT EXISTS {t}_hnsw ON {t} USING hnsw (vector vector_cosine_ops)",
+            f"CREATE TABLE IF NOT EXISTS {p} (term text NOT NULL, chunk_id text NOT NULL "
+            f"REFERENCES {t} (id) ON DELETE CASCADE, tf integer NOT NULL, "
+            "PRIMARY KEY (term, chunk_id))",
+            f"CREATE INDEX IF NOT EXISTS {p}_chunk ON {p} (chunk_id)",
+            f"CREATE TABLE IF NOT EXISTS {s} (one boolean PRIMARY KEY DEFAULT true "
+            "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL)",
+            f"INSERT INTO {s} VALUES (true, 0, 0) ON CONFLICT DO NOTHING",
+        ):
+            db.execute(text(statement))
+
+    # --- writes -----------------------------------------------------------------------
+    def upsert(self, chunks: Sequence[StoredChunk]) -> int:
+        if not chunks:
+            return 0
+        unique = list({c.id: c for c in chunks}.values())
+        with self.engine.begin() as db:
+            ids = [c.id for c in unique]
+            self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": ids})
+            db.execute(
+                text(
+                    f"INSERT INTO {self.table} VALUES (:id, :file_id, :kb_ids, :idx, :text, "
+                    ":start, :end, :page, :headings, :file_name, :terms, :length, "
+                    "CAST(:vector AS vector))"
+                ),
+                [self._row(c) for c in unique],
+            )
+            postings = [
+                {"term": term, "chunk": c.id, "tf": tf}
+                for c in unique
+                for term, tf in Counter(c.terms.split()).items()
+            ]
+            if postings:
+                db.execute(
+                    text(f"INSERT INTO {self.postings} VALUES (:term, :chunk, :tf)"), postings
+                )
+            length = sum(len(c.terms.split()) for c in unique)
+            self._bump(db, len(unique), length)
+        return len(chunks)
+
+    def _row(self, chunk: StoredChunk) -> dict[str, Any]:
+        if chunk.vector is None:
+            raise StoreError(f"Chunk {chunk.id} has no vector.")
+        return {
+            "id": chunk.id,
+            "file_id": chunk.file_id,
+            "kb_ids": list(chunk.kb_ids),
+            "idx": chunk.index,
+            "text": chunk.text,
+            "start": chunk.start,
+            "end": chunk.end,
+            "page": chunk.page,
+            "headings": list(chunk.headings),
+            "file_name": chunk.file_name,
+            "terms": chunk.terms,
+            "length": len(chunk.terms.split()),
+            "vector": _vector(chunk.vector),
+        }
+
+    def _remove(self, db: Connection, condition: str, params: dict[str, Any]) -> int:
+        """Delete matching chunks (their postings go by cascade) and keep the statistics."""
+        gone = db.execute(
+            text(f"DELETE FROM {self.table} WHERE {condition} RETURNING length"), params
+        ).all()
+        if gone:
+            self._bump(db, -len(gone), -sum(int(r[0]) for r in gone))
+        return len(gone)
+
+    def _bump(self, db: Connection, chunks: int, length: int) -> None:
+        db.execute(
+            text(f"UPDATE {self.stats} SET chunks = chunks + :c, length = length + :l"),
+            {"c": chunks, "l": length},
+        )
+
+    def delete(self, where: ChunkFilter) -> int:
+        if where.kb_ids is None and where.file_ids is None:
+            raise StoreError("Refusing to delete without a filter.")
+        condition, params = filter_sql(where)
+        with self.engine.begin() as db:
+            return self._remove(db, condition, params)
+
+    def link(self, file_id: str, kb_id: str) -> None:
+        self._set_kbs(
+            "array_append(kb_ids, CAST(:kb AS text))", "NOT (:kb = ANY(kb_ids))", file_id, kb_id
+        )
+
+    def unlink(self, file_id: str, kb_id: str) -> None:
+        self._set_kbs(
+            "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", file_id, kb_id
+        )
+
+    def _set_kbs(self, value: str, condition: str, file_id: str, kb_id: str) -> None:
+        with self.engine.begin() as db:
+            db.execute(
+                text(
+                    f"UPDATE {self.table} SET kb_ids = {value} "
+                    f"WHERE file_id = :file AND {condition}"
+                ),
+                {"file": file_id, "kb": kb_id},
+            )
+
+    # --- searches ---------------------------------------------------------------------
+    def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
+        condition, params = filter_sql(where)
+        with self.engine.begin() as db:
+            # Keep scanning the HNSW graph until k rows pass the filter (pgvector >= 0.8).
+            db.execute(text("SET LOCAL hnsw.iterative_scan = strict_order"))
+            db.execute(text(f"SET LOCAL hnsw.ef_search = {max(100, 2 * k)}"))
+            rows = db.execute(
+                text(
+                    f"SELECT id, 1 - (vector <=> CAST(:q AS vector)) AS score FROM {self.table} "
+                    f"WHERE {condition} ORDER BY vector <=> CAST(:q AS vector) LIMIT :k"
+                ),
+                {**params, "q": _vector(vector), "k": k},
+            ).all()
+        return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(rows)]
+
+    def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
+        words = terms.split()
+        if not words:
+            return []
+        condition, params = filter_sql(where, "c")
+        query = f"""
+            WITH q AS (SELECT unnest(CAST(:words AS text[])) AS term),
+            df AS (SELECT term, count(*) AS n FROM {self.postings}
+                   WHERE term = ANY(CAST(:words AS text[])) GROUP BY term),
+            st AS (SELECT chunks, length FROM {self.stats})
+            SELECT p.chunk_id AS id, sum(
+                ln((st.chunks + 1.0) / (df.n + 0.5))::float8 * p.tf * {K1 + 1}
+                / (p.tf + {K1} * ({1 - B} + {B} * c.length::float8 * st.chunks / st.length))
+            ) AS score
+            FROM q JOIN df ON df.term = q.term
+            JOIN {self.postings} p ON p.term = q.term
+            JOIN {self.table} c ON c.id = p.chunk_id
+            CROSS JOIN st
+            WHERE {condition}
+            GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT :k"""
+        with self.engine.connect() as db:
+            rows = db.execute(text(query), {**params, "words": words, "k": k}).all()
+        return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(rows)]
+
+    # --- reads ------------------------------------------------------------------------
+    def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
+        if not chunk_ids:
+            return []
+        by_id = {
+            c.id: c
+            for c in self._select("id = ANY(CAST(:ids AS text[]))", {"ids": list(chunk_ids)})
+        }
+        return [by_id[i] for i in chunk_ids if i in by_id]
+
+    def _select(self, condition: str, params: dict[str, Any]) -> list[StoredChunk]:
+        with self.engine.connect() as db:
+            rows = db.execute(
+                text(f"SELECT {ROWS} FROM {self.table} WHERE {condition} ORDER BY file_id, idx"),
+                params,
+            ).all()
+        return [
+            StoredChunk(
+                id=r.id,
+                file_id=r.file_id,
+                kb_ids=tuple(r.kb_ids),
+                index=r.idx,
+                text=r.text,
+                start=r.start,
+                end=r.end,
+                page=r.page,
+                headings=tuple(r.headings),
+                file_name=r.file_name,
+                terms=r.terms,
+            )
+            for r in rows
+        ]
+
+    def count(self, where: ChunkFilter) -> int:
+        condition, params = filter_sql(where)
+        with self.engine.connect() as db:
+            return int(
+                db.execute(
+                    text(f"SELECT count(*) FROM {self.table} WHERE {condition}"), params
+                ).scalar_one()
+            )
+
+    def file_ids(self) -> set[str]:
+        with self.engine.connect() as db:
+            return set(db.execute(text(f"SELECT DISTINCT file_id FROM {self.table}")).scalars())
+
+    def scan(self, where: ChunkFilter) -> list[StoredChunk]:
+        condition, params = filter_sql(where)
+        return self._select(condition, params)
+
+    def manifest(self) -> dict[str, FileChunks]:
+        ids: dict[str, set[str]] = {}
+        kbs: dict[str, set[str]] = {}
+        with self.engine.connect() as db:
+            for chunk_id, file_id, kb_ids in db.execute(
+                text(f"SELECT id, file_id, kb_ids FROM {self.table}")
+            ):
+                ids.setdefault(file_id, set()).add(chunk_id)
+                kbs.setdefault(file_id, set()).update(kb_ids)
+        return {f: FileChunks(frozenset(ids[f]), frozenset(kbs[f])) for f in ids}
+
+    def drop(self) -> None:
+        with self.engine.begin() as db:
+            for name in (self.postings, self.stats, self.table):
+                db.execute(text(f"DROP TABLE IF EXISTS {name}"))
+
+    def optimize(self) -> None:
+        """PostgreSQL keeps its indexes current on every write; refresh the planner's
+        statistics so the filters and joins keep good plans as the table grows."""
+        with self.engine.connect() as db:
+            db.execution_options(isolation_level="AUTOCOMMIT").execute(
+                text(f"ANALYZE {self.table}, {self.postings}")
+            )
