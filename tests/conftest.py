@@ -49,8 +49,8 @@ def app(settings: Settings, onnx_embedder: OnnxEmbedder) -> Citewell:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[object]:
-    """A real PostgreSQL + pgvector on 127.0.0.1, for the whole session (tests/postgres.py)."""
-    from tests.postgres import EmbeddedPostgres
+    """A real PostgreSQL + pgvector on 127.0.0.1 for the whole session (testing/postgres.py)."""
+    from citewell.testing.postgres import EmbeddedPostgres
 
     server = EmbeddedPostgres()
     server.start()

@@ -1,4 +1,4 @@
-"""PostgresChunkStore on a real PostgreSQL 18 + pgvector (tests/postgres.py)."""
+"""PostgresChunkStore on a real PostgreSQL 18 + pgvector (citewell/testing/postgres.py)."""
 
 import pytest
 

