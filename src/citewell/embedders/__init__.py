@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from citewell.config import Settings
 from citewell.embedders.base import Embedder, Vectors, normalize
-from citewell.embedders.cache import CachedEmbedder, EmbeddingCache
+from citewell.embedders.cache import (
+    CachedEmbedder,
+    DatabaseEmbeddingCache,
+    EmbeddingCache,
+    VectorCache,
+)
 from citewell.embedders.onnx import OnnxEmbedder
 from citewell.embedders.remote import OllamaEmbedder, OpenAIEmbedder
 
 __all__ = [
     "CachedEmbedder",
     "Embedder",
+    "DatabaseEmbeddingCache",
     "EmbeddingCache",
+    "VectorCache",
     "OllamaEmbedder",
     "OnnxEmbedder",
     "OpenAIEmbedder",

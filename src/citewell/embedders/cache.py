@@ -12,11 +12,28 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Engine
 
 from citewell.embedders.base import Embedder, Vectors
 from citewell.types import EmbedKind
+
+
+class VectorCache(Protocol):
+    """Where embeddings are kept by (model id, text hash): a SQLite file or the database."""
+
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, Vectors]: ...
+
+    def put(self, model: str, hashes: Sequence[str], vectors: Vectors) -> None: ...
+
+    def forget(self, model: str) -> int: ...
+
+    def close(self) -> None: ...
 
 
 def text_hash(text: str) -> str:
@@ -65,6 +82,52 @@ class EmbeddingCache:
         self._db.close()
 
 
+class DatabaseEmbeddingCache:
+    """The same cache in the application database (PostgreSQL in server mode), so API and
+    worker processes on any host share it."""
+
+    def __init__(self, engine: Engine) -> None:
+        from citewell.db import ensure_schema
+        from citewell.db.models import Base, EmbeddingCacheRow
+
+        ensure_schema(engine)
+        self.engine = engine
+        self.table = Base.metadata.tables[EmbeddingCacheRow.__tablename__]
+
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, Vectors]:
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(hashes))
+        columns = self.table.c
+        with self.engine.connect() as db:
+            for i in range(0, len(unique), 500):
+                query = select(columns.hash, columns.vector).where(
+                    (columns.model == model) & columns.hash.in_(unique[i : i + 500])
+                )
+                found.update((h, np.frombuffer(v, dtype=np.float32)) for h, v in db.execute(query))
+        return found
+
+    def put(self, model: str, hashes: Sequence[str], vectors: Vectors) -> None:
+        rows = [
+            {"model": model, "hash": h, "vector": v.astype(np.float32).tobytes()}
+            for h, v in dict(zip(hashes, vectors, strict=True)).items()
+        ]
+        if not rows:
+            return
+        dialect = self.engine.dialect.name
+        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+        # Two workers may embed the same text at once: the first write wins, both are equal.
+        statement = insert(self.table).on_conflict_do_nothing()
+        with self.engine.begin() as db:
+            db.execute(statement, rows)
+
+    def forget(self, model: str) -> int:
+        with self.engine.begin() as db:
+            return int(db.execute(delete(self.table).where(self.table.c.model == model)).rowcount)
+
+    def close(self) -> None:
+        """The engine is shared with the rest of the application: nothing to close."""
+
+
 QUERY_CACHE_SIZE = 4096  # recent query vectors kept in memory (1.5 KB each)
 
 
@@ -72,7 +135,7 @@ class CachedEmbedder:
     """Wraps an embedder: document embeddings go through the persistent cache; single
     queries through a small in-memory one (dashboards and retries repeat the same query)."""
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+    def __init__(self, inner: Embedder, cache: VectorCache) -> None:
         self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id

@@ -21,7 +21,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.db import open_engine
-from citewell.embedders import Embedder, EmbeddingCache
+from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
 from citewell.llm.base import LLM
@@ -112,7 +112,11 @@ class Citewell:
         ``llm`` replaces the one the settings name."""
         data_dir = settings.data_dir
         catalog = Catalog(open_engine(settings))
-        cache = EmbeddingCache(data_dir / "embeddings.sqlite")
+        cache = (
+            DatabaseEmbeddingCache(catalog.engine)
+            if settings.database_url
+            else EmbeddingCache(data_dir / "embeddings.sqlite")
+        )
         jobs = JobStore(catalog.engine)
         lock = threading.Lock()
         spaces = EmbeddingSpaces(

@@ -21,7 +21,7 @@ from pathlib import Path
 from citewell.catalog import Catalog
 from citewell.catalog.spaces import ACTIVE, BUILDING, SpaceRecord, SpaceRegistry
 from citewell.config import Settings
-from citewell.embedders import CachedEmbedder, Embedder, EmbeddingCache, build_embedder
+from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embedder
 from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
@@ -101,7 +101,7 @@ class EmbeddingSpaces:
         settings: Settings,
         catalog: Catalog,
         jobs: JobStore,
-        cache: EmbeddingCache,
+        cache: VectorCache,
         lock: threading.Lock,
         embedder: Embedder | None = None,
         known: Sequence[Embedder] = (),
