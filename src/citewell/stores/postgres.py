@@ -42,6 +42,16 @@ def filter_sql(where: ChunkFilter, alias: str = "") -> tuple[str, dict[str, Any]
     return " AND ".join(clauses) or "TRUE", params
 
 
+def _set_local(db: Connection, settings: dict[str, str]) -> None:
+    """Settings for this transaction only, in one round trip. Parallel workers cost more to
+    start than these small queries take on a few cores."""
+    calls = ", ".join(f"set_config(:n{i}, :v{i}, true)" for i in range(len(settings)))
+    params = {}
+    for i, (name, value) in enumerate(settings.items()):
+        params[f"n{i}"], params[f"v{i}"] = name, value
+    db.execute(text(f"SELECT {calls}"), params)
+
+
 def _vector(values: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
@@ -82,7 +92,7 @@ class PostgresChunkStore:
             f"CREATE INDEX IF NOT EXISTS {t}_hnsw ON {t} USING hnsw (vector vector_cosine_ops)",
             f"CREATE TABLE IF NOT EXISTS {p} (term text NOT NULL, chunk_id text NOT NULL "
             f"REFERENCES {t} (id) ON DELETE CASCADE, tf integer NOT NULL, "
-            "PRIMARY KEY (term, chunk_id))",
+            "length integer NOT NULL, PRIMARY KEY (term, chunk_id))",
             f"CREATE INDEX IF NOT EXISTS {p}_chunk ON {p} (chunk_id)",
             f"CREATE TABLE IF NOT EXISTS {s} (one boolean PRIMARY KEY DEFAULT true "
             "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL)",
@@ -107,13 +117,14 @@ class PostgresChunkStore:
                 [self._row(c) for c in unique],
             )
             postings = [
-                {"term": term, "chunk": c.id, "tf": tf}
+                {"term": term, "chunk": c.id, "tf": tf, "length": len(c.terms.split())}
                 for c in unique
                 for term, tf in Counter(c.terms.split()).items()
             ]
             if postings:
                 db.execute(
-                    text(f"INSERT INTO {self.postings} VALUES (:term, :chunk, :tf)"), postings
+                    text(f"INSERT INTO {self.postings} VALUES (:term, :chunk, :tf, :length)"),
+                    postings,
                 )
             length = sum(len(c.terms.split()) for c in unique)
             self._bump(db, len(unique), length)
@@ -185,8 +196,14 @@ class PostgresChunkStore:
         condition, params = filter_sql(where)
         with self.engine.begin() as db:
             # Keep scanning the HNSW graph until k rows pass the filter (pgvector >= 0.8).
-            db.execute(text("SET LOCAL hnsw.iterative_scan = strict_order"))
-            db.execute(text(f"SET LOCAL hnsw.ef_search = {max(100, 2 * k)}"))
+            _set_local(
+                db,
+                {
+                    "hnsw.iterative_scan": "strict_order",
+                    "hnsw.ef_search": str(max(100, 2 * k)),
+                    "max_parallel_workers_per_gather": "0",
+                },
+            )
             rows = db.execute(
                 text(
                     f"SELECT id, 1 - (vector <=> CAST(:q AS vector)) AS score FROM {self.table} "
@@ -201,22 +218,30 @@ class PostgresChunkStore:
         if not words:
             return []
         condition, params = filter_sql(where, "c")
+        # The query terms' postings are read once, by the primary key (term first); df and
+        # the scores come from them alone (each posting carries its chunk's length), and
+        # only the scored chunks meet the chunk table, by primary key, for the filter. A
+        # term repeated in the query counts as often as it appears, as in LanceDB.
         query = f"""
-            WITH q AS (SELECT unnest(CAST(:words AS text[])) AS term),
-            df AS (SELECT term, count(*) AS n FROM {self.postings}
-                   WHERE term = ANY(CAST(:words AS text[])) GROUP BY term),
-            st AS (SELECT chunks, length FROM {self.stats})
-            SELECT p.chunk_id AS id, sum(
-                ln((st.chunks + 1.0) / (df.n + 0.5))::float8 * p.tf * {K1 + 1}
-                / (p.tf + {K1} * ({1 - B} + {B} * c.length::float8 * st.chunks / st.length))
-            ) AS score
-            FROM q JOIN df ON df.term = q.term
-            JOIN {self.postings} p ON p.term = q.term
-            JOIN {self.table} c ON c.id = p.chunk_id
-            CROSS JOIN st
+            WITH st AS MATERIALIZED (SELECT chunks, length FROM {self.stats}),
+            q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
+                  GROUP BY term),
+            hits AS MATERIALIZED (SELECT term, chunk_id, tf, length FROM {self.postings}
+                                  WHERE term = ANY(CAST(:words AS text[]))),
+            df AS (SELECT term, count(*) AS n FROM hits GROUP BY term),
+            scored AS (
+                SELECT h.chunk_id, sum(
+                    q.times * ln((st.chunks + 1.0) / (df.n + 0.5))::float8 * h.tf * {K1 + 1}
+                    / (h.tf + {K1} * ({1 - B} + {B} * h.length::float8 * st.chunks / st.length))
+                ) AS score
+                FROM hits h JOIN df ON df.term = h.term JOIN q ON q.term = h.term
+                CROSS JOIN st
+                GROUP BY h.chunk_id)
+            SELECT c.id, s.score FROM scored s JOIN {self.table} c ON c.id = s.chunk_id
             WHERE {condition}
-            GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT :k"""
-        with self.engine.connect() as db:
+            ORDER BY s.score DESC, c.id LIMIT :k"""
+        with self.engine.begin() as db:
+            _set_local(db, {"max_parallel_workers_per_gather": "0"})
             rows = db.execute(text(query), {**params, "words": words, "k": k}).all()
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(rows)]
 
@@ -291,5 +316,5 @@ class PostgresChunkStore:
         statistics so the filters and joins keep good plans as the table grows."""
         with self.engine.connect() as db:
             db.execution_options(isolation_level="AUTOCOMMIT").execute(
-                text(f"ANALYZE {self.table}, {self.postings}")
+                text(f"ANALYZE {self.table}, {self.postings}, {self.stats}")
             )
