@@ -92,7 +92,8 @@ class PostgresChunkStore:
             f"CREATE INDEX IF NOT EXISTS {t}_hnsw ON {t} USING hnsw (vector vector_cosine_ops)",
             f"CREATE TABLE IF NOT EXISTS {p} (term text NOT NULL, chunk_id text NOT NULL "
             f"REFERENCES {t} (id) ON DELETE CASCADE, tf integer NOT NULL, "
-            "length integer NOT NULL, PRIMARY KEY (term, chunk_id))",
+            # tf and length in the key's index: a query reads its postings from the index.
+            "length integer NOT NULL, PRIMARY KEY (term, chunk_id) INCLUDE (tf, length))",
             f"CREATE INDEX IF NOT EXISTS {p}_chunk ON {p} (chunk_id)",
             f"CREATE TABLE IF NOT EXISTS {s} (one boolean PRIMARY KEY DEFAULT true "
             "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL)",
@@ -219,9 +220,11 @@ class PostgresChunkStore:
             return []
         condition, params = filter_sql(where, "c")
         # The query terms' postings are read once, by the primary key (term first); df and
-        # the scores come from them alone (each posting carries its chunk's length), and
-        # only the scored chunks meet the chunk table, by primary key, for the filter. A
-        # term repeated in the query counts as often as it appears, as in LanceDB.
+        # the scores come from them alone (each posting carries its chunk's length). Then
+        # the chunks are checked against the filter best first, by primary key, until k
+        # pass (a nested loop over the sorted scores stops there: k lookups when the filter
+        # keeps most chunks, more when it keeps few). A term repeated in the query counts
+        # as often as it appears, as in LanceDB.
         query = f"""
             WITH st AS MATERIALIZED (SELECT chunks, length FROM {self.stats}),
             q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
@@ -231,15 +234,17 @@ class PostgresChunkStore:
             df AS (SELECT term, count(*) AS n FROM hits GROUP BY term),
             scored AS (
                 SELECT h.chunk_id, sum(
-                    q.times * ln((st.chunks + 1.0) / (df.n + 0.5))::float8 * h.tf * {K1 + 1}
+                    q.times * ln((st.chunks + 1)::float8 / (df.n + 0.5)) * h.tf * {K1 + 1}
                     / (h.tf + {K1} * ({1 - B} + {B} * h.length::float8 * st.chunks / st.length))
                 ) AS score
                 FROM hits h JOIN df ON df.term = h.term JOIN q ON q.term = h.term
                 CROSS JOIN st
                 GROUP BY h.chunk_id)
-            SELECT c.id, s.score FROM scored s JOIN {self.table} c ON c.id = s.chunk_id
-            WHERE {condition}
-            ORDER BY s.score DESC, c.id LIMIT :k"""
+            SELECT s.chunk_id AS id, s.score
+            FROM (SELECT chunk_id, score FROM scored ORDER BY score DESC, chunk_id) s
+            CROSS JOIN LATERAL (SELECT 1 FROM {self.table} c
+                                WHERE c.id = s.chunk_id AND {condition} LIMIT 1) allowed
+            LIMIT :k"""
         with self.engine.begin() as db:
             _set_local(db, {"max_parallel_workers_per_gather": "0"})
             rows = db.execute(text(query), {**params, "words": words, "k": k}).all()
