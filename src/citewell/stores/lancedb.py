@@ -19,7 +19,8 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.lance_reads import FilterCounts, RowAddresses
 from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
-from citewell.stores.snapshot import ROW_COLUMNS, TableSnapshot, to_chunk
+from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
+from citewell.stores.snapshot import TableSnapshot
 from citewell.types import ChunkFilter, StoredChunk
 
 CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes
@@ -125,20 +126,7 @@ class LanceChunkStore:
     def _row(self, chunk: StoredChunk) -> dict[str, Any]:
         if chunk.vector is None or len(chunk.vector) != self.dimension:
             raise StoreError(f"Chunk {chunk.id} has no {self.dimension}-dimensional vector.")
-        return {
-            "id": chunk.id,
-            "file_id": chunk.file_id,
-            "kb_ids": list(chunk.kb_ids),
-            "idx": chunk.index,
-            "text": chunk.text,
-            "start": chunk.start,
-            "end": chunk.end,
-            "page": chunk.page,
-            "headings": list(chunk.headings),
-            "file_name": chunk.file_name,
-            "terms": chunk.terms,
-            "vector": list(chunk.vector),
-        }
+        return {**chunk_row(chunk), "vector": list(chunk.vector)}
 
     def delete(self, where: ChunkFilter) -> int:
         predicate = where_sql(where)

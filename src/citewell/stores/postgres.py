@@ -22,10 +22,11 @@ from sqlalchemy.engine import Connection, Engine
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, SearchHit
+from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
 K1, B = 1.2, 0.75
-ROWS = 'id, file_id, kb_ids, idx, text, start, "end", page, headings, file_name, terms'
+ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS) + ", terms"
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
 
 
@@ -135,17 +136,7 @@ class PostgresChunkStore:
         if chunk.vector is None:
             raise StoreError(f"Chunk {chunk.id} has no vector.")
         return {
-            "id": chunk.id,
-            "file_id": chunk.file_id,
-            "kb_ids": list(chunk.kb_ids),
-            "idx": chunk.index,
-            "text": chunk.text,
-            "start": chunk.start,
-            "end": chunk.end,
-            "page": chunk.page,
-            "headings": list(chunk.headings),
-            "file_name": chunk.file_name,
-            "terms": chunk.terms,
+            **chunk_row(chunk),
             "length": len(chunk.terms.split()),
             "vector": _vector(chunk.vector),
         }
@@ -266,22 +257,7 @@ class PostgresChunkStore:
                 text(f"SELECT {ROWS} FROM {self.table} WHERE {condition} ORDER BY file_id, idx"),
                 params,
             ).all()
-        return [
-            StoredChunk(
-                id=r.id,
-                file_id=r.file_id,
-                kb_ids=tuple(r.kb_ids),
-                index=r.idx,
-                text=r.text,
-                start=r.start,
-                end=r.end,
-                page=r.page,
-                headings=tuple(r.headings),
-                file_name=r.file_name,
-                terms=r.terms,
-            )
-            for r in rows
-        ]
+        return [to_chunk(dict(r._mapping)) for r in rows]
 
     def count(self, where: ChunkFilter) -> int:
         condition, params = filter_sql(where)

@@ -16,20 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
-
-ROW_COLUMNS = [
-    "id",
-    "file_id",
-    "kb_ids",
-    "idx",
-    "text",
-    "start",
-    "end",
-    "page",
-    "headings",
-    "file_name",
-]
 
 
 @dataclass(frozen=True)
@@ -88,19 +76,3 @@ class TableSnapshot:
         best = np.argpartition(-scores, k - 1)[:k]
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(str(self.ids[i]), float(scores[i])) for i in best]
-
-
-def to_chunk(row: dict[str, Any]) -> StoredChunk:
-    return StoredChunk(
-        id=row["id"],
-        file_id=row["file_id"],
-        kb_ids=tuple(row["kb_ids"] or ()),
-        index=row["idx"],
-        text=row["text"],
-        start=row["start"],
-        end=row["end"],
-        page=row["page"],
-        headings=tuple(row["headings"] or ()),
-        file_name=row["file_name"],
-        terms=row.get("terms", ""),
-    )
