@@ -55,3 +55,16 @@ def test_bm25_scores_match_the_embedded_store(engine, tmp_path):
         ours = [(h.chunk_id, round(h.score, 4)) for h in pg.keyword_search(terms, 5, ALL)]
         theirs = [(h.chunk_id, round(h.score, 4)) for h in lance.keyword_search(terms, 5, ALL)]
         assert ours == theirs, query
+
+
+def test_health_reports_rows_and_measured_recall(engine):
+    from citewell.stores.base import ReportsIndexHealth
+
+    store = PostgresChunkStore(engine, "t", DIM)
+    store.upsert(CORPUS)
+    assert isinstance(store, ReportsIndexHealth)
+    health = store.health(recall_samples=5)
+    assert health.rows == len(CORPUS) and health.recall_samples == 5
+    assert health.recall_at_50 == 1.0  # five chunks: the index finds them all
+    store.rebuild_vector_index()
+    assert store.vector_search(CORPUS[2].vector, 1, ALL)[0].chunk_id == "c3"

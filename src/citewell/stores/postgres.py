@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, SearchHit
+from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -286,6 +286,58 @@ class PostgresChunkStore:
                 ids.setdefault(file_id, set()).add(chunk_id)
                 kbs.setdefault(file_id, set()).update(kb_ids)
         return {f: FileChunks(frozenset(ids[f]), frozenset(kbs[f])) for f in ids}
+
+    # --- health (the optional ReportsIndexHealth capability) --------------------------
+    def health(self, recall_samples: int = 20) -> IndexHealth:
+        """Rows, and the HNSW index's recall@50 against an exact scan, measured with the
+        vectors of evenly spread stored chunks as queries."""
+        rows = self.count(ChunkFilter())
+        recall = self._recall(recall_samples, rows) if recall_samples and rows else None
+        return IndexHealth(
+            rows=rows,
+            vector_index="pgvector HNSW (cosine)",
+            segments={"postings": self._postings()},
+            recall_at_50=recall,
+            recall_samples=recall_samples if recall is not None else 0,
+        )
+
+    def _postings(self) -> int:
+        with self.engine.connect() as db:
+            return int(db.execute(text(f"SELECT count(*) FROM {self.postings}")).scalar_one())
+
+    def _recall(self, samples: int, rows: int) -> float:
+        step = max(1, rows // samples)
+        with self.engine.connect() as db:
+            vectors = db.execute(
+                text(
+                    f"SELECT vector::text FROM (SELECT vector, row_number() OVER (ORDER BY id) "
+                    f"AS n FROM {self.table}) v WHERE (n - 1) % :step = 0 LIMIT :samples"
+                ),
+                {"step": step, "samples": samples},
+            ).scalars()
+            queries = [[float(x) for x in v.strip("[]").split(",")] for v in vectors]
+        found = []
+        for vector in queries:
+            ann = {h.chunk_id for h in self.vector_search(vector, 50, ChunkFilter())}
+            with self.engine.begin() as db:
+                _set_local(db, {"enable_indexscan": "off", "enable_bitmapscan": "off"})
+                exact = db.execute(
+                    text(
+                        f"SELECT id FROM {self.table} "
+                        "ORDER BY vector <=> CAST(:q AS vector) LIMIT 50"
+                    ),
+                    {"q": _vector(vector)},
+                ).scalars()
+                truth = set(exact)
+            found.append(len(ann & truth) / max(1, len(truth)))
+        return round(sum(found) / len(found), 3)
+
+    def rebuild_vector_index(self) -> None:
+        """Build the HNSW index anew (``citewell check --repair`` on low recall)."""
+        with self.engine.connect() as db:
+            db.execution_options(isolation_level="AUTOCOMMIT").execute(
+                text(f"REINDEX INDEX {self.table}_hnsw")
+            )
 
     def drop(self) -> None:
         with self.engine.begin() as db:
