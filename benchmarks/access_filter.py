@@ -25,6 +25,7 @@ from query_latency import PrecomputedQueries  # noqa: E402
 from citewell import Citewell, SearchMode, Settings  # noqa: E402
 from citewell.auth import User  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402
+from citewell.retrieval.retriever import HybridRetriever  # noqa: E402
 from citewell.types import ChunkFilter  # noqa: E402
 
 
@@ -55,7 +56,10 @@ def main() -> None:
     args = parser.parse_args()
     app, kb_ids = build(args.docs, args.kbs)
     asked = queries(args.queries)
-    app.retriever.use(app.store, PrecomputedQueries(app.retriever.space.embedder, asked))
+    real = app.retriever
+    app.retriever = HybridRetriever(
+        app.store, PrecomputedQueries(real.space.embedder, asked), real.settings, real.reranker
+    )
     user = User("u", "bench", "user", False, 0.0)
     fake = [f"{n:032x}" for n in range(1000 - len(kb_ids))]
     variants = {

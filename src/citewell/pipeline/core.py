@@ -21,7 +21,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.db import open_engine
-from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
+from citewell.embedders import CachedEmbedder, DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
 from citewell.llm.base import LLM
@@ -30,12 +30,13 @@ from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256
-from citewell.pipeline.spaces import EmbeddingSpaces, Space
+from citewell.pipeline.spaces import EmbeddingSpaces
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
 from citewell.rerankers import build_reranker
 from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
-from citewell.splitters import budget_measure, build_splitter
+from citewell.splitters import Splitter, budget_measure
+from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 if TYPE_CHECKING:
@@ -74,23 +75,12 @@ class Citewell:
         self.catalog = catalog
         self.storage = storage
         self.spaces = spaces
-        self.embedder = spaces.active.embedder
-        self.store = spaces.active.store
-        self.splitter = build_splitter(settings, self.embedder)
         self.measure = budget_measure(self.embedder)  # prompt budgets and input limits
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
         self.ingestor = Ingestor(
-            settings,
-            catalog,
-            storage,
-            self.embedder,
-            self.store,
-            self.splitter,
-            self.reader,
-            spaces.lock,
+            settings, catalog, storage, lambda: spaces.active, self.reader, spaces.lock
         )
-        spaces.on_switch(self._use_space)
         self.web = WebSources(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
         self.runner: JobRunner | None = None  # started by the server (start_workers)
@@ -123,8 +113,8 @@ class Citewell:
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models
         )
         retriever = HybridRetriever(
-            spaces.active.store,
-            spaces.active.embedder,
+            None,
+            None,
             RetrievalSettings(
                 candidate_k=settings.candidate_k,
                 fusion=settings.fusion,
@@ -135,6 +125,7 @@ class Citewell:
                 stemmer=settings.bm25_stemmer,
             ),
             build_reranker(settings),
+            current=lambda: spaces.active.search_space,
         )
         storage = FileStorage(data_dir / "files")
         llm = llm if llm is not None else build_llm(settings)
@@ -148,13 +139,18 @@ class Citewell:
         configured = parse_presets(self.settings.model_presets)
         return ChatPipeline(self, self.llm, configured, PresetStore(self.catalog.engine))
 
-    def _use_space(self, space: Space) -> None:
-        """Another embedding space became active (the caller holds the ingestor's lock)."""
-        self.embedder, self.store = space.embedder, space.store
-        self.splitter = build_splitter(self.settings, space.embedder)
-        self.ingestor.embedder, self.ingestor.store = space.embedder, space.store
-        self.ingestor.splitter = self.splitter
-        self.retriever.use(space.store, space.embedder)
+    # The active embedding space's parts, read from its handle on each use.
+    @property
+    def embedder(self) -> CachedEmbedder:
+        return self.spaces.active.embedder
+
+    @property
+    def store(self) -> ChunkStore:
+        return self.spaces.active.store
+
+    @property
+    def splitter(self) -> Splitter:
+        return self.spaces.active.splitter
 
     def start_workers(self) -> None:
         """Run queued ingest jobs in this process (the server does; CLI commands do not)."""

@@ -117,6 +117,19 @@ def embed_text(text: str, headings: Sequence[str], title: str = "") -> str:
     return f"{context}\n\n{text}"
 
 
+class ActiveSpace(Protocol):
+    """What ingestion needs of an embedding space (``pipeline.spaces.Space``)."""
+
+    @property
+    def embedder(self) -> CachedEmbedder: ...
+
+    @property
+    def store(self) -> ChunkStore: ...
+
+    @property
+    def splitter(self) -> Splitter: ...
+
+
 class Ingestor:
     """Adds sources to knowledge bases and takes files out of them; one run at a time."""
 
@@ -125,21 +138,31 @@ class Ingestor:
         settings: Settings,
         catalog: Catalog,
         storage: FileStorage,
-        embedder: CachedEmbedder,
-        store: ChunkStore,
-        splitter: Splitter,
+        space: Callable[[], ActiveSpace],
         reader: Reader,
         lock: threading.Lock | None = None,
     ) -> None:
+        """``space`` returns the active embedding space's handle (embedder, store,
+        splitter); it is read on every use, and changes only while ``lock`` is held."""
         self.settings = settings
         self.reader = reader
         self.catalog = catalog
         self.storage = storage
-        self.embedder = embedder
-        self.store = store
-        self.splitter = splitter
+        self._space = space
         # One write at a time; the embedding spaces hold it too while the active one changes.
         self.lock = lock or threading.Lock()
+
+    @property
+    def embedder(self) -> CachedEmbedder:
+        return self._space().embedder
+
+    @property
+    def store(self) -> ChunkStore:
+        return self._space().store
+
+    @property
+    def splitter(self) -> Splitter:
+        return self._space().splitter
 
     def ingest(
         self,

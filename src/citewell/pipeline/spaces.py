@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +25,8 @@ from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embe
 from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
+from citewell.retrieval.retriever import SearchSpace
+from citewell.splitters import Splitter, build_splitter
 from citewell.stores.base import ChunkStore
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter
@@ -65,15 +67,22 @@ def settings_with(settings: Settings, config: dict[str, str | int | float | None
 
 @dataclass(frozen=True)
 class Space:
-    """A space ready for use: its record, the embedder that made it, and its chunk table."""
+    """A space ready for use: its record, the embedder that made it, its chunk table and
+    the splitter that goes with the embedder. An immutable handle: ingestion and retrieval
+    read ``EmbeddingSpaces.active`` once per operation, and a switch replaces it whole."""
 
     record: SpaceRecord
     embedder: CachedEmbedder
     store: ChunkStore
+    splitter: Splitter
 
     @property
     def id(self) -> str:
         return self.record.id
+
+    @property
+    def search_space(self) -> SearchSpace:
+        return SearchSpace(self.store, self.embedder)
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,6 @@ class EmbeddingSpaces:
         self.lock = lock  # the ingestor's: held while the active space changes
         self.registry = SpaceRegistry(catalog.engine)
         self._known = {e.model_id: e for e in known}  # embedders not made from settings
-        self._listeners: list[Callable[[Space], None]] = []
         self._checked = time.monotonic()
         self.target: Space | None = None
         embedder = embedder or build_embedder(settings)
@@ -139,7 +147,8 @@ class EmbeddingSpaces:
     def _open(self, record: SpaceRecord, embedder: Embedder | None = None) -> Space:
         embedder = embedder or self._rebuild(record)
         store = open_chunk_store(self.settings, record.id, record.dimension)
-        return Space(record, CachedEmbedder(embedder, self.cache), store)
+        cached = CachedEmbedder(embedder, self.cache)
+        return Space(record, cached, store, build_splitter(self.settings, cached))
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:
         """The embedder a recorded space was made by, from its kept settings."""
@@ -215,10 +224,6 @@ class EmbeddingSpaces:
         self.jobs.cancel_batch(building.batch_id)
 
     # --- the switch -----------------------------------------------------------------
-    def on_switch(self, listener: Callable[[Space], None]) -> None:
-        """``listener`` is called (with ingestion paused) when another space becomes active."""
-        self._listeners.append(listener)
-
     @property
     def switching(self) -> bool:
         """True while this process builds a new space (and so runs re-embed jobs)."""
@@ -286,8 +291,6 @@ class EmbeddingSpaces:
     def _use(self, space: Space) -> None:
         self.active = replace(space, record=replace(space.record, state=ACTIVE))
         self.target = None
-        for listener in self._listeners:
-            listener(self.active)
 
     def refresh(self) -> None:
         """Follow a switch another process made (checked at most once a second)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -44,22 +44,35 @@ class SearchSpace:
 
 
 class HybridRetriever:
+    """Searches one space (``store`` and ``embedder``), or, with ``current``, whichever
+    space that returns when a query starts: the application passes the active embedding
+    space's handle, so a model switch takes effect from the next query on while a query
+    already running finishes in the space it started in."""
+
     def __init__(
         self,
-        store: ChunkStore,
-        embedder: Embedder,
+        store: ChunkStore | None,
+        embedder: Embedder | None,
         settings: RetrievalSettings,
         reranker: Reranker | None = None,
+        current: Callable[[], SearchSpace] | None = None,
     ) -> None:
-        self.space = SearchSpace(store, embedder)
+        if current is None:
+            if store is None or embedder is None:
+                raise ValueError("A retriever needs a store and an embedder, or current.")
+            fixed = SearchSpace(store, embedder)
+
+            def current() -> SearchSpace:
+                return fixed
+
+        self._current = current
         self.settings = settings
         self.reranker = reranker
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-bm25")
 
-    def use(self, store: ChunkStore, embedder: Embedder) -> None:
-        """Search another embedding space from the next query on (one assignment: a query
-        already running finishes in the space it started in)."""
-        self.space = SearchSpace(store, embedder)
+    @property
+    def space(self) -> SearchSpace:
+        return self._current()
 
     def search(
         self,
