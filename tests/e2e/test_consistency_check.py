@@ -109,7 +109,7 @@ def test_the_vector_index_and_its_recall_are_reported_and_low_recall_is_repaired
     texts = [(f"n{i}.md", f"# Note {i}\n\nItem {i} is about topic {i % 5}.") for i in range(60)]
     app.ingest_texts(texts, "notes")
     report = app.check(recall_samples=10)
-    assert report.index is not None and report.index.vector_index == "IvfHnswSq"
+    assert report.index is not None and report.index.vector_index == "IvfSq"
     assert report.index.rows == 60 and report.index.trained_rows == 60
     assert report.index.recall_at_50 is not None and report.index.recall_at_50 >= 0.9
     assert not report.low_recall and report.problems == 0
