@@ -30,6 +30,12 @@ def drift(engine) -> list:  # type: ignore[no-untyped-def]
         return list(compare_metadata(MigrationContext.configure(connection), Base.metadata))
 
 
+def test_the_head_constant_is_alembics_head():
+    from citewell.db.schema import HEAD
+
+    assert head_revision() == HEAD
+
+
 def test_a_new_database_gets_the_newest_revision_and_matches_the_models(tmp_path):
     engine = sqlite_engine(tmp_path / "citewell.sqlite")
     ensure_schema(engine)

@@ -10,12 +10,15 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from citewell.db.legacy import prepare_sqlite
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+# The newest revision. Checked against Alembic's own view by a test; lets a database that is
+# already current skip loading Alembic and its scripts (0.2 s of every start-up).
+HEAD = "0002"
 _LOCK_KEY = 0x63697465  # "cite": one migration at a time across processes on PostgreSQL
 
 _migrated: set[str] = set()
@@ -28,6 +31,9 @@ def ensure_schema(engine: Engine) -> None:
     with _guard:
         if key in _migrated:
             return
+        if _is_current(engine):
+            _migrated.add(key)
+            return
         if engine.dialect.name == "sqlite":
             prepare_sqlite(engine)
         with engine.begin() as connection:
@@ -37,6 +43,14 @@ def ensure_schema(engine: Engine) -> None:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
             upgrade(connection)
         _migrated.add(key)
+
+
+def _is_current(engine: Engine) -> bool:
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        found = connection.execute(text("SELECT version_num FROM alembic_version")).scalars()
+        return list(found) == [HEAD]
 
 
 def upgrade(connection: Connection, revision: str = "head") -> None:
