@@ -2,18 +2,18 @@ import pytest
 
 from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.lancedb import LanceChunkStore
-from citewell.testing.conformance import DIM, ChunkStoreConformance
+from citewell.testing.conformance import DIM, ScanConformance
 
 pytestmark = pytest.mark.conformance
 
 
-class TestLanceChunkStore(ChunkStoreConformance):
+class TestLanceChunkStore(ScanConformance):
     @pytest.fixture
     def store(self, tmp_path):
         return LanceChunkStore(tmp_path / "lance", "chunks_test", DIM)
 
 
-class TestLanceChunkStoreWithAnnIndex(ChunkStoreConformance):
+class TestLanceChunkStoreWithAnnIndex(ScanConformance):
     """Same behaviour once the approximate vector index exists."""
 
     @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 
 from citewell.db.engine import url_engine
 from citewell.stores.postgres import PostgresChunkStore
-from citewell.testing.conformance import ALL, CORPUS, DIM, ChunkStoreConformance
+from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance
 
 pytestmark = pytest.mark.conformance
 
@@ -16,7 +16,7 @@ def engine(postgres):
     engine.dispose()
 
 
-class TestPostgresChunkStore(ChunkStoreConformance):
+class TestPostgresChunkStore(ScanConformance):
     @pytest.fixture
     def store(self, engine):
         return PostgresChunkStore(engine, "chunks_test", DIM)

@@ -23,7 +23,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.jobs import RUNNING, JobStore
 from citewell.jobs.runner import stale_staged
 from citewell.pipeline.ingest import Ingestor
-from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth
+from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth, optimize_store
 from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (BENCHMARKS.md).
@@ -133,7 +133,7 @@ class ConsistencyCheck:
             self.store.rebuild_vector_index()
             report.repairs.append("trained the vector index anew")
         if report.repairs:
-            self.store.optimize()
+            optimize_store(self.store)
 
     def _reindex(self, file_id: str) -> str:
         record = self.catalog.get_file(file_id)

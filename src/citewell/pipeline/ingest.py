@@ -23,7 +23,7 @@ from citewell.errors import CitewellError
 from citewell.retrieval import terms_string
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
-from citewell.stores.base import ChunkStore
+from citewell.stores.base import ChunkStore, optimize_store
 from citewell.types import Chunk, ChunkFilter, Document, IngestReport, StoredChunk
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
@@ -179,7 +179,7 @@ class Ingestor:
         with self.lock:
             report = self._ingest_items(items, kb, progress, strict, observer)
             if optimize:
-                self.store.optimize()
+                optimize_store(self.store)
             return report
 
     def _ingest_items(
@@ -380,7 +380,7 @@ class Ingestor:
         run.pending.clear()
         run.bump("flushes")
         if run.counts["flushes"] % COMPACT_EVERY == 0:
-            self.store.optimize()  # long ingests: keep fragments few and indexes current
+            optimize_store(self.store)  # long ingests: keep fragments few and indexes current
 
     def reindex(self, record: FileRecord, data: bytes) -> int:
         """Rebuild a file's chunks from its original: same id, same KBs. The caller holds

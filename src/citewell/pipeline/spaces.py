@@ -27,7 +27,7 @@ from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
 from citewell.retrieval.retriever import SearchSpace
 from citewell.splitters import Splitter, build_splitter
-from citewell.stores.base import ChunkStore
+from citewell.stores.base import ChunkStore, DropsTables, optimize_store, scanning
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter
 
@@ -252,7 +252,7 @@ class EmbeddingSpaces:
 
     def _copy(self, file_ids: tuple[str, ...], target: Space) -> None:
         """The files' chunks as the active space holds them, embedded into ``target``."""
-        chunks = self.active.store.scan(ChunkFilter(file_ids=file_ids))
+        chunks = scanning(self.active.store).scan(ChunkFilter(file_ids=file_ids))
         records = {f: self.catalog.get_file(f) for f in file_ids}
         titles = {f: r.title if r else "" for f, r in records.items()}
         texts = [embed_text(c.text, c.headings, titles[c.file_id]) for c in chunks]
@@ -270,7 +270,7 @@ class EmbeddingSpaces:
         target = self.target
         assert target is not None
         self._catch_up(target)  # most of what changed meanwhile, ingestion still running
-        target.store.optimize()  # indexes built before the first query arrives
+        optimize_store(target.store)  # indexes built before the first query arrives
         with self.lock:
             self._catch_up(target)  # the rest, with ingestion paused
             self.registry.activate(target.id)
@@ -280,7 +280,7 @@ class EmbeddingSpaces:
 
     def _catch_up(self, target: Space) -> None:
         """Make ``target`` hold what the active space holds, file by file."""
-        old, new = self.active.store.manifest(), target.store.manifest()
+        old, new = scanning(self.active.store).manifest(), scanning(target.store).manifest()
         gone = [f for f in new if f not in old]
         for i in range(0, len(gone), 500):
             target.store.delete(ChunkFilter(file_ids=tuple(gone[i : i + 500])))
@@ -318,7 +318,9 @@ class EmbeddingSpaces:
         for record in self.registry.retired():
             if time.time() - record.changed_at < DROP_AFTER:
                 continue
-            open_chunk_store(self.settings, record.id, record.dimension).drop()
+            store = open_chunk_store(self.settings, record.id, record.dimension)
+            if isinstance(store, DropsTables):
+                store.drop()
             if record.model_id not in in_use:
                 self.cache.forget(record.model_id)
             self.registry.forget(record.id)

@@ -1,7 +1,10 @@
 """The chunk store role: chunks, their vectors and their BM25 terms, searched with filters.
 
-Every backend passes ``citewell.testing.conformance.ChunkStoreConformance`` unchanged.
-Filters are applied inside the store's own query, never before or after it.
+``ChunkStore`` is what every backend must do; scanning, index upkeep and dropping are
+optional capabilities (small protocols below) that the pipeline checks for. Every backend
+passes ``citewell.testing.conformance.ChunkStoreConformance`` unchanged (and
+``ScanConformance`` when it scans). Filters are applied inside the store's own query,
+never before or after it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from citewell.errors import StoreError
 from citewell.types import ChunkFilter, StoredChunk
 
 
@@ -73,6 +77,13 @@ class ChunkStore(Protocol):
         """Every file id that has at least one chunk (for consistency checks)."""
         ...
 
+
+# --- optional capabilities: the pipeline checks for them with isinstance ------------------
+@runtime_checkable
+class ScansChunks(Protocol):
+    """A store that can list what it holds: needed to move chunks into a new embedding
+    space without re-parsing (a model switch) and to compare two spaces file by file."""
+
     def scan(self, where: ChunkFilter) -> list[StoredChunk]:
         """Every chunk matching ``where``, in file and chunk order, without vectors (to
         re-embed them into another embedding space)."""
@@ -82,13 +93,40 @@ class ChunkStore(Protocol):
         """File id → its chunk ids and KB ids, for every file in the store."""
         ...
 
-    def drop(self) -> None:
-        """Remove the whole store (an embedding space no longer used); it is unusable after."""
-        ...
+
+@runtime_checkable
+class OptimizesIndexes(Protocol):
+    """A store whose indexes take recent writes in batches (LanceDB's deltas and
+    compaction; PostgreSQL's planner statistics)."""
 
     def optimize(self) -> None:
         """Fold recent writes into the indexes; called after a batch of writes."""
         ...
+
+
+@runtime_checkable
+class DropsTables(Protocol):
+    """A store that can remove itself when its embedding space is retired."""
+
+    def drop(self) -> None:
+        """Remove the whole store; it is unusable after."""
+        ...
+
+
+def optimize_store(store: ChunkStore) -> None:
+    """Fold recent writes into the store's indexes, if it has any to fold."""
+    if isinstance(store, OptimizesIndexes):
+        store.optimize()
+
+
+def scanning(store: ChunkStore) -> ScansChunks:
+    """The store as one that can list its chunks, or a StoreError saying what to do."""
+    if not isinstance(store, ScansChunks):
+        raise StoreError(
+            f"{type(store).__name__} cannot list its chunks, so they cannot be copied into "
+            "another embedding space; re-ingest the files with the new model instead."
+        )
+    return store
 
 
 @dataclass(frozen=True)

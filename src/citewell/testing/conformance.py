@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from citewell.retrieval.tokenize import terms_string
-from citewell.stores.base import ChunkStore, FileChunks
+from citewell.stores.base import ChunkStore, FileChunks, optimize_store, scanning
 from citewell.types import ChunkFilter, StoredChunk
 
 DIM = 8
@@ -60,7 +60,7 @@ class ChunkStoreConformance:
     @pytest.fixture
     def filled(self, store: ChunkStore) -> ChunkStore:
         assert store.upsert(CORPUS) == len(CORPUS)
-        store.optimize()
+        optimize_store(store)
         return store
 
     def test_count_and_get(self, filled: ChunkStore) -> None:
@@ -133,22 +133,29 @@ class ChunkStoreConformance:
         assert filled.delete(ChunkFilter(file_ids=("f1' OR '1'='1",))) == 0
         assert filled.count(ALL) == 5
 
-    def test_scan_returns_whole_chunks_in_file_order(self, filled: ChunkStore) -> None:
-        chunks = filled.scan(ChunkFilter(file_ids=("f2", "f1")))
-        assert [c.id for c in chunks] == ["c1", "c2", "c3"]
-        assert chunks[0] == replace(CORPUS[0], vector=None)  # terms and headings included
-        assert [c.id for c in filled.scan(ChunkFilter(kb_ids=("kb3",)))] == ["c5"]
-        assert len(filled.scan(ALL)) == len(CORPUS)
-
-    def test_manifest_lists_each_files_chunks_and_kbs(self, filled: ChunkStore) -> None:
-        filled.link("f1", "kb9")
-        manifest = filled.manifest()
-        assert manifest["f1"] == FileChunks(frozenset({"c1", "c2"}), frozenset({"kb1", "kb9"}))
-        assert manifest["f3"] == FileChunks(frozenset({"c4"}), frozenset({"kb1", "kb2"}))
-        assert set(manifest) == {"f1", "f2", "f3", "f4"}
-
     def test_empty_store_searches_return_nothing(self, store: ChunkStore) -> None:
         assert store.vector_search(unit(0), 5, ALL) == []
         assert store.keyword_search("leav", 5, ALL) == []
         assert store.count(ALL) == 0
-        assert store.scan(ALL) == [] and store.manifest() == {}
+
+
+class ScanConformance(ChunkStoreConformance):
+    """ChunkStoreConformance, plus the optional ScansChunks capability."""
+
+    def test_scan_returns_whole_chunks_in_file_order(self, filled: ChunkStore) -> None:
+        scanner = scanning(filled)
+        chunks = scanner.scan(ChunkFilter(file_ids=("f2", "f1")))
+        assert [c.id for c in chunks] == ["c1", "c2", "c3"]
+        assert chunks[0] == replace(CORPUS[0], vector=None)  # terms and headings included
+        assert [c.id for c in scanner.scan(ChunkFilter(kb_ids=("kb3",)))] == ["c5"]
+        assert len(scanner.scan(ALL)) == len(CORPUS)
+
+    def test_manifest_lists_each_files_chunks_and_kbs(self, filled: ChunkStore) -> None:
+        filled.link("f1", "kb9")
+        manifest = scanning(filled).manifest()
+        assert manifest["f1"] == FileChunks(frozenset({"c1", "c2"}), frozenset({"kb1", "kb9"}))
+        assert manifest["f3"] == FileChunks(frozenset({"c4"}), frozenset({"kb1", "kb2"}))
+        assert set(manifest) == {"f1", "f2", "f3", "f4"}
+
+    def test_empty_store_scans_nothing(self, store: ChunkStore) -> None:
+        assert scanning(store).scan(ALL) == [] and scanning(store).manifest() == {}

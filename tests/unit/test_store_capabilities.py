@@ -1,0 +1,73 @@
+"""The ChunkStore protocol is the minimum; scanning, index upkeep and dropping are optional
+capabilities the pipeline checks for."""
+
+import pytest
+
+from citewell.errors import StoreError
+from citewell.stores.base import (
+    ChunkStore,
+    DropsTables,
+    OptimizesIndexes,
+    ScansChunks,
+    optimize_store,
+    scanning,
+)
+
+
+class MinimalStore:
+    """Only what the protocol requires (a backend such as a hosted vector service)."""
+
+    dimension = 8
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def upsert(self, chunks):
+        return len(chunks)
+
+    def delete(self, where):
+        return 0
+
+    def link(self, file_id, kb_id):
+        pass
+
+    def unlink(self, file_id, kb_id):
+        pass
+
+    def vector_search(self, vector, k, where):
+        return []
+
+    def keyword_search(self, terms, k, where):
+        return []
+
+    def get(self, chunk_ids):
+        return []
+
+    def count(self, where):
+        return 0
+
+    def file_ids(self):
+        return set()
+
+
+def test_a_store_with_only_the_required_methods_is_a_chunk_store():
+    store = MinimalStore()
+    assert isinstance(store, ChunkStore)
+    assert not isinstance(store, ScansChunks | OptimizesIndexes | DropsTables)
+    optimize_store(store)  # nothing to fold: no error
+
+
+def test_copying_into_another_space_says_what_to_do_without_scanning():
+    with pytest.raises(StoreError, match="re-ingest the files"):
+        scanning(MinimalStore())
+
+
+def test_both_backends_have_every_capability(tmp_path):
+    from citewell.stores.lancedb import LanceChunkStore
+    from citewell.stores.postgres import PostgresChunkStore
+
+    lance = LanceChunkStore(tmp_path / "lance", "t", 8)
+    for capability in (ScansChunks, OptimizesIndexes, DropsTables):
+        assert isinstance(lance, capability)
+        # PostgresChunkStore needs a server to construct; its class has the methods.
+        assert all(hasattr(PostgresChunkStore, name) for name in ("scan", "optimize", "drop"))
