@@ -26,6 +26,41 @@ DOCS = SHARED_DATA / "docs"
 SCIFACT = SHARED_DATA / "scifact"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--database",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="where servers built by the tests keep their state: each data dir gets its own "
+        "fresh PostgreSQL database (catalog, jobs, users, chunks) with 'postgresql'",
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def database_per_data_dir(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With ``--database postgresql``: every ``Settings.load(data_dir=…)`` without a
+    database URL gets one, a fresh database per data dir (the same one when a test opens
+    the same data dir again, as a restart does). The API tier runs this way in CI."""
+    if request.config.getoption("--database") != "postgresql":
+        yield
+        return
+    server = request.getfixturevalue("postgres")
+    urls: dict[Path, str] = {}
+    load = Settings.load.__func__  # type: ignore[attr-defined]
+
+    def load_with_database(cls, config_file=None, **overrides):  # type: ignore[no-untyped-def]
+        if overrides.get("data_dir") and not overrides.get("database_url"):
+            place = Path(overrides["data_dir"]).resolve()
+            overrides["database_url"] = urls.get(place) or urls.setdefault(
+                place, server.create_database()
+            )
+        return load(cls, config_file, **overrides)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Settings, "load", classmethod(load_with_database))
+        yield
+
+
 @pytest.fixture(scope="session")
 def shared_docs() -> Path:
     assert DOCS.is_dir(), f"evaluation fixtures missing at {DOCS}; set CITEWELL_SHARED_DATA"

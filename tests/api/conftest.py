@@ -144,3 +144,18 @@ def copy_file(tmp_path_factory):
         return target
 
     return copy
+
+
+def stored_vectors(store: Any) -> dict[str, Any]:
+    """Chunk id -> its vector as the chunk store holds it, read from the backend itself
+    (the store's API hands out chunks, not vectors)."""
+    import numpy as np
+
+    if hasattr(store, "_table"):  # LanceDB
+        rows = store._table.search().select(["id", "vector"]).limit(None).to_list()
+        return {r["id"]: np.array(r["vector"], dtype=np.float32) for r in rows}
+    from sqlalchemy import text
+
+    with store.engine.connect() as db:  # PostgreSQL: pgvector's text form
+        rows = db.execute(text(f"SELECT id, vector::text FROM {store.table}")).all()
+    return {i: np.array(v.strip("[]").split(","), dtype=np.float32) for i, v in rows}

@@ -14,7 +14,7 @@ from citewell.auth import AuthStore
 from citewell.config import Settings
 from citewell.pipeline import Citewell, embed_text
 from citewell.types import ChunkFilter
-from tests.api.conftest import run_server
+from tests.api.conftest import run_server, stored_vectors
 
 pytestmark = pytest.mark.api
 TEXT = "Typewriters were loud machines.\n\nThey were invented in 1868."
@@ -37,9 +37,7 @@ def setup(tmp_path_factory, onnx_embedder) -> Iterator[Setup]:
     kb = app.create_kb("machines")
     app.ingest_texts([("machines.md", TEXT)], kb.id)
     (record,) = app.files(kb.id)
-    # The vectors as LanceDB holds them (the store's API hands out chunks, not vectors).
-    rows = app.store._table.search().select(["id", "vector"]).limit(None).to_list()
-    vectors = {r["id"]: np.array(r["vector"], dtype=np.float32) for r in rows}
+    vectors = stored_vectors(app.store)
     stored = {
         embed_text(c.text, c.headings, record.title): vectors[c.id]
         for c in app.store.scan(ChunkFilter(file_ids=(record.id,)))
