@@ -338,6 +338,13 @@ class Settings(BaseSettings):
     job_retry_seconds: float = _setting(
         2.0, "Wait before the first retry of a job; doubled for each further attempt."
     )
+    job_lease_seconds: float = _setting(
+        30.0,
+        "A running job belongs to its worker for this long; the worker renews it every third "
+        "of it while alive. A killed worker's jobs are queued again for any worker once it "
+        "passes.",
+        gt=1,
+    )
     max_batch_files: int = _setting(1000, "Most files one batch upload request may carry.")
     serve_job_worker: bool = _setting(
         True,

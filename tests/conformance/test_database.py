@@ -4,6 +4,8 @@ audit. Each test runs once per backend (the ``database`` fixture)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from citewell.auth import AuthStore
@@ -50,6 +52,54 @@ def test_jobs_are_claimed_oldest_first_once_and_retried(database):
     jobs.succeed(first[1].id, "f1")
     counts = jobs.counts(queued[0].batch_id)
     assert counts == {"indexed": 1, "parsing": 4}
+
+
+def test_a_killed_workers_jobs_return_to_the_queue_when_their_lease_passes(database):
+    alive, killed = JobStore(database, lease_seconds=0.5), JobStore(database, lease_seconds=0.5)
+    queued = alive.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(4)])
+    mine, theirs = alive.claim(2), killed.claim(2)
+    assert all(j.lease_until > time.time() for j in mine + theirs)
+    assert alive.requeue_expired() == 0  # nobody's lease has passed yet
+    time.sleep(0.3)
+    assert alive.renew([j.id for j in mine]) == 2  # the live worker's heartbeat
+    time.sleep(0.3)
+    assert alive.requeue_expired() == 2  # only the killed worker's jobs
+    again = alive.claim(10)
+    assert {j.id for j in again} == {j.id for j in theirs}
+    assert all(j.attempts == 2 for j in again)  # the lost attempt counts
+    assert {j.id for j in queued} == {j.id for j in mine + again}
+    assert alive.release([mine[0].id]) == 1  # a worker stopping mid-batch hands back
+    assert [j.id for j in killed.claim(10)] == [mine[0].id]
+
+
+def test_a_job_whose_worker_dies_on_every_attempt_fails_with_the_reason(database):
+    jobs = JobStore(database, lease_seconds=0.1)
+    (job,) = jobs.enqueue("kb1", [(JobStore.new_id(), "crash.pdf", "crash.pdf")])
+    for _ in range(job.max_attempts):
+        assert jobs.claim(1)
+        time.sleep(0.15)
+        jobs.requeue_expired()
+    failed = jobs.get(job.id)
+    assert failed.state == "failed" and failed.error_code == "worker_lost"
+    assert "retry" in failed.last_error
+
+
+def test_concurrent_claims_take_each_job_once(database):
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = JobStore(database)
+    queued = jobs.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(60)])
+    workers = [JobStore(database) for _ in range(4)]
+
+    def drain(store):
+        got = []
+        while batch := store.claim(3):
+            got += [j.id for j in batch]
+        return got
+
+    with ThreadPoolExecutor(4) as pool:
+        claimed = [i for got in pool.map(drain, workers) for i in got]
+    assert sorted(claimed) == sorted(j.id for j in queued)  # each once, none left
 
 
 def test_grants_reach_users_directly_and_through_groups(database):

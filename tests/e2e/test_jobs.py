@@ -99,13 +99,48 @@ def test_a_service_failure_is_retried_with_backoff(tmp_path):
         app.close()
 
 
-def test_jobs_a_stopped_worker_left_running_are_resumed(app):
+def _held_by(app, job_id: str, holder: str) -> None:
+    from sqlalchemy import update
+
+    from citewell.db.models import JobRow
+
+    with app.catalog.engine.begin() as db:
+        db.execute(update(JobRow).where(JobRow.id == job_id).values(holder=holder))
+
+
+def test_jobs_a_killed_worker_on_this_host_left_running_resume_at_once(app):
+    import socket
+    import subprocess
+
     app.create_kb("birds")
     (job,) = app.enqueue_uploads("birds", [DUCKS])
-    app.jobs.claim(64)  # taken by a worker that then died
+    app.jobs.claim(64)  # taken by a worker that then died: its lease still runs 30 s
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    _held_by(app, job.id, f"{socket.gethostname()}/{dead.pid}/")
     assert app.jobs.get(job.id).state == "parsing"
-    app.start_workers()  # a restart: interrupted jobs go back to the queue and run
+    app.start_workers()  # a restart: the dead holder's jobs go back to the queue and run
     try:
+        for _ in range(200):
+            if app.jobs.get(job.id).state == "indexed":
+                break
+            time.sleep(0.05)
+    finally:
+        app.close()
+    assert app.jobs.get(job.id).state == "indexed"
+
+
+def test_jobs_of_a_worker_on_another_host_resume_when_its_lease_passes(tmp_path, onnx_embedder):
+    settings = Settings.load(data_dir=tmp_path / "data", job_lease_seconds=3.0)
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    app.create_kb("birds")
+    (job,) = app.enqueue_uploads("birds", [DUCKS])
+    app.jobs.claim(64)
+    _held_by(app, job.id, "another-host/4242/99")  # no way to see that process from here
+    app.start_workers()
+    try:
+        time.sleep(1.0)
+        assert app.jobs.get(job.id).state == "parsing"  # its lease still runs
         for _ in range(200):
             if app.jobs.get(job.id).state == "indexed":
                 break

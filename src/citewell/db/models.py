@@ -96,6 +96,10 @@ class JobRow(Base):
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
     finished_at: Mapped[float] = mapped_column(Float, default=0.0)
     added_by: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    # A running job is its worker's until then; the worker renews it while alive, and any
+    # worker may queue the job again once it has passed (a killed worker's jobs).
+    lease_until: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    holder: Mapped[str] = mapped_column(String(300), default="", server_default="")
 
 
 class EmbeddingSpaceRow(Base):

@@ -5,6 +5,10 @@ A job's steps are recorded as the ingestor reports them (parsing â†’ embedding â
 A failure the service may get over (an embedding server down: UpstreamError) is retried with
 exponential backoff; a file that cannot be read fails at once. Uploads stay staged until
 their job succeeds, so a failed job can be retried without uploading again.
+
+Several runners (threads, processes, hosts) may share one queue. A runner renews the leases
+of the jobs it holds from a heartbeat thread, hands them back when it stops mid-batch, and
+queues again the jobs of runners whose leases passed (killed ones).
 """
 
 from __future__ import annotations
@@ -93,23 +97,52 @@ class JobRunner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._heartbeat: threading.Thread | None = None
         self._since_optimize = 0  # batches run since the store was last compacted
+        self._held: tuple[str, ...] = ()  # the running batch's job ids (replaced, not changed)
+        self._swept = float("-inf")  # when expired leases were last looked for
 
     def start(self) -> None:
-        """Put jobs a previous run left half-done back in the queue, then start working."""
-        resumed = self.jobs.requeue_interrupted()
-        if resumed:
-            logger.info("resuming %d interrupted jobs", resumed)
+        """Put jobs whose workers are gone back in the queue, then start working."""
+        self._sweep()
         for job_id in stale_staged(self.jobs, self.storage):
             self.storage.unstage(job_id)
         self._thread = threading.Thread(target=self._loop, name="citewell-jobs", daemon=True)
+        self._heartbeat = threading.Thread(
+            target=self._renew_leases, name="citewell-job-leases", daemon=True
+        )
         self._thread.start()
+        self._heartbeat.start()
 
-    def stop(self) -> None:
+    def stop(self, drain_seconds: float = 60.0) -> None:
+        """Finish the running batch (up to ``drain_seconds``), then hand back what is left."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=60)
+            self._thread.join(timeout=drain_seconds)
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=5)
+        handed_back = self.jobs.release(self._held)
+        if handed_back:
+            logger.info("handed %d unfinished jobs back to the queue", handed_back)
+
+    def _renew_leases(self) -> None:
+        """Keep the held jobs' leases from passing while this process is alive."""
+        while not self._stop.wait(self.jobs.lease_seconds / 3):
+            try:
+                self.jobs.renew(self._held)
+            except Exception:  # a database hiccup: the next beat tries again
+                logger.exception("renewing job leases failed")
+
+    def _sweep(self) -> None:
+        """Queue again the jobs of workers whose leases passed (at most every half lease)."""
+        now = time.monotonic()
+        if now - self._swept < self.jobs.lease_seconds / 2:
+            return
+        self._swept = now
+        resumed = self.jobs.requeue_expired()
+        if resumed:
+            logger.info("queued again %d jobs whose worker stopped", resumed)
 
     def wake(self) -> None:
         self._wake.set()
@@ -133,7 +166,9 @@ class JobRunner:
             self.spaces.refresh()
         # Re-embed jobs only where this process builds the new space (not a CLI's worker).
         switching = self.spaces is not None and self.spaces.switching
+        self._sweep()
         claimed = self.jobs.claim(self.batch_files, None if switching else ("ingest",))
+        self._held = tuple(job.id for job in claimed)
         groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
         for job in claimed:
             groups[job.operation, job.kb_id].append(job)
@@ -142,6 +177,7 @@ class JobRunner:
                 self._reembed(group)
             else:
                 self._run_group(kb_id, group)
+        self._held = ()
         if claimed:
             self._since_optimize += 1
         if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):

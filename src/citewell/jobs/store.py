@@ -1,7 +1,10 @@
 """Jobs in the metadata database: what is queued, running, done or failed, durably.
 
 Claiming is one UPDATE that marks queued rows with a fresh token, so two workers (threads or
-processes) never take the same job.
+processes) never take the same job; on PostgreSQL the rows are picked with ``FOR UPDATE SKIP
+LOCKED``, so concurrent claims take different jobs instead of waiting on each other. A claimed
+job carries a lease that its worker renews while it runs; a job whose lease has passed (its
+worker was killed, or its host lost) goes back to the queue for any worker to take.
 """
 
 from __future__ import annotations
@@ -18,11 +21,16 @@ from sqlalchemy.orm import sessionmaker
 from citewell.db import ensure_schema
 from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
+from citewell.jobs import holders
 
 RUNNING = ("parsing", "chunking", "embedding")
 FINAL = ("indexed", "failed", "cancelled")
 STATES = ("queued", *RUNNING, *FINAL)
 ENDABLE = (*RUNNING, "cancelled")  # states a job may succeed from (a cancel can come late)
+WORKER_LOST = (
+    "The worker running this job stopped (killed or crashed) on every attempt; the file may "
+    "be what crashes it. Check the worker's log, then retry the job."
+)
 
 
 class JobNotFound(NotFoundError):
@@ -47,6 +55,7 @@ class Job:
     updated_at: float
     finished_at: float
     added_by: str = ""  # the user who queued it: its file's link in the KB names them
+    lease_until: float = 0.0
 
     @property
     def done(self) -> bool:
@@ -71,13 +80,15 @@ def _job(row: JobRow) -> Job:
         row.updated_at,
         row.finished_at,
         row.added_by,
+        row.lease_until,
     )
 
 
 class JobStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, lease_seconds: float = 30.0) -> None:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self.lease_seconds = lease_seconds
 
     @staticmethod
     def new_id() -> str:
@@ -123,16 +134,27 @@ class JobStore:
         condition = (JobRow.state == "queued") & (JobRow.not_before <= now)
         if operations is not None:
             condition = condition & JobRow.operation.in_(operations)
-        due = select(JobRow.id).where(condition).order_by(JobRow.created_at).limit(limit)
+        due = (
+            select(JobRow.id)
+            .where(condition)
+            .order_by(JobRow.created_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite writes one at a time
+            # As a subquery PostgreSQL may run it again per row, ignoring the limit.
+            .cte("due")
+            .prefix_with("MATERIALIZED")
+        )
         with self._sessions() as session, session.begin():
             session.execute(
                 update(JobRow)
-                .where(JobRow.id.in_(due.scalar_subquery()) & (JobRow.state == "queued"))
+                .where(JobRow.id.in_(select(due.c.id)) & (JobRow.state == "queued"))
                 .values(
                     state="parsing",
                     claim=token,
                     attempts=JobRow.attempts + 1,
                     updated_at=now,
+                    lease_until=now + self.lease_seconds,
+                    holder=holders.this_process(),
                 )
                 .execution_options(synchronize_session=False)
             )
@@ -279,12 +301,56 @@ class JobStore:
         """A running job whose worker is gone goes back to the queue."""
         self._set(job_id, only_from=RUNNING, state="queued", claim="")
 
-    def requeue_interrupted(self) -> int:
-        """Jobs a stopped or killed server left running go back to the queue."""
+    def renew(self, job_ids: Sequence[str]) -> int:
+        """Extend the leases of running jobs (their worker is alive); how many it kept."""
+        if not job_ids:
+            return 0
+        now = time.time()
         with self._sessions() as session, session.begin():
             result = session.execute(
                 update(JobRow)
-                .where(JobRow.state.in_(RUNNING))
-                .values(state="queued", claim="", updated_at=time.time())
+                .where(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING))
+                .values(lease_until=now + self.lease_seconds)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def release(self, job_ids: Sequence[str]) -> int:
+        """Hand running jobs back to the queue now (a worker shutting down mid-batch)."""
+        if not job_ids:
+            return 0
+        with self._sessions() as session, session.begin():
+            result = session.execute(
+                update(JobRow)
+                .where(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING))
+                .values(state="queued", claim="", lease_until=0.0, updated_at=time.time())
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def requeue_expired(self) -> int:
+        """Running jobs whose lease has passed (their worker is gone) go back to the queue;
+        the attempt they used still counts."""
+        now = time.time()
+        with self._sessions() as session, session.begin():
+            held_by = session.scalars(
+                select(JobRow.holder).where(JobRow.state.in_(RUNNING)).distinct()
+            )
+            gone = [h for h in held_by if h and holders.is_gone(h)]
+            lost = JobRow.state.in_(RUNNING) & (
+                (JobRow.lease_until < now) | JobRow.holder.in_(gone)
+            )
+            # A file that kills its worker every time must not kill them all in turn.
+            session.execute(
+                update(JobRow)
+                .where(lost & (JobRow.attempts >= JobRow.max_attempts))
+                .values(
+                    state="failed",
+                    last_error=WORKER_LOST,
+                    error_code="worker_lost",
+                    finished_at=now,
+                    updated_at=now,
+                )
+            )
+            result = session.execute(
+                update(JobRow).where(lost).values(state="queued", claim="", updated_at=now)
             )
             return int(result.rowcount)  # type: ignore[attr-defined]

@@ -107,7 +107,7 @@ class Citewell:
             if settings.database_url
             else EmbeddingCache(data_dir / "embeddings.sqlite")
         )
-        jobs = JobStore(catalog.engine)
+        jobs = JobStore(catalog.engine, settings.job_lease_seconds)
         lock = threading.Lock()
         spaces = EmbeddingSpaces(
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models
