@@ -57,8 +57,17 @@ def announce_access(settings: Settings, engine: Engine) -> None:
         return
     try:
         admin = users.create_user("admin", role="admin")
-    except CitewellError:  # a non-admin user is called 'admin'
-        click.echo("No admin yet: make one with `citewell user create NAME --admin`.", err=True)
+    except CitewellError:
+        # Several servers starting at once on one database: the name is unique, so exactly
+        # one made the admin (and printed its key); or a non-admin user is called 'admin'.
+        if users.admin_count() > 0:
+            click.echo(
+                "The admin account was made by another server starting at the same "
+                "time; its key was printed there.",
+                err=True,
+            )
+        else:
+            click.echo("No admin yet: make one with `citewell user create NAME --admin`.", err=True)
         return
     _, plain = users.create_key(admin.id, "first start")
     click.echo(

@@ -144,3 +144,21 @@ def test_presets_spaces_and_audit(database):
     audit.record(Access.everything(), "key.revoke", "key", "k1")
     assert [e.action for e in audit.find(action="kb.")] == ["kb.create"]
     assert [e.action for e in audit.find()] == ["key.revoke", "kb.create"]
+
+
+def test_servers_starting_at_once_make_exactly_one_admin(database, capsys):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from citewell.cli_auth import announce_access
+    from citewell.config import Settings
+
+    settings = Settings.load(auth="required")
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(lambda _: announce_access(settings, database), range(6)))
+    users = AuthStore(database)
+    assert users.admin_count() == 1
+    admin = users.get_user("admin")
+    assert len([k for k in users.list_keys(admin.id) if k.name == "first start"]) == 1
+    said = capsys.readouterr().err
+    assert said.count("First start: made the admin account") == 1
+    assert "No admin yet" not in said
