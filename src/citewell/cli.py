@@ -394,8 +394,11 @@ def evaluate(ctx: Context, folder: Path, split: str, mode: str, as_json: bool) -
 @main.command()
 @click.option("--host", default=None, help="Address to bind [default: host setting, 127.0.0.1].")
 @click.option("--port", type=int, default=None, help="Port [default: port setting, 8080].")
+@click.option(
+    "--workers", type=int, default=None, help="API processes on the port [default: workers, 1]."
+)
 @pass_app
-def serve(ctx: Context, host: str | None, port: int | None) -> None:
+def serve(ctx: Context, host: str | None, port: int | None, workers: int | None) -> None:
     """Run the HTTP server: OpenAI-compatible /v1, Open WebUI's /api/v1/rag, docs at /docs.
 
     Calls need an API key (the first start prints the admin's) unless auth=none."""
@@ -407,17 +410,44 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     from citewell.config import Settings
 
     with _errors():
-        settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
+        settings = Settings.load(ctx.config, data_dir=ctx.data_dir, workers=workers)
         bind, listen = host or settings.host, port or settings.port
         check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
-        app = ctx.app(switch_models=True)
-        api = create_app(settings, app)
+        if settings.workers == 1:
+            app = ctx.app(switch_models=True)
+            engine, api = app.catalog.engine, create_app(settings, app)
+        else:
+            from citewell.auth import AuthStore
+            from citewell.db import open_engine
+
+            engine = open_engine(settings)
+            AuthStore(engine)  # migrations run here, once, before the processes start
     llm = settings.llm_base_url or "none (extractive answers)"
     click.echo(
-        f"Citewell on http://{bind}:{listen}  data: {settings.data_dir}  LLM: {llm}", err=True
+        f"Citewell on http://{bind}:{listen}  data: {settings.data_dir}  LLM: {llm}"
+        + (f"  processes: {settings.workers}" if settings.workers > 1 else ""),
+        err=True,
     )
-    announce_access(settings, app.catalog.engine)
-    uvicorn.run(api, host=bind, port=listen, log_level="info")
+    announce_access(settings, engine)
+    # SIGTERM: stop accepting, finish requests in flight (up to 30 s), then stop the job
+    # worker (its batch finishes or goes back to the queue).
+    if settings.workers == 1:
+        uvicorn.run(api, host=bind, port=listen, log_level="info", timeout_graceful_shutdown=30)
+        return
+    # Each process builds its own app from the environment (uvicorn's factory).
+    os.environ["CITEWELL_DATA_DIR"] = str(settings.data_dir)
+    os.environ["CITEWELL_WORKERS"] = str(settings.workers)
+    if ctx.config is not None:
+        os.environ["CITEWELL_CONFIG"] = str(ctx.config)
+    uvicorn.run(
+        "citewell.api.app:app_from_environment",
+        factory=True,
+        host=bind,
+        port=listen,
+        workers=settings.workers,
+        log_level="info",
+        timeout_graceful_shutdown=30,
+    )
 
 
 @main.command()

@@ -355,6 +355,14 @@ class Settings(BaseSettings):
     # --- server --------------------------------------------------------------------
     host: str = _setting("127.0.0.1", "Address `citewell serve` binds to.")
     port: int = _setting(8080, "Port `citewell serve` listens on.", "PORT")
+    workers: int = _setting(
+        1,
+        "API processes `citewell serve` runs on its port (`--workers`). With more than one, "
+        "rate limits are shared through the database and, on the embedded store, one of "
+        "them runs the job worker.",
+        ge=1,
+        le=64,
+    )
     max_upload_bytes: int = _setting(
         100 * 1024 * 1024, "Largest file accepted by an upload, in bytes."
     )
@@ -382,8 +390,9 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = _setting(
         6000,
         "Requests one API key may make per minute (bursts up to that many); 429 beyond. "
-        "Counted per server process. One key often serves a whole integration (an Open "
-        "WebUI for a team), so the default is about what one process can serve. 0: no limit.",
+        "Counted across every server process sharing the database (on PostgreSQL, or with "
+        "workers > 1; one process counts in memory). One key often serves a whole "
+        "integration (an Open WebUI for a team), so the default is high. 0: no limit.",
     )
     login_failures_per_address: int = _setting(
         10,

@@ -162,3 +162,44 @@ def test_servers_starting_at_once_make_exactly_one_admin(database, capsys):
     said = capsys.readouterr().err
     assert said.count("First start: made the admin account") == 1
     assert "No admin yet" not in said
+
+
+def test_rate_limits_are_counted_across_processes_sharing_the_database(database):
+    """Two limiters on one database stand for two server processes: a key's budget is one."""
+    from citewell.auth.rate_limit import DatabaseRateLimiter
+    from citewell.errors import RateLimited
+
+    first, second = DatabaseRateLimiter(database, 60), DatabaseRateLimiter(database, 60)
+    for n in range(60):
+        (first if n % 2 else second).take("key-a")
+    with pytest.raises(RateLimited) as refused:
+        first.take("key-a")
+    assert refused.value.headers["Retry-After"] == "1"
+    with pytest.raises(RateLimited):
+        second.take("key-a")
+    second.take("key-b")  # another key has its own budget
+    time.sleep(1.1)  # one token a second comes back
+    first.take("key-a")
+
+
+def test_concurrent_requests_never_take_more_than_the_budget(database):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from citewell.auth.rate_limit import DatabaseRateLimiter
+    from citewell.errors import RateLimited
+
+    limiters = [DatabaseRateLimiter(database, 30) for _ in range(4)]
+
+    def hammer(limiter):
+        allowed = 0
+        for _ in range(20):
+            try:
+                limiter.take("busy")
+                allowed += 1
+            except RateLimited:
+                pass
+        return allowed
+
+    with ThreadPoolExecutor(4) as pool:
+        allowed = sum(pool.map(hammer, limiters))
+    assert 30 <= allowed <= 31  # the budget, plus at most a token refilled meanwhile

@@ -26,6 +26,7 @@ from citewell.api.routes import (
 )
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
+from citewell.auth.rate_limit import rate_limiter
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
 from citewell.config import Settings
@@ -40,7 +41,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.serve_job_worker:  # queued ingest jobs, including any a restart interrupted
-            citewell.start_workers()
+            citewell.start_workers(shared=settings.workers > 1)
         yield
         citewell.close()
 
@@ -53,7 +54,9 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     )
     app.state.citewell = citewell
     engine = citewell.catalog.engine
-    app.state.auth = security.Authenticator(settings, AuthStore(engine), GrantStore(engine))
+    app.state.auth = security.Authenticator(
+        settings, AuthStore(engine), GrantStore(engine), rate_limiter(settings, engine)
+    )
     app.state.audit = AuditLog(engine)
     app.state.login_throttle = LoginThrottle(
         settings.login_failures_per_address, settings.login_failures_per_name
@@ -79,3 +82,14 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         app.include_router(module.router, dependencies=signed_in)
     documented_errors(app)
     return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app of each process of ``citewell serve --workers K`` (uvicorn's factory): the
+    parent puts the data dir and config file in the environment; settings load from it."""
+    import os
+    from pathlib import Path
+
+    config = os.environ.get("CITEWELL_CONFIG")
+    settings = Settings.load(Path(config) if config else None)
+    return create_app(settings, Citewell.from_settings(settings, switch_models=True))

@@ -4,9 +4,6 @@ and which browser origins may read answers (CORS)."""
 from __future__ import annotations
 
 import ipaddress
-import math
-import threading
-import time
 from typing import Any
 
 import anyio
@@ -19,9 +16,10 @@ from citewell.api.errors import error_body
 from citewell.api.hygiene import CleanJsonText
 from citewell.auth.access import Access
 from citewell.auth.grants import GrantStore
+from citewell.auth.rate_limit import RateLimiter
 from citewell.auth.store import AuthStore
 from citewell.config import Settings
-from citewell.errors import ConfigError, ContextTooLong, RateLimited, Unauthenticated
+from citewell.errors import ConfigError, ContextTooLong, Unauthenticated
 from citewell.splitters.base import MAX_CHARS_PER_TOKEN
 
 KEY_HELP = (
@@ -49,38 +47,14 @@ def check_auth_mode(settings: Settings, host: str) -> None:
         )
 
 
-class RateLimiter:
-    """A token bucket per key: ``per_minute`` requests a minute, bursts up to that many."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = float(per_minute)
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, who: str) -> None:
-        if self.rate <= 0:
-            return
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(who, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens < 1:
-                wait = math.ceil((1 - tokens) / self.rate)
-                raise RateLimited(
-                    f"More than {int(self.capacity)} requests a minute with this key "
-                    f"(rate_limit_per_minute); retry in {wait} s.",
-                    {"Retry-After": str(wait)},
-                )
-            self._buckets[who] = (tokens - 1, now)
-
-
 class Authenticator:
-    def __init__(self, settings: Settings, users: AuthStore, grants: GrantStore) -> None:
+    def __init__(
+        self, settings: Settings, users: AuthStore, grants: GrantStore, limiter: RateLimiter
+    ) -> None:
         self.required = settings.auth == "required"
         self.users = users
         self.grants = grants
-        self.limiter = RateLimiter(settings.rate_limit_per_minute)
+        self.limiter = limiter
 
     def access(self, plain: str | None) -> Access:
         if not self.required:

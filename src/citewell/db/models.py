@@ -102,6 +102,16 @@ class JobRow(Base):
     holder: Mapped[str] = mapped_column(String(300), default="", server_default="")
 
 
+class RateBucketRow(Base):
+    """A key's request budget when several processes share it (auth/rate_limit.py)."""
+
+    __tablename__ = "rate_buckets"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    last: Mapped[float] = mapped_column(Float)
+
+
 class EmbeddingSpaceRow(Base):
     """An embedding space: one model at one dimension, with its own chunk table. One is
     active (searched); while the model changes, a second one is built and then takes over."""

@@ -24,6 +24,7 @@ from citewell.db import open_engine
 from citewell.embedders import CachedEmbedder, DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
+from citewell.jobs.leader import WorkerElection
 from citewell.llm.base import LLM
 from citewell.llm.registry import build_llm
 from citewell.loaders import DocumentReader
@@ -84,6 +85,7 @@ class Citewell:
         self.web = WebSources(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
         self.runner: JobRunner | None = None  # started by the server (start_workers)
+        self.election: WorkerElection | None = None  # several processes on an embedded dir
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -152,8 +154,15 @@ class Citewell:
     def splitter(self) -> Splitter:
         return self.spaces.active.splitter
 
-    def start_workers(self) -> None:
-        """Run queued ingest jobs in this process (the server does; CLI commands do not)."""
+    def start_workers(self, shared: bool = False) -> None:
+        """Run queued ingest jobs in this process (the server does; CLI commands do not).
+        ``shared``: several server processes run on this data dir; on the embedded store
+        only the one elected (jobs/leader.py) runs jobs, on PostgreSQL all of them do."""
+        if shared and not self.settings.database_url:
+            if self.election is None:
+                self.election = WorkerElection(self.settings.data_dir, self.start_workers)
+                self.election.start()
+            return
         if self.runner is None:
             self.runner = JobRunner(
                 self.jobs,
@@ -167,9 +176,14 @@ class Citewell:
 
     def close(self) -> None:
         """Stop the job worker, the extraction worker and the web clients."""
+        if self.election is not None:
+            self.election.stop_trying()
         if self.runner is not None:
             self.runner.stop()
             self.runner = None
+        if self.election is not None:
+            self.election.release()  # only now may another process run the jobs
+            self.election = None
         self.web.close()
         if isinstance(self.reader, IsolatedReader | ReaderPool):
             self.reader.close()

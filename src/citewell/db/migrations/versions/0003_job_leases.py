@@ -1,4 +1,5 @@
-"""Job leases: a running job belongs to its worker until its lease passes.
+"""Job leases (a running job belongs to its worker until its lease passes, and who holds
+it), and the rate-limit buckets several processes share.
 
 Revision ID: 0003
 Revises: 0002
@@ -24,8 +25,17 @@ def upgrade() -> None:
             sa.Column("holder", sa.String(length=300), server_default="", nullable=False)
         )
 
+    op.create_table(
+        "rate_buckets",
+        sa.Column("key", sa.String(length=64), nullable=False),
+        sa.Column("tokens", sa.Float(), nullable=False),
+        sa.Column("last", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("key"),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("rate_buckets")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("holder")
         batch.drop_column("lease_until")
