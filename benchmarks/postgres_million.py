@@ -146,6 +146,43 @@ def recall(store, embedder, queries: list[str], rng) -> dict[str, float]:
     return out
 
 
+def exhaustive_bm25(store: PostgresChunkStore, terms: str, k: int) -> list[str]:
+    """BM25 over every posting of every query term (what the store avoids at scale)."""
+    p, s, df = store.bm25.table, store.stats, store.bm25.df
+    query = f"""
+        WITH st AS (SELECT chunks, length FROM {s}),
+        q AS (SELECT term, count(*) AS times FROM unnest(CAST(:w AS text[])) term GROUP BY term)
+        SELECT p.chunk_id FROM {p} p JOIN q ON q.term = p.term JOIN {df} d ON d.term = p.term
+        CROSS JOIN st GROUP BY p.chunk_id
+        ORDER BY sum(q.times * ln((st.chunks + 1)::float8 / (d.df + 0.5)) * p.tf * 2.2
+                 / (p.tf + 1.2 * (0.25 + 0.75 * p.length::float8 * st.chunks / st.length))) DESC,
+                 p.chunk_id
+        LIMIT :k"""
+    with store.engine.connect() as db:
+        return list(db.execute(text(query), {"w": terms.split(), "k": k}).scalars())
+
+
+def bm25_agreement(store: PostgresChunkStore, queries: list[str], k: int = 10) -> dict[str, Any]:
+    """Overlap of the store's keyword top k with the exhaustive one, and both timings."""
+    from citewell.retrieval.tokenize import terms_string
+
+    overlaps, fast, slow = [], [], []
+    for query in queries:
+        terms = terms_string(query)
+        began = time.perf_counter()
+        found = [h.chunk_id for h in store.keyword_search(terms, k, ChunkFilter())]
+        fast.append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        truth = exhaustive_bm25(store, terms, k)
+        slow.append((time.perf_counter() - began) * 1000)
+        overlaps.append(len(set(found) & set(truth)) / max(1, len(truth)))
+    return {
+        f"top{k}_overlap": round(statistics.mean(overlaps), 3),
+        "store_p50_ms": round(statistics.median(fast), 1),
+        "exhaustive_p50_ms": round(statistics.median(slow), 1),
+    }
+
+
 def latency(stores: dict[str, Any], embedder, queries, warmup: int, rng) -> dict[str, Any]:
     retrievers = {n: HybridRetriever(s, embedder, RetrievalSettings()) for n, s in stores.items()}
     for query in queries[len(queries) - warmup :]:
@@ -207,9 +244,11 @@ def disk(engine) -> dict[str, float]:
 
 def server_memory_mib(pg: EmbeddedPostgres) -> float:
     """Resident memory of the server's processes (shared buffers counted once, as PSS)."""
-    pids = subprocess.run(
-        ["pgrep", "-f", f"-p {pg.port}"], check=False, capture_output=True, text=True
+    postmaster = (pg.pgdata / "postmaster.pid").read_text().split()[0]
+    children = subprocess.run(
+        ["pgrep", "-P", postmaster], check=False, capture_output=True, text=True
     ).stdout.split()
+    pids = [postmaster, *children]
     total = 0
     for pid in pids:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
@@ -257,6 +296,9 @@ def main() -> None:
             result["pg_memory_pss_mib"] = server_memory_mib(pg)
             result["recall_at_50_pg_big"] = recall(
                 big, embedder, queries[: args.recall_queries], rng
+            )
+            result["bm25_vs_exhaustive_pg_big"] = bm25_agreement(
+                big, queries[: args.recall_queries]
             )
             result["writes_median_s"] = writes(
                 {"pg_small": small, "pg_big": big}, rows, vectors, args.write_rounds

@@ -88,3 +88,68 @@ def test_concurrent_writers_of_the_same_chunks_take_turns(engine):
         chunks, _length = db.execute(text("SELECT chunks, length FROM t_stats")).one()
     assert chunks == len(CORPUS)
     assert postings == sum(len(set(c.terms.split())) for c in CORPUS)
+    _df_matches_postings(engine, "t")
+
+
+def _df_matches_postings(engine, table: str) -> None:
+    from sqlalchemy import text
+
+    with engine.connect() as db:
+        kept = dict(db.execute(text(f"SELECT term, df FROM {table}_df WHERE df > 0")).all())
+        counted = dict(
+            db.execute(text(f"SELECT term, count(*) FROM {table}_postings GROUP BY term")).all()
+        )
+    assert kept == counted
+
+
+def test_document_frequencies_follow_every_write(engine):
+    from dataclasses import replace
+
+    from citewell.types import ChunkFilter
+
+    store = PostgresChunkStore(engine, "t", DIM)
+    store.upsert(CORPUS)
+    store.upsert([replace(CORPUS[0], terms="leav leav polici")])  # the same id, new terms
+    store.delete(ChunkFilter(file_ids=(CORPUS[1].file_id,)))
+    _df_matches_postings(engine, "t")
+
+
+def test_postings_written_before_impacts_are_upgraded_in_place(engine):
+    """Tables made by the first PostgreSQL release of the store (no impacts, no df table)."""
+    from sqlalchemy import text
+
+    from citewell.retrieval.tokenize import terms_string
+
+    new = PostgresChunkStore(engine, "fresh", DIM)
+    new.upsert(CORPUS)
+    with engine.begin() as db:
+        db.execute(text("CREATE TABLE old (LIKE fresh INCLUDING ALL)"))
+        db.execute(text("INSERT INTO old SELECT * FROM fresh"))
+        db.execute(text("CREATE TABLE old_stats (LIKE fresh_stats INCLUDING ALL)"))
+        db.execute(text("INSERT INTO old_stats SELECT * FROM fresh_stats"))
+        db.execute(
+            text(
+                "CREATE TABLE old_postings (term text NOT NULL, chunk_id text NOT NULL "
+                "REFERENCES old (id) ON DELETE CASCADE, tf integer NOT NULL, length integer "
+                "NOT NULL, PRIMARY KEY (term, chunk_id) INCLUDE (tf, length))"
+            )
+        )
+        db.execute(text("CREATE INDEX old_postings_chunk ON old_postings (chunk_id)"))
+        db.execute(
+            text("INSERT INTO old_postings SELECT term, chunk_id, tf, length FROM fresh_postings")
+        )
+    old = PostgresChunkStore(engine, "old", DIM)
+    _df_matches_postings(engine, "old")
+    for query in ("leave", "sick leave leave weeks", "北京 图书馆"):
+        terms = terms_string(query)
+        assert old.keyword_search(terms, 5, ALL) == new.keyword_search(terms, 5, ALL)
+    old.delete(ALL.__class__(file_ids=(CORPUS[0].file_id,)))  # no foreign key left behind
+    _df_matches_postings(engine, "old")
+
+
+def test_ef_search_widens_with_the_table():
+    from citewell.stores.postgres import ef_search
+
+    assert ef_search(10_000, 8) == 100
+    assert ef_search(10_000, 80) == 160
+    assert ef_search(1_000_000, 8) == 400
