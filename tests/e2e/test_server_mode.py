@@ -1,0 +1,147 @@
+"""Server mode as a team deploys it: two `citewell serve` processes (no job worker) and two
+`citewell worker` processes on one PostgreSQL and one shared data dir. 300 files go in
+through both APIs, one worker is killed with SIGKILL mid-batch, and still every file is
+indexed exactly once, `citewell check` is clean, and a key's rate limit holds across both
+APIs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from benchmarks.sigkill_ingest import documents, free_port, kill, start_server
+from sqlalchemy import text
+
+from citewell.auth import AuthStore
+from citewell.db.engine import url_engine
+
+pytestmark = pytest.mark.e2e
+FILES, LIMIT = 300, 200
+
+
+def _worker(data: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data), "worker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+        start_new_session=True,  # its own process group: the kill takes its helpers too
+    )
+
+
+def _upload(bases: list[str], headers: dict[str, str]) -> list[str]:
+    docs, batches = documents(FILES), []
+    with httpx.Client(base_url=bases[0], headers=headers, timeout=120) as client:
+        assert client.post("/api/v1/knowledge", json={"name": "team"}).status_code == 201
+    for n, start in enumerate(range(0, FILES, 30)):  # alternating between the two APIs
+        with httpx.Client(base_url=bases[n % 2], headers=headers, timeout=120) as client:
+            files = [("files", doc) for doc in docs[start : start + 30]]
+            reply = client.post("/api/v1/knowledge/team/batch", files=files)
+            assert reply.status_code == 202, reply.text
+            batches.append(reply.json()["batch_id"])
+    return batches
+
+
+def _states(url: str) -> dict[str, int]:
+    """Jobs per state, read from the database (polling the API would spend the key's budget)."""
+    engine = url_engine(url)
+    try:
+        with engine.connect() as db:
+            return dict(db.execute(text("SELECT state, count(*) FROM jobs GROUP BY state")).all())
+    finally:
+        engine.dispose()
+
+
+def _held_by(url: str, pid: int) -> int:
+    """Running jobs the process ``pid`` of this host holds."""
+    engine = url_engine(url)
+    try:
+        with engine.connect() as db:
+            return int(
+                db.execute(
+                    text(
+                        "SELECT count(*) FROM jobs WHERE state IN ('parsing', 'chunking', "
+                        "'embedding') AND split_part(holder, '/', 2) = :pid"
+                    ),
+                    {"pid": str(pid)},
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
+
+
+def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
+    url, data = postgres.create_database(), tmp_path / "data"
+    users = AuthStore(url_engine(url))
+    root = users.create_user("root", role="admin")
+    work, budget = (users.create_key(root.id, name)[1] for name in ("work", "budget"))
+    env = {
+        "CITEWELL_DATABASE_URL": url,
+        "CITEWELL_AUTH": "required",
+        "CITEWELL_SERVE_JOB_WORKER": "false",
+        "CITEWELL_RATE_LIMIT_PER_MINUTE": str(LIMIT),
+        "CITEWELL_JOB_BATCH_FILES": "16",
+    }
+    ports = [free_port(), free_port()]
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        started += [start_server(data, port, env) for port in ports]
+        workers = [_worker(data, env), _worker(data, env)]
+        started += workers
+        bases = [f"http://127.0.0.1:{port}" for port in ports]
+        headers = {"Authorization": f"Bearer {work}"}
+        batches = _upload(bases, headers)
+        deadline = time.monotonic() + 300
+        assert len(batches) == FILES // 30
+        while _states(url).get("indexed", 0) < 40 or not _held_by(url, workers[0].pid):
+            assert time.monotonic() < deadline, "the first worker never held a batch"
+            time.sleep(0.1)
+        kill(workers[0])  # SIGKILL mid-batch: its claimed jobs must not be lost
+        while _states(url) != {"indexed": FILES}:
+            assert time.monotonic() < deadline, "the batches did not finish"
+            time.sleep(0.5)
+        began = time.monotonic()
+        codes = [
+            httpx.get(
+                f"{bases[n % 2]}/api/v1/knowledge", headers={"Authorization": f"Bearer {budget}"}
+            ).status_code
+            for n in range(2 * LIMIT)  # each API alone would allow all of them
+        ]
+        refilled = (time.monotonic() - began) * LIMIT / 60
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in started:
+            process.wait(timeout=90)
+    # Every file once, each with its one chunk, every job indexed.
+    engine = url_engine(url)
+    with engine.connect() as db:
+        links = db.execute(
+            text("SELECT count(*), count(DISTINCT path) FROM knowledge_base_files")
+        ).one()
+        files = db.execute(text("SELECT count(*), sum(chunk_count) FROM files")).one()
+        retried = db.execute(text("SELECT count(*) FROM jobs WHERE attempts > 1")).scalar_one()
+    assert tuple(links) == (FILES, FILES) and tuple(files) == (FILES, FILES)
+    assert retried > 0  # the killed worker's batch was taken over
+    check = subprocess.run(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data), "check", "--json"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report = json.loads(check.stdout)
+    assert check.returncode == 0 and report["problems"] == 0, check.stdout + check.stderr
+    # One budget across both APIs: LIMIT requests pass, plus what refilled meanwhile.
+    allowed = codes.count(200)
+    assert LIMIT <= allowed <= LIMIT + refilled + 1
+    assert codes.count(429) == len(codes) - allowed
+    assert {n % 2 for n, code in enumerate(codes) if code == 429} == {0, 1}  # both refuse
