@@ -451,6 +451,34 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
 
 
 @main.command()
+@click.option("--to", "target", required=True, help="postgresql://user:password@host/database")
+@click.option("--force", is_flag=True, help="Empty a target database that holds data first.")
+@pass_app
+def migrate(ctx: Context, target: str, force: bool) -> None:
+    """Move this embedded data dir into PostgreSQL: catalog, users, keys, grants, jobs, the
+    embedding cache and every chunk with its vector (nothing is embedded again).
+
+    Stop the server first. Stored files stay in the data dir."""
+    from citewell.config import Settings
+    from citewell.pipeline.move import Move
+
+    with _errors():
+        settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
+        report = Move(settings, target, lambda line: click.echo(line, err=True)).run(force)
+    click.echo(
+        f"Moved {sum(report.tables.values())} rows, {sum(report.chunks.values())} chunks and "
+        f"{report.cached_vectors} cached vectors; {report.searches_checked} sample searches "
+        "compared."
+    )
+    if not report.ok:
+        raise click.ClickException("The copy differs: " + "; ".join(report.mismatches))
+    click.echo(
+        "Done. Start Citewell with the same data dir (it keeps the stored files) and\n\n"
+        f"    CITEWELL_DATABASE_URL={target}\n"
+    )
+
+
+@main.command()
 @pass_app
 def worker(ctx: Context) -> None:
     """Run queued ingest jobs until stopped (Ctrl-C or SIGTERM).

@@ -64,6 +64,10 @@ class SpaceRegistry:
     def building(self) -> SpaceRecord | None:
         return self._one(BUILDING)
 
+    def all(self) -> list[SpaceRecord]:
+        with self._sessions() as session:
+            return [_record(r) for r in session.scalars(select(EmbeddingSpaceRow))]
+
     def retired(self) -> list[SpaceRecord]:
         with self._sessions() as session:
             query = select(EmbeddingSpaceRow).where(EmbeddingSpaceRow.state == RETIRED)

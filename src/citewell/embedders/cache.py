@@ -10,7 +10,7 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -77,6 +77,25 @@ class EmbeddingCache:
         """Drop every vector of one model (its embedding space is gone); returns how many."""
         with self._lock:
             return self._db.execute("DELETE FROM embeddings WHERE model = ?", (model,)).rowcount
+
+    def export(self, batch: int = 5000) -> Iterator[tuple[str, list[str], Vectors]]:
+        """Every cached vector as (model, hashes, vectors), ``batch`` rows at a time."""
+        with self._lock:
+            models = [m for (m,) in self._db.execute("SELECT DISTINCT model FROM embeddings")]
+        for model in models:
+            after = ""
+            while True:
+                with self._lock:
+                    rows = self._db.execute(
+                        "SELECT hash, vector FROM embeddings WHERE model = ? AND hash > ? "
+                        "ORDER BY hash LIMIT ?",
+                        (model, after, batch),
+                    ).fetchall()
+                if not rows:
+                    break
+                after = rows[-1][0]
+                vectors = np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in rows])
+                yield model, [h for h, _ in rows], vectors
 
     def close(self) -> None:
         self._db.close()

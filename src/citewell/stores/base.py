@@ -9,7 +9,7 @@ never before or after it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -92,6 +92,13 @@ class ScansChunks(Protocol):
     def manifest(self) -> dict[str, FileChunks]:
         """File id → its chunk ids and KB ids, for every file in the store."""
         ...
+
+
+@runtime_checkable
+class ExportsChunks(Protocol):
+    """A store that can hand out every chunk with its vector (``citewell migrate``)."""
+
+    def export(self, batch: int = 5000) -> Iterator[list[StoredChunk]]: ...
 
 
 @runtime_checkable

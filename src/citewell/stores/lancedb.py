@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -264,6 +265,15 @@ class LanceChunkStore:
             query = query.where(predicate)
         chunks = [to_chunk(row) for row in query.limit(None).to_list()]
         return sorted(chunks, key=lambda c: (c.file_id, c.index))
+
+    def export(self, batch: int = 5000) -> Iterator[list[StoredChunk]]:
+        """Every chunk with its vector and terms, ``batch`` at a time (a move to another
+        backend: nothing is embedded again)."""
+        for rows in self._table.to_lance().to_batches(batch_size=batch):
+            yield [
+                replace(to_chunk(r), terms=r["terms"], vector=tuple(r["vector"]))
+                for r in rows.to_pylist()
+            ]
 
     def manifest(self) -> dict[str, FileChunks]:
         data = self._table.search().select(["id", "file_id", "kb_ids"]).limit(None).to_arrow()

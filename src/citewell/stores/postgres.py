@@ -247,6 +247,15 @@ class PostgresChunkStore:
             ).all()
         return [to_chunk(dict(r._mapping)) for r in rows]
 
+    def vectors(self, chunk_ids: Sequence[str]) -> list[list[float]]:
+        """The stored vectors of these chunks (checks after a move)."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                text(f"SELECT vector::text FROM {self.table} WHERE id = ANY(CAST(:ids AS text[]))"),
+                {"ids": list(chunk_ids)},
+            ).scalars()
+            return [[float(x) for x in v.strip("[]").split(",")] for v in rows]
+
     def count(self, where: ChunkFilter) -> int:
         condition, params = filter_sql(where)
         with self.engine.connect() as db:
