@@ -36,10 +36,10 @@ def free_port() -> int:
 
 
 def start_server(
-    data: Path, port: int, env: dict[str, str] | None = None
+    data: Path, port: int, env: dict[str, str] | None = None, options: tuple[str, ...] = ()
 ) -> subprocess.Popen[bytes]:
     """`citewell serve` on 127.0.0.1:``port``, with ``env`` added to this environment."""
-    command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve"]
+    command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve", *options]
     server = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,

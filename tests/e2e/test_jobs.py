@@ -99,6 +99,12 @@ def test_a_service_failure_is_retried_with_backoff(tmp_path):
         app.close()
 
 
+def _wait_until_indexed(app, job_id: str, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while app.jobs.get(job_id).state != "indexed" and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _held_by(app, job_id: str, holder: str) -> None:
     from sqlalchemy import update
 
@@ -121,10 +127,7 @@ def test_jobs_a_killed_worker_on_this_host_left_running_resume_at_once(app):
     assert app.jobs.get(job.id).state == "parsing"
     app.start_workers()  # a restart: the dead holder's jobs go back to the queue and run
     try:
-        for _ in range(200):
-            if app.jobs.get(job.id).state == "indexed":
-                break
-            time.sleep(0.05)
+        _wait_until_indexed(app, job.id)
     finally:
         app.close()
     assert app.jobs.get(job.id).state == "indexed"
@@ -141,10 +144,7 @@ def test_jobs_of_a_worker_on_another_host_resume_when_its_lease_passes(tmp_path,
     try:
         time.sleep(1.0)
         assert app.jobs.get(job.id).state == "parsing"  # its lease still runs
-        for _ in range(200):
-            if app.jobs.get(job.id).state == "indexed":
-                break
-            time.sleep(0.05)
+        _wait_until_indexed(app, job.id)
     finally:
         app.close()
     assert app.jobs.get(job.id).state == "indexed"

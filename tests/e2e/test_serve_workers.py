@@ -3,16 +3,14 @@ elected job worker, rate limits counted across both, a clean stop on SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from benchmarks.sigkill_ingest import documents, free_port
+from benchmarks.sigkill_ingest import documents, free_port, start_server
 
 from citewell.auth import AuthStore
 from citewell.config import Settings
@@ -29,22 +27,8 @@ def _keys(data: Path) -> tuple[str, str]:
 
 
 def _start(data: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve"]
-    server = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "CITEWELL_AUTH": "required", "CITEWELL_RATE_LIMIT_PER_MINUTE": "40"},
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.2)
+    env = {"CITEWELL_AUTH": "required", "CITEWELL_RATE_LIMIT_PER_MINUTE": "40"}
+    return start_server(data, port, env, ("--workers", "2"))
 
 
 def _children(parent: int) -> list[int]:
