@@ -14,7 +14,14 @@ load generator does not share its interpreter) and:
 
 Load queries are the 300 SciFact test queries, each made unique with a counter word so no
 request hits the query-embedding cache (``--repeat`` sends them as they are instead). The
-CPU time of the server and of this load generator are both reported: on 2 cores they compete.
+CPU time of the server (all its processes) and of this load generator are both reported: on
+2 cores they compete.
+
+``--endpoint chat`` sends the load to ``POST /v1/chat/completions`` instead (the question
+with ``knowledge_collections``; no LLM configured, so answers are extractive). ``--workers``
+runs that many API processes; ``--database-url`` serves the data from PostgreSQL (moved there
+first with ``citewell migrate``; the data dir keeps the stored files). ``--skip-overhead``
+leaves out step 1.
 
     python benchmarks/serving.py --data-dir /tmp/scifact --clients 50 --seconds 60 --rate 40
 """
@@ -59,9 +66,16 @@ def bench_key(data_dir: Path, kb: str) -> str:
     return run("key", "create", "--user", "bench", "--name", "serving-benchmark")
 
 
-def start_server(data_dir: Path, port: int, extra: list[str]) -> subprocess.Popen:
+def start_server(
+    data_dir: Path, port: int, extra: list[str], env: dict[str, str]
+) -> subprocess.Popen:
     cmd = [*CLI, "--data-dir", str(data_dir), "serve", "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen([*cmd, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [*cmd, *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+    )
     for _ in range(600):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
@@ -73,8 +87,15 @@ def start_server(data_dir: Path, port: int, extra: list[str]) -> subprocess.Pope
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of ``pid`` and its descendants still running (a server's API processes)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = children.read_text().split() if children.exists() else []
+    return own + sum(cpu_seconds(int(kid)) for kid in kids)
 
 
 def overhead(base: str, key: str, app: Any, kb: str, queries: list[str]) -> dict[str, Any]:
@@ -102,9 +123,17 @@ def overhead(base: str, key: str, app: Any, kb: str, queries: list[str]) -> dict
     }
 
 
+def request(endpoint: str, kb: str, query: str) -> tuple[str, dict[str, Any]]:
+    if endpoint == "chat":
+        messages = [{"role": "user", "content": query}]
+        body = {"model": "citewell", "messages": messages, "knowledge_collections": [kb]}
+        return "/v1/chat/completions", body
+    return "/api/v1/retrieval/query/collection", {"collection_names": [kb], "query": query, "k": 8}
+
+
 async def load(
     base: str, key: str, kb: str, queries: list[str], clients: int, seconds: float,
-    rate: float | None, repeat: bool,
+    rate: float | None, repeat: bool, endpoint: str = "retrieval",
 ) -> dict[str, Any]:  # fmt: skip
     latencies: list[float] = []
     errors: dict[str, int] = {}
@@ -118,9 +147,9 @@ async def load(
         async def one(due: float) -> None:
             n = next(counter)
             query = queries[n % len(queries)] + ("" if repeat else f" u{n}")
-            body = {"collection_names": [kb], "query": query, "k": 8}
+            path, body = request(endpoint, kb, query)
             try:
-                response = await c.post("/api/v1/retrieval/query/collection", json=body)
+                response = await c.post(path, json=body)
                 if response.status_code != 200:
                     errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
             except httpx.HTTPError as exc:
@@ -180,18 +209,37 @@ def main() -> None:
     parser.add_argument("--overhead-queries", type=int, default=200)
     parser.add_argument("--repeat", action="store_true", help="send queries unchanged")
     parser.add_argument("--server-args", default="", help="more `citewell serve` options")
+    parser.add_argument("--endpoint", choices=("retrieval", "chat"), default="retrieval")
+    parser.add_argument("--workers", type=int, default=1, help="API processes")
+    parser.add_argument("--database-url", default="", help="serve from PostgreSQL")
+    parser.add_argument("--skip-overhead", action="store_true")
     args = parser.parse_args()
+    env = {"CITEWELL_WORKERS": str(args.workers)}
+    if args.database_url:  # every process of this benchmark, this one's bench_key too
+        os.environ["CITEWELL_DATABASE_URL"] = env["CITEWELL_DATABASE_URL"] = args.database_url
     app, data, kb = open_scifact_index(args.data_dir)
     queries = list(data.queries.values())
     key = bench_key(args.data_dir, kb)
     port = free_port()
-    server = start_server(args.data_dir, port, args.server_args.split())
+    server = start_server(args.data_dir, port, args.server_args.split(), env)
     base = f"http://127.0.0.1:{port}"
     try:
-        out: dict[str, Any] = {"data": str(SCIFACT.name), "kb": kb}
-        out["overhead"] = overhead(base, key, app, kb, queries[: args.overhead_queries])
+        out: dict[str, Any] = {"data": str(SCIFACT.name), "kb": kb, "endpoint": args.endpoint}
+        out["workers"], out["database"] = args.workers, "postgresql" if args.database_url else ""
+        if not args.skip_overhead:
+            out["overhead"] = overhead(base, key, app, kb, queries[: args.overhead_queries])
         run = lambda rate: asyncio.run(  # noqa: E731
-            load(base, key, kb, queries, args.clients, args.seconds, rate, args.repeat)
+            load(
+                base,
+                key,
+                kb,
+                queries,
+                args.clients,
+                args.seconds,
+                rate,
+                args.repeat,
+                args.endpoint,
+            )  # fmt: skip
         )
         out["saturation"] = measured(lambda: run(None), server.pid)
         out["offered"] = measured(lambda: run(args.rate), server.pid)
