@@ -65,6 +65,11 @@ def ef_search(rows: int, k: int) -> int:
     return max(100, 2 * k, round(400 * math.sqrt(rows / 1_000_000)))
 
 
+def _parse_vector(value: str) -> list[float]:
+    """pgvector's text form ('[0.1,0.2,…]') as floats."""
+    return [float(x) for x in value.strip("[]").split(",")]
+
+
 def _vector(values: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
@@ -254,7 +259,7 @@ class PostgresChunkStore:
                 text(f"SELECT vector::text FROM {self.table} WHERE id = ANY(CAST(:ids AS text[]))"),
                 {"ids": list(chunk_ids)},
             ).scalars()
-            return [[float(x) for x in v.strip("[]").split(",")] for v in rows]
+            return [_parse_vector(v) for v in rows]
 
     def count(self, where: ChunkFilter) -> int:
         condition, params = filter_sql(where)
@@ -312,7 +317,7 @@ class PostgresChunkStore:
                 ),
                 {"step": step, "samples": samples},
             ).scalars()
-            queries = [[float(x) for x in v.strip("[]").split(",")] for v in vectors]
+            queries = [_parse_vector(v) for v in vectors]
         found = []
         for vector in queries:
             ann = {h.chunk_id for h in self.vector_search(vector, 50, ChunkFilter())}
