@@ -406,6 +406,11 @@ class Settings(BaseSettings):
         "addresses that signed in to it before may keep trying: guessing from many addresses "
         "is stopped, and the user on a known address is never locked out.",
     )
+    web_ui: bool = _setting(
+        True,
+        "Serve the web page at / (knowledge bases, uploads, chat with clickable citations, "
+        "admin). It is a client of the API and needs the same keys; false: API only.",
+    )
     cors_allow_origins: str = _setting(
         "",
         "Origins browsers may call the API from, separated by ',' or ';' ('*': any). "
@@ -626,6 +631,35 @@ def _install_aliases() -> None:
 
 
 _install_aliases()
+
+
+SECRET_SUFFIXES = ("_api_key", "_password", "_secret", "_token")
+
+
+def masked_settings(settings: Settings) -> dict[str, Any]:
+    """The effective settings for display: keys masked, passwords and query strings taken
+    out of URLs (a search provider's URL may carry its key)."""
+    shown: dict[str, Any] = {}
+    for name, value in settings.model_dump(mode="json").items():
+        if name.endswith(SECRET_SUFFIXES):
+            shown[name] = "********" if value else ""
+        elif isinstance(value, str) and "://" in value:
+            shown[name] = _masked_url(value)
+        else:
+            shown[name] = value
+    return shown
+
+
+def _masked_url(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:********@{host}" if ":" in user else f"{user}@{host}"
+    query = "********" if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def configuration_markdown() -> str:

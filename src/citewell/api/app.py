@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
+from citewell import web
 from citewell.api import errors, security
 from citewell.api.deps import get_access
 from citewell.api.openapi import documented_errors
@@ -23,6 +24,9 @@ from citewell.api.routes import (
     rag,
     retrieval,
     users,
+)
+from citewell.api.routes import (
+    settings as settings_routes,
 )
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
@@ -78,8 +82,11 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         openai,
         users,
         models,
+        settings_routes,
     ):
         app.include_router(module.router, dependencies=signed_in)
+    if settings.web_ui:
+        web.install(app)
     documented_errors(app)
     return app
 

@@ -3,8 +3,9 @@
 Sources: every response carries ``sources`` (the seed's shape, one entry per chunk given to
 the model).
 ``[n]`` in the answer refers to the source whose ``id`` is n (``index`` is n - 1). Streaming:
-the first chunk carries ``sources``; the last carries ``sources`` again and
-``invalid_citations`` (numbers the model cited that match no source).
+the first chunk carries ``sources`` (and ``extractive`` when no LLM wrote the answer); the
+last carries ``sources`` again and ``invalid_citations`` (numbers the model cited that match
+no source).
 """
 
 from __future__ import annotations
@@ -209,6 +210,8 @@ def sse_events(
     and the usage, as OpenAI sends it."""
     model = prepared.request.model
     extras = _extras(prepared)
+    if chat.llm is None:  # as the whole response says it: quoted sentences, no LLM
+        extras["extractive"] = True
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""}, None, **extras)
     # Open WebUI saves these on the message (its citation chips). A tool round searched the
     # same and its message already has them: sent again, they would be saved twice.

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.jobs import Job
-from citewell.types import IngestReport
+from citewell.types import IngestReport, SearchMode, Section
 
 
 class ErrorPublic(BaseModel):
@@ -63,6 +63,27 @@ class FilePublic(BaseModel):
             created_at=int(record.created_at),
             updated_at=int(record.created_at),
         )
+
+
+class SectionPublic(BaseModel):
+    start: int
+    end: int
+    page: int | None
+    headings: list[str]
+
+    @classmethod
+    def of(cls, section: Section) -> SectionPublic:
+        return cls(
+            start=section.start, end=section.end, page=section.page, headings=list(section.headings)
+        )
+
+
+class FileTextPublic(BaseModel):
+    id: str
+    text: str
+    sections: list[SectionPublic] = Field(
+        description="Where pages and headings lie in the text (char offsets)."
+    )
 
 
 class KnowledgeBasePublic(BaseModel):
@@ -258,6 +279,9 @@ class QueryDocRequest(BaseModel):
     k: int | None = Field(default=None, ge=1, le=1000)
     r: float | None = Field(default=None, ge=0, le=1, description="Relevance threshold.")
     hybrid: bool | None = None
+    mode: SearchMode | None = Field(
+        default=None, description="hybrid, vector or bm25; wins over hybrid when given."
+    )
 
 
 class QueryCollectionRequest(BaseModel):
@@ -266,6 +290,9 @@ class QueryCollectionRequest(BaseModel):
     k: int | None = Field(default=None, ge=1, le=1000)
     r: float | None = Field(default=None, ge=0, le=1)
     hybrid: bool | None = None
+    mode: SearchMode | None = Field(
+        default=None, description="hybrid, vector or bm25; wins over hybrid when given."
+    )
 
 
 class Message(BaseModel):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+
+from citewell.types import Section
 
 
 class FileStorage:
@@ -16,9 +20,17 @@ class FileStorage:
             raise ValueError(f"not a file id: {file_id!r}")
         return self.root / f"{file_id}.{kind}"
 
-    def put(self, file_id: str, original: bytes, text: str) -> None:
-        """Write both atomically (temp file + rename), so a reader never sees half a file."""
-        for kind, data in (("original", original), ("txt", text.encode("utf-8"))):
+    def put(
+        self, file_id: str, original: bytes, text: str, sections: Sequence[Section] = ()
+    ) -> None:
+        """Write each atomically (temp file + rename), so a reader never sees half a file.
+        ``sections`` (where pages and headings lie in the text) are for the viewer."""
+        outline = json.dumps([[s.start, s.end, s.page, list(s.headings)] for s in sections])
+        for kind, data in (
+            ("original", original),
+            ("txt", text.encode("utf-8")),
+            ("sections.json", outline.encode("utf-8")),
+        ):
             target = self._path(file_id, kind)
             temp = target.with_suffix(target.suffix + ".tmp")
             temp.write_bytes(data)
@@ -27,6 +39,14 @@ class FileStorage:
     def text(self, file_id: str) -> str | None:
         path = self._path(file_id, "txt")
         return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def sections(self, file_id: str) -> list[Section]:
+        """Pages and headings of the text; empty for files stored before they were kept."""
+        path = self._path(file_id, "sections.json")
+        if not path.is_file():
+            return []
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return [Section(start, end, page, tuple(headings)) for start, end, page, headings in rows]
 
     def original(self, file_id: str) -> bytes | None:
         path = self._path(file_id, "original")
@@ -72,5 +92,5 @@ class FileStorage:
         }
 
     def delete(self, file_id: str) -> None:
-        for kind in ("original", "txt"):
+        for kind in ("original", "txt", "sections.json"):
             self._path(file_id, kind).unlink(missing_ok=True)

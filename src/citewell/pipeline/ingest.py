@@ -24,7 +24,7 @@ from citewell.retrieval import terms_string
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore, optimize_store
-from citewell.types import Chunk, ChunkFilter, Document, IngestReport, StoredChunk
+from citewell.types import Chunk, ChunkFilter, Document, IngestReport, Section, StoredChunk
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
@@ -72,6 +72,7 @@ class _Pending:
     embed_texts: list[str]
     data: bytes
     text: str
+    sections: tuple[Section, ...]
 
 
 @dataclass
@@ -333,7 +334,7 @@ class Ingestor:
             for i, c in enumerate(chunks)
         ]
         embed_texts = [embed_text(c.text, c.headings, record.title) for c in chunks]
-        return _Pending(item, record, stored, embed_texts, data, document.text)
+        return _Pending(item, record, stored, embed_texts, data, document.text, document.sections)
 
     def _stored_chunk(
         self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, document: Document
@@ -369,7 +370,7 @@ class Ingestor:
         ]
         self.store.upsert(rows)
         for pending in run.pending:
-            self.storage.put(pending.record.id, pending.data, pending.text)
+            self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
             self.catalog.add_file(pending.record)
             item = pending.item
             self.catalog.link(run.kb.id, pending.record.id, item.key, item.name, item.added_by)
@@ -395,7 +396,7 @@ class Ingestor:
         ]
         self.store.delete(ChunkFilter(file_ids=(record.id,)))
         self.store.upsert(rows)
-        self.storage.put(record.id, data, pending.text)
+        self.storage.put(record.id, data, pending.text, pending.sections)
         self.catalog.add_file(replace(pending.record, created_at=record.created_at, url=record.url))
         return len(rows)
 

@@ -13,7 +13,7 @@ from citewell.catalog import FileLink, FileRecord, KnowledgeBase
 from citewell.errors import FileNotFound, Forbidden, KnowledgeBaseNotFound
 from citewell.pipeline.core import Citewell
 from citewell.retrieval import RetrievalTrace
-from citewell.types import ChunkFilter, ScoredChunk, SearchMode
+from citewell.types import ChunkFilter, ScoredChunk, SearchMode, Section
 
 
 @dataclass
@@ -133,6 +133,9 @@ class Scoped:
 
     def file_text(self, file_id: str) -> str:
         return self.app.storage.text(self.file(file_id).id) or ""
+
+    def file_sections(self, file_id: str) -> list[Section]:
+        return self.app.storage.sections(self.file(file_id).id)
 
     def file_original(self, file_id: str) -> tuple[FileRecord, bytes]:
         record = self.file(file_id)

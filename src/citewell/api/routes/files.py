@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response, status
 
 from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.api.schemas import FilePublic
+from citewell.api.schemas import FilePublic, FileTextPublic, SectionPublic
 
 router = APIRouter(prefix="/api/v1/files", tags=["files"], route_class=OffLoopJsonRoute)
 
@@ -39,9 +39,11 @@ def get_file(file_id: str, view: ViewDep) -> FilePublic:
 
 
 @router.get("/{file_id}/text")
-def get_file_text(file_id: str, view: ViewDep) -> dict[str, str]:
-    """The text extracted from the file: citations' char offsets point into it."""
-    return {"id": file_id, "text": view.file_text(file_id)}
+def get_file_text(file_id: str, view: ViewDep) -> FileTextPublic:
+    """The text extracted from the file: citations' char offsets point into it. ``sections``
+    say where its pages and headings lie (empty for files ingested before 0.2)."""
+    text, sections = view.file_text(file_id), view.file_sections(file_id)
+    return FileTextPublic(id=file_id, text=text, sections=[SectionPublic.of(s) for s in sections])
 
 
 @router.get(

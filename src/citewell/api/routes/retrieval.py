@@ -28,7 +28,9 @@ from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"], route_class=OffLoopJsonRoute)
 
 
-def _mode(app: Any, hybrid: bool | None) -> SearchMode:
+def _mode(app: Any, hybrid: bool | None, mode: SearchMode | None = None) -> SearchMode:
+    if mode is not None:
+        return mode
     use_hybrid = app.settings.hybrid_search if hybrid is None else hybrid
     return SearchMode.HYBRID if use_hybrid else SearchMode.VECTOR
 
@@ -75,7 +77,7 @@ def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
     results = view.search(
         body.query,
         ChunkFilter(file_ids=(record.id,)),
-        _mode(view.app, body.hybrid),
+        _mode(view.app, body.hybrid, body.mode),
         body.k,
         threshold=body.r,
     )
@@ -86,7 +88,8 @@ def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
 def query_collection(body: QueryCollectionRequest, view: ViewDep) -> dict[str, Any]:
     """Search knowledge bases (ids or names) you may read."""
     where = view.collection_filter(body.collection_names)
-    results = view.search(body.query, where, _mode(view.app, body.hybrid), body.k, threshold=body.r)
+    mode = _mode(view.app, body.hybrid, body.mode)
+    results = view.search(body.query, where, mode, body.k, threshold=body.r)
     return _results(view.app, results)
 
 

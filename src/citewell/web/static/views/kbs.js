@@ -1,0 +1,224 @@
+// Knowledge bases: the list, and one KB with its files, uploads, live progress and sharing.
+import { api, download, events, kbPath, upload } from "../api.js";
+import { button, bytes, clear, field, form, h, notice, table, when } from "../dom.js";
+import { sharingPanel } from "./sharing.js";
+
+export async function kbListView() {
+  const kbs = await api("/api/v1/knowledge");
+  const rows = kbs.map((kb) =>
+    h("tr", {},
+      h("td", {}, h("a", { href: `#/kb/${encodeURIComponent(kb.id)}` }, kb.name)),
+      h("td", {}, kb.description),
+      h("td", { class: "num" }, kb.file_count),
+      h("td", {}, when(kb.updated_at))));
+  const create = form({ class: "inline", "aria-label": "New knowledge base" }, [
+    field("Name", h("input", { name: "name", required: true, maxlength: 200 })),
+    field("Description", h("input", { name: "description" })),
+    h("button", { type: "submit" }, "Create"),
+  ], async (node) => {
+    const body = { name: node.elements.name.value.trim(), description: node.elements.description.value };
+    const kb = await api("/api/v1/knowledge", { method: "POST", json: body });
+    location.hash = `#/kb/${encodeURIComponent(kb.id)}`;
+  });
+  return h("section", {},
+    h("h1", {}, "Knowledge bases"),
+    create,
+    kbs.length
+      ? table("Your knowledge bases and those shared with you", ["Name", "Description", "Files", "Changed"], rows)
+      : h("p", {}, "No knowledge base yet: create one above, then add files to it."));
+}
+
+const DONE = new Set(["indexed", "failed", "cancelled"]);
+const PER_REQUEST_FILES = 20;
+const PER_REQUEST_BYTES = 64 * 1024 * 1024;
+
+export async function kbView({ args, signal }) {
+  const [id] = args;
+  const kb = await api(kbPath(id));
+  const filesBox = h("div", {});
+  const jobsBox = h("div", { "aria-live": "polite" });
+  const jobs = new Map();
+  const refreshFiles = async () => clear(filesBox, filesTable(await api(kbPath(kb.id)), refreshFiles));
+  await refreshFiles();
+  followJobs(kb, jobs, jobsBox, refreshFiles, signal);
+  return h("section", {},
+    h("p", {}, h("a", { href: "#/kbs" }, "← Knowledge bases")),
+    h("h1", {}, kb.name),
+    kb.description ? h("p", {}, kb.description) : null,
+    h("p", {}, h("a", { href: `#/chat?kb=${encodeURIComponent(kb.id)}` }, "Ask this knowledge base")),
+    addFiles(kb, jobsBox),
+    h("h2", {}, "Progress"),
+    jobsBox,
+    h("h2", {}, "Files"),
+    filesBox,
+    await sharingPanel(kb),
+    settingsPanel(kb));
+}
+
+function filesTable(kb, refresh) {
+  if (!kb.files.length) return h("p", {}, "No files yet.");
+  const rows = kb.files.map((file) =>
+    h("tr", {},
+      h("td", {}, h("a", { href: `#/file/${encodeURIComponent(file.id)}` }, file.name)),
+      h("td", {}, file.status),
+      h("td", { class: "num" }, file.chunk_count),
+      h("td", { class: "num" }, bytes(file.size)),
+      h("td", { class: "actions" },
+        button("Download", () => download(file), { "aria-label": `Download ${file.name}` }),
+        button("Remove", async () => {
+          if (!confirm(`Remove ${file.name} from ${kb.name}?`)) return;
+          await api(`${kbPath(kb.id)}/files/${encodeURIComponent(file.id)}`, { method: "DELETE" });
+          notice(`Removed ${file.name}.`);
+          await refresh();
+        }, { "aria-label": `Remove ${file.name}` }))));
+  return table(`Files in ${kb.name}`, ["Name", "Status", "Chunks", "Size", ""], rows);
+}
+
+/** Every job of the KB as it changes (SSE from the job queue), until the view is left. */
+async function followJobs(kb, jobs, box, refreshFiles, signal) {
+  let timer = 0;
+  const soon = () => { // one file-list refresh for a burst of finished jobs
+    clearTimeout(timer);
+    timer = setTimeout(() => refreshFiles().catch((e) => notice(e.message, "error")), 300);
+  };
+  try {
+    const path = `/api/v1/jobs/events?knowledge_base=${encodeURIComponent(kb.id)}`;
+    for await (const { event, data } of events(path, { signal })) {
+      if (event !== "job") continue;
+      const job = JSON.parse(data);
+      const before = jobs.get(job.id);
+      jobs.set(job.id, job);
+      if (job.state === "indexed" && (!before || before.state !== "indexed")) soon();
+      renderJobs(jobs, box);
+    }
+  } catch (error) {
+    if (error.name !== "AbortError") notice(`Progress stopped: ${error.message}`, "error");
+  }
+}
+
+function renderJobs(jobs, box) {
+  const recent = [...jobs.values()].filter((j) => !DONE.has(j.state) || Date.now() / 1000 - j.updated_at < 3600);
+  const batches = new Map();
+  for (const job of recent) batches.set(job.batch_id, [...(batches.get(job.batch_id) || []), job]);
+  const parts = [];
+  for (const [batch, list] of batches) {
+    const finished = list.filter((j) => DONE.has(j.state)).length;
+    const failed = list.filter((j) => j.state === "failed").length;
+    parts.push(h("div", { class: "batch" },
+      h("p", {}, `${finished} of ${list.length} files done${failed ? `, ${failed} failed` : ""}`),
+      h("progress", { max: list.length, value: finished, "aria-label": `Batch ${batch.slice(0, 8)}` }),
+      h("ul", { class: "jobs" }, list.map(jobLine))));
+  }
+  clear(box, parts.length ? parts : h("p", {}, "Nothing in progress."));
+}
+
+function jobLine(job) {
+  return h("li", { class: `job ${job.state}`, dataset: { state: job.state } },
+    h("span", { class: "job-name" }, job.name),
+    " ",
+    h("span", { class: "state" }, job.state),
+    job.error ? h("span", { class: "reason" }, ` — ${job.error}`) : null,
+    job.state === "failed" || job.state === "cancelled"
+      ? button("Retry", () => api(`/api/v1/jobs/${encodeURIComponent(job.id)}/retry`, { method: "POST" }), { "aria-label": `Retry ${job.name}` })
+      : null,
+    job.state === "queued"
+      ? button("Cancel", () => api(`/api/v1/jobs/${encodeURIComponent(job.id)}/cancel`, { method: "POST" }), { "aria-label": `Cancel ${job.name}` })
+      : null);
+}
+
+function addFiles(kb, jobsBox) {
+  const status = h("p", { class: "upload-status", "aria-live": "polite" });
+  const send = async (files) => {
+    if (!files.length) return;
+    const groups = [];
+    let group = [];
+    let size = 0;
+    for (const file of files) {
+      if (group.length && (group.length >= PER_REQUEST_FILES || size + file.size > PER_REQUEST_BYTES)) {
+        groups.push(group);
+        group = [];
+        size = 0;
+      }
+      group.push(file);
+      size += file.size;
+    }
+    groups.push(group);
+    let sent = 0;
+    for (const part of groups) {
+      const body = new FormData();
+      for (const file of part) body.append("files", file, file.relativePath || file.webkitRelativePath || file.name);
+      await upload(`${kbPath(kb.id)}/batch`, body, (share) =>
+        clear(status, `Uploading ${Math.round(((sent + share * part.length) / files.length) * 100)} %`));
+      sent += part.length;
+    }
+    clear(status, `${files.length} file${files.length > 1 ? "s" : ""} queued; progress below.`);
+    jobsBox.scrollIntoView({ block: "nearest" });
+  };
+  const guarded = (files) => send(files).catch((error) => { clear(status); notice(error.message, "error"); });
+  const picker = h("input", { type: "file", multiple: true, id: "pick-files", onchange: (e) => guarded([...e.target.files]) });
+  const folder = h("input", { type: "file", multiple: true, webkitdirectory: true, id: "pick-folder", onchange: (e) => guarded([...e.target.files]) });
+  const drop = h("div", { class: "drop", tabindex: "0", role: "region", "aria-label": "Drop files or a folder here" },
+    h("p", {}, "Drop files or a folder here, or "),
+    h("label", { class: "as-button" }, "choose files", picker),
+    " ",
+    h("label", { class: "as-button" }, "choose a folder", folder));
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    guarded(await droppedFiles(e.dataTransfer));
+  });
+  const byUrl = form({ class: "inline", "aria-label": "Add a web page" }, [
+    field("Add a URL", h("input", { name: "url", type: "url", required: true, placeholder: "https://…" })),
+    h("button", { type: "submit" }, "Fetch"),
+  ], async (node) => {
+    clear(status, "Fetching…");
+    const done = await api("/api/v1/retrieval/process/web", { method: "POST", json: { url: node.elements.url.value, collection_name: kb.id } });
+    clear(status, `Added ${done.title || done.url}.`);
+    node.reset();
+  });
+  return h("section", { "aria-labelledby": "add-title" }, h("h2", { id: "add-title" }, "Add files"), drop, byUrl, status);
+}
+
+/** Files of a drop, folders walked (their paths kept as the files' names). */
+async function droppedFiles(transfer) {
+  const entries = [...transfer.items].map((item) => item.webkitGetAsEntry && item.webkitGetAsEntry()).filter(Boolean);
+  if (!entries.length) return [...transfer.files];
+  const files = [];
+  const walk = async (entry, prefix) => {
+    if (entry.isFile) {
+      const file = await new Promise((resolve, reject) => entry.file(resolve, reject));
+      file.relativePath = prefix + file.name;
+      files.push(file);
+      return;
+    }
+    const reader = entry.createReader();
+    for (;;) {
+      const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+      if (!batch.length) break;
+      for (const child of batch) await walk(child, `${prefix}${entry.name}/`);
+    }
+  };
+  for (const entry of entries) await walk(entry, "");
+  return files;
+}
+
+function settingsPanel(kb) {
+  const rename = form({ class: "inline", "aria-label": "Rename" }, [
+    field("Name", h("input", { name: "name", value: kb.name, required: true })),
+    field("Description", h("input", { name: "description", value: kb.description })),
+    h("button", { type: "submit" }, "Save"),
+  ], async (node) => {
+    const body = { name: node.elements.name.value.trim(), description: node.elements.description.value };
+    await api(kbPath(kb.id), { method: "PATCH", json: body });
+    notice("Saved.");
+  });
+  const remove = button("Delete this knowledge base", async () => {
+    if (!confirm(`Delete ${kb.name} and every file only it holds?`)) return;
+    await api(kbPath(kb.id), { method: "DELETE" });
+    notice(`Deleted ${kb.name}.`);
+    location.hash = "#/kbs";
+  }, { class: "danger" });
+  return h("section", { "aria-labelledby": "kb-settings" }, h("h2", { id: "kb-settings" }, "Settings"), rename, remove);
+}

@@ -1,0 +1,194 @@
+"""The web page as a person uses it, in headless Chromium: sign in, make a KB, upload,
+watch the files get indexed, ask, click a citation and see the cited passage highlighted;
+what a second user may not see; document text and names that are HTML stay text."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.browser]
+
+# No double quotes: browsers send them as %22 in a multipart file name.
+PAYLOAD_NAME = "<img src=x onerror=alert('name')>.txt"
+PAYLOAD_TEXT = (
+    "Quarterly payload notes. <script>window.__pwned='script'</script> "
+    "<img src=x onerror=\"window.__pwned='text'\"> The zebrafish budget is forty crowns."
+)
+
+
+def sign_in(page, site, name: str, password: str) -> None:
+    page.goto(site.url + "/")
+    form = page.locator("form", has=page.get_by_role("heading", name="With your name and password"))
+    form.get_by_label("Name").fill(name)
+    form.get_by_label("Password").fill(password)
+    form.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name="Knowledge bases", level=1).wait_for()
+
+
+def create_kb(page, name: str) -> None:
+    page.goto(page.url.split("#")[0] + "#/kbs")
+    page.get_by_role("form", name="New knowledge base").get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Create").click()
+    page.get_by_role("heading", name=name, level=1).wait_for()
+
+
+def wait_indexed(page, count: int) -> None:
+    page.wait_for_function(
+        "n => document.querySelectorAll('li.job[data-state=indexed]').length >= n",
+        arg=count,
+        timeout=120_000,
+    )
+
+
+def shot(page, artifacts, name: str) -> None:
+    page.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
+
+
+def test_upload_ask_and_open_the_cited_passage(page, site, shared_docs, artifacts):
+    sign_in(page, site, "ada", site.admin_password)
+    shot(page, artifacts, "knowledge-bases-empty")
+    create_kb(page, "handbook")
+    files = [shared_docs / n for n in ("multi_page.pdf", "wiki_duck.html", "codeblock.md")]
+    page.set_input_files("#pick-files", [str(f) for f in files])
+    wait_indexed(page, 3)
+    page.get_by_role("table", name="Files in handbook").wait_for()
+    rows = page.get_by_role("table", name="Files in handbook").locator("tbody tr")
+    assert rows.count() == 3
+    assert page.locator("li.job[data-state=failed]").count() == 0
+    shot(page, artifacts, "knowledge-base")
+
+    page.get_by_role("link", name="Ask this knowledge base").click()
+    page.get_by_label("Your question").fill("Who patented the typewriter in 1868?")
+    page.get_by_role("button", name="Send").click()
+    chip = page.locator("a.chip").first
+    chip.wait_for(timeout=60_000)
+    assert page.locator(".badge", has_text="extractive answer").is_visible()
+    assert "Sholes" in page.locator(".answer").last.inner_text()
+    page.get_by_text("Retrieval trace").click()
+    assert "timings_ms" in page.locator(".trace pre").inner_text()
+    shot(page, artifacts, "chat")
+
+    href = chip.get_attribute("href")
+    file_id, start, end = re.match(r"#/file/(\w+)\?start=(\d+)&end=(\d+)", href).groups()
+    chip.click()
+    mark = page.locator("mark.cited-span").first
+    mark.wait_for()
+    with httpx.Client(base_url=site.url, headers={"Authorization": f"Bearer {key_of(page)}"}) as c:
+        text = c.get(f"/api/v1/files/{file_id}/text").json()["text"]
+    shown = "".join(page.locator("mark.cited-span").all_inner_texts())
+    assert norm(shown) == norm(text[int(start) : int(end)])
+    assert mark.evaluate("m => m === document.activeElement")  # focused, so read out
+    assert mark.is_visible() and in_viewport(page, mark)
+    assert page.locator(".marker.page").count() >= 2  # the PDF's pages are marked
+    shot(page, artifacts, "viewer")
+    assert page.problems == []
+
+
+def test_search_playground_shows_each_mode(page, site, artifacts):
+    sign_in(page, site, "ada", site.admin_password)
+    page.get_by_role("link", name="Search").click()
+    page.get_by_label("Query").fill("mallard duck")
+    page.get_by_role("button", name="Search").click()
+    for mode in ("hybrid", "vector", "bm25"):
+        column = page.get_by_role("region", name=f"{mode} results")
+        column.locator("li").first.wait_for()
+    assert "wiki_duck" in page.get_by_role("region", name="bm25 results").inner_text()
+    shot(page, artifacts, "search")
+    assert page.problems == []
+
+
+def test_document_html_is_shown_as_text(page, site, artifacts):
+    sign_in(page, site, "ada", site.admin_password)
+    create_kb(page, "payloads")
+    page.on("dialog", lambda d: (page.problems.append(f"dialog: {d.message}"), d.dismiss()))
+    payload = {"name": PAYLOAD_NAME, "mimeType": "text/plain", "buffer": PAYLOAD_TEXT.encode()}
+    page.set_input_files("#pick-files", files=[payload])
+    wait_indexed(page, 1)
+    table = page.get_by_role("table", name="Files in payloads")
+    table.get_by_text(PAYLOAD_NAME).wait_for()  # the name, as text
+    table.get_by_role("link", name=PAYLOAD_NAME).click()
+    page.locator(".doc").wait_for()
+    assert "<script>window.__pwned='script'</script>" in page.locator(".doc").inner_text()
+    page.goto(site.url + "/#/search")
+    page.get_by_role("checkbox", name="payloads").check()
+    page.get_by_label("Query").fill("zebrafish budget")
+    page.get_by_role("button", name="Search").click()
+    page.get_by_role("region", name="bm25 results").locator("li").first.wait_for()
+    page.goto(site.url + "/#/chat")
+    page.get_by_role("checkbox", name="payloads").check()
+    page.get_by_label("Your question").fill("What is the zebrafish budget?")
+    page.get_by_role("button", name="Send").click()
+    page.locator("a.chip").first.wait_for(timeout=60_000)
+    shot(page, artifacts, "payload-chat")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0  # no element made from the payload
+    assert page.problems == []
+
+
+def test_a_second_user_sees_no_admin_page_and_no_other_kb(page, site, artifacts):
+    sign_in(page, site, "bob", site.user_password)
+    assert page.get_by_role("link", name="Admin").count() == 0
+    assert page.get_by_text("No knowledge base yet").is_visible()  # none of ada's
+    page.goto(site.url + "/#/admin")
+    page.get_by_text("This page is for admins only.").wait_for()
+    assert page.locator("table").count() == 0
+    key = key_of(page)
+    with httpx.Client(base_url=site.url, headers={"Authorization": f"Bearer {key}"}) as c:
+        assert c.get("/api/v1/settings").status_code == 403
+        assert c.get("/api/v1/knowledge").json() == []
+    shot(page, artifacts, "non-admin")
+
+
+def test_admin_page_and_keys(page, site, artifacts):
+    sign_in(page, site, "ada", site.admin_password)
+    page.get_by_role("link", name="Admin").click()
+    page.get_by_role("table", name="Users").wait_for()
+    users = page.get_by_role("table", name="Users").inner_text()
+    assert "ada" in users and "bob" in users
+    settings = page.get_by_role("table", name="Effective settings").inner_text()
+    assert "hybrid_search" in settings
+    assert page.get_by_role("table", name=re.compile("The last 100 events")).is_visible()
+    shot(page, artifacts, "admin")
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_role("form", name="New API key").get_by_label("Name").fill("laptop")
+    page.get_by_role("button", name="Create key").click()
+    key = page.locator("code.new-key").inner_text()
+    assert key.startswith("cw_")
+    with httpx.Client(base_url=site.url, headers={"Authorization": f"Bearer {key}"}) as c:
+        assert c.get("/api/v1/auth/me").json()["user"]["name"] == "ada"
+    page.reload()
+    assert page.locator("code.new-key").count() == 0  # shown once
+    assert page.problems == []
+
+
+def test_phone_width_and_keyboard(browser, site, artifacts):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_in(page, site, "ada", site.admin_password)
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1
+    page.reload()
+    page.get_by_role("heading", name="Knowledge bases", level=1).wait_for()
+    page.keyboard.press("Tab")  # the first stop is the skip link
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    shot(page, artifacts, "phone")
+    context.close()
+
+
+def key_of(page) -> str:
+    return page.evaluate("localStorage.getItem('citewell.key')")
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def in_viewport(page, locator) -> bool:
+    box = locator.bounding_box()
+    height = page.viewport_size["height"]
+    return box is not None and box["y"] < height and box["y"] + box["height"] > 0
