@@ -87,7 +87,7 @@ def _password(from_stdin: bool) -> str:
 
 @click.group()
 def user() -> None:
-    """Create and list users (admins manage users, keys and every knowledge base)."""
+    """Create and list users, set passwords (admins manage users, keys and every KB)."""
 
 
 @user.command(name="create")
@@ -102,6 +102,20 @@ def user_create(name: str, admin: bool, password_stdin: bool, no_password: bool)
         created = store.create_user(name, password, "admin" if admin else "user")
         _audit(store, "user.create", "user", created.id, name=created.name, role=created.role)
     click.echo(f"Created {created.role} {created.name} ({created.id}).")
+
+
+@user.command(name="password")
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+def user_password(name: str, password_stdin: bool) -> None:
+    """Set a user's password (to sign in on the web page), even while the server runs."""
+    password = _password(password_stdin)
+    with _errors():
+        store = _store()[0]
+        store.set_password(name, password)
+        changed = store.get_user(name)
+        _audit(store, "user.password", "user", changed.id, name=changed.name)
+    click.echo(f"Set the password of {changed.name}; sign in at / with it.")
 
 
 @user.command(name="list")

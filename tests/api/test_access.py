@@ -179,6 +179,7 @@ def _attempts(w: World) -> list[tuple[str, str, dict[str, Any]]]:
         ("GET", f"/api/v1/jobs/{w.job_id}", {}),
         ("POST", f"/api/v1/jobs/{w.job_id}/retry", {}),
         ("GET", "/api/v1/audit", {}),
+        ("GET", "/api/v1/settings", {}),
         ("GET", "/api/v1/embedding", {}),
         ("DELETE", f"/api/v1/knowledge/{kb}", {}),
     ]
@@ -332,6 +333,14 @@ def test_admins_see_the_audit_trail(world):
         e for e in events if e["action"] == "kb.create" and e["target_id"] == world.alice_kb["id"]
     )
     assert created["actor"] == "alice" and created["detail"] == {"name": "alpha-private"}
+
+
+def test_only_admins_read_the_settings(world):
+    with world.client("bob") as bob, world.client("admin") as admin:
+        refused = bob.get("/api/v1/settings")
+        shown = admin.get("/api/v1/settings")
+    assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
+    assert shown.status_code == 200 and shown.json()["auth"] == "required"
 
 
 def test_the_filter_is_in_the_store_query_itself(world):

@@ -42,6 +42,20 @@ def test_first_admin_then_a_scoped_key_then_revoke(tmp_path):
     assert [(u["name"], u["role"]) for u in users] == [("ada", "admin")]
 
 
+def test_a_password_for_a_user_made_without_one(tmp_path):
+    from citewell.auth import AuthStore
+    from citewell.db import sqlite_engine
+
+    data = tmp_path / "data"
+    assert run(data, "user", "create", "admin", "--admin", "--no-password").returncode == 0
+    set_ = run(data, "user", "password", "admin", "--password-stdin", stdin="a long secret\n")
+    assert set_.returncode == 0 and "Set the password of admin" in set_.stdout
+    users = AuthStore(sqlite_engine(data / "citewell.sqlite"))
+    assert users.authenticate("admin", "a long secret") is not None
+    nobody = run(data, "user", "password", "zed", "--password-stdin", stdin="a long secret\n")
+    assert nobody.returncode == 1 and "citewell user list" in nobody.stderr
+
+
 def test_mistakes_get_a_message_that_says_what_to_do(tmp_path):
     data = tmp_path / "data"
     short = run(data, "user", "create", "bob", "--password-stdin", stdin="short\n")

@@ -84,3 +84,23 @@ def test_an_embedding_model_the_onnx_engine_cannot_run_stops_start_up(monkeypatc
     monkeypatch.setenv("RAG_EMBEDDING_MODEL", "bge-m3")
     assert Settings.load(embedding_engine="ollama").embedding_model == "bge-m3"
     assert Settings.load(embedding_onnx_path=tmp_path / "bge.onnx").embedding_model == "bge-m3"
+
+
+def test_masked_settings_hide_keys_and_url_passwords(tmp_path: Path) -> None:
+    from citewell.config import masked_settings
+
+    settings = Settings.load(
+        data_dir=tmp_path,
+        llm_api_key="sk-secret",
+        database_url="postgresql://citewell:hunter2@db.example/citewell",
+        web_search_url="https://search.example/api?key=topsecretkey&q={query}",
+        embedding_max_tokens=128,
+    )
+    shown = masked_settings(settings)
+    text = str(shown)
+    assert "sk-secret" not in text and "hunter2" not in text and "topsecretkey" not in text
+    assert shown["llm_api_key"] == "********"
+    assert shown["tavily_api_key"] == ""  # unset stays visibly unset
+    assert shown["database_url"] == "postgresql://citewell:********@db.example/citewell"
+    assert shown["embedding_max_tokens"] == 128
+    assert set(shown) == set(Settings.model_fields)
