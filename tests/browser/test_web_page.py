@@ -192,3 +192,58 @@ def in_viewport(page, locator) -> bool:
     box = locator.bounding_box()
     height = page.viewport_size["height"]
     return box is not None and box["y"] < height and box["y"] + box["height"] > 0
+
+
+def test_dropped_files_fail_with_their_reason_and_can_be_retried(page, site, artifacts):
+    sign_in(page, site, "ada", site.admin_password)
+    create_kb(page, "dropbox")
+    page.locator(".drop").evaluate(
+        """(zone) => {
+            const transfer = new DataTransfer();
+            transfer.items.add(new File(["%PDF-1.4 not really a pdf"], "broken.pdf",
+                                        {type: "application/pdf"}));
+            transfer.items.add(new File(["# Notes\\n\\nThe ferry leaves at nine."], "notes.md"));
+            zone.dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true}));
+        }"""
+    )
+    failed = page.locator("li.job[data-state=failed]")
+    failed.wait_for(timeout=120_000)
+    wait_indexed(page, 1)
+    assert "broken.pdf" in failed.inner_text() and "—" in failed.inner_text()  # the reason
+    shot(page, artifacts, "failed-upload")
+    failed.get_by_role("button", name="Retry broken.pdf").click()
+    page.locator("li.job", has_text="broken.pdf").get_by_text("(attempt 2)").wait_for()
+    assert page.locator("li.job", has_text="broken.pdf").get_attribute("data-state") == "failed"
+    page.get_by_role("table", name="Files in dropbox").get_by_text("notes.md").wait_for()
+    assert page.problems == []
+
+
+def test_every_control_has_a_name(page, site):
+    """Screen readers announce each field and button: every control has a label or a name."""
+    sign_in(page, site, "ada", site.admin_password)
+    controls = "main input, main select, main textarea, main button, header button, main a"
+    nameless = """(selector) => [...document.querySelectorAll(selector)].filter(el => {
+            const label = el.labels && el.labels.length ? el.labels[0].textContent : '';
+            const name = (el.getAttribute('aria-label') || label || el.textContent).trim();
+            return !name && el.type !== 'hidden';
+        }).map(el => el.outerHTML.slice(0, 80))"""
+    for view in ("#/kbs", "#/kb/handbook", "#/chat", "#/search", "#/keys", "#/admin"):
+        page.goto(site.url + "/" + view)
+        page.locator("main h1").wait_for()
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate(nameless, controls) == [], view
+
+
+def test_without_sign_in_on_loopback_the_page_opens(browser, tmp_path, onnx_embedder):
+    from citewell.config import Settings
+    from tests.api.conftest import run_server
+
+    settings = Settings.load(data_dir=tmp_path, auth="none")
+    with run_server(settings, onnx_embedder) as url:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url + "/")
+        page.get_by_role("heading", name="Knowledge bases", level=1).wait_for()
+        assert page.get_by_text("No sign-in (auth=none)").is_visible()
+        assert page.get_by_role("button", name="Sign out").is_hidden()
+        context.close()

@@ -117,6 +117,7 @@ function jobLine(job) {
     h("span", { class: "job-name" }, job.name),
     " ",
     h("span", { class: "state" }, job.state),
+    job.attempts > 1 ? h("span", { class: "attempts" }, ` (attempt ${job.attempts})`) : null,
     job.error ? h("span", { class: "reason" }, ` — ${job.error}`) : null,
     job.state === "failed" || job.state === "cancelled"
       ? button("Retry", () => api(`/api/v1/jobs/${encodeURIComponent(job.id)}/retry`, { method: "POST" }), { "aria-label": `Retry ${job.name}` })
