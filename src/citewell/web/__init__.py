@@ -25,7 +25,6 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "img-src 'self' data: blob:",
         "connect-src 'self'",
         "font-src 'self'",
-        "frame-src 'self' blob:",  # the original of a PDF opens in the viewer
         "base-uri 'none'",
         "form-action 'self'",
         "frame-ancestors 'none'",
