@@ -66,11 +66,53 @@ class Settings(BaseSettings):
     )
 
     # --- chunking --------------------------------------------------------------
-    text_splitter: Literal["character", "token", "semantic"] = _setting(
+    text_splitter: Literal[
         "character",
-        "Second-stage splitter: 'character' (recursive, sizes in characters), "
-        "'token' (windows counted with the embedder's tokenizer) or 'semantic' (max-min).",
+        "token",
+        "fixed",
+        "sliding_window",
+        "semantic",
+        "semantic_threshold",
+        "semantic_percentile",
+    ] = _setting(
+        "character",
+        "Second-stage splitter: 'character' (recursive on chunk_separators, sizes in "
+        "characters), 'token' (the same in the embedder's tokens), 'fixed' (a cut every "
+        "chunk_size), 'sliding_window' (chunk_size windows, chunk_overlap shared), 'semantic' "
+        "(max-min), 'semantic_threshold' (cut where neighbouring sentences are less similar "
+        "than semantic_threshold) or 'semantic_percentile' (cut at the document's own "
+        "semantic_percentile of distances).",
         "RAG_TEXT_SPLITTER",
+    )
+    chunk_unit: Literal["character", "token"] = _setting(
+        "character",
+        "Unit of chunk_size and chunk_overlap for every splitter but 'character' and 'token' "
+        "(which name theirs): characters, or tokens of the embedder's tokenizer.",
+    )
+    chunk_separators: list[str] = _setting(
+        [],
+        "The recursive splitter's separators, coarsest first (JSON list, e.g. "
+        '["\\n\\n", ".", ","]). Empty: paragraphs, lines, sentences, clauses, words.',
+    )
+    semantic_threshold: float = _setting(
+        0.3,
+        "'semantic_threshold': cut between two sentences whose similarity is below this.",
+        ge=-1.0,
+        le=1.0,
+    )
+    semantic_percentile: float = _setting(
+        95.0,
+        "'semantic_percentile': cut where the distance between neighbouring sentences is at "
+        "or above this percentile of the document's own distances.",
+        gt=0.0,
+        lt=100.0,
+    )
+    semantic_window: int = _setting(
+        1,
+        "Sentences embedded together around each sentence by the threshold and percentile "
+        "splitters (1: each sentence alone; 3: with one neighbour either side).",
+        ge=1,
+        le=9,
     )
     markdown_header_splitter: bool = _setting(
         True,

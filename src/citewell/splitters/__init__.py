@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from citewell.config import Settings
 from citewell.embedders.base import Embedder
 from citewell.splitters.base import (
     ApproximateMeasure,
@@ -16,15 +15,25 @@ from citewell.splitters.base import (
 )
 from citewell.splitters.markdown import MarkdownHeaderSplitter, merge_small_chunks
 from citewell.splitters.recursive import RecursiveSplitter
+from citewell.splitters.registry import SPLITTERS, STRUCTURE_BLIND
 from citewell.splitters.semantic import MaxMinSemanticSplitter
+from citewell.splitters.threshold import ThresholdSemanticSplitter
+from citewell.splitters.window import FixedSizeSplitter, SlidingWindowSplitter
+
+if TYPE_CHECKING:
+    from citewell.config import Settings
 
 __all__ = [
     "ApproximateMeasure",
     "CharacterMeasure",
+    "FixedSizeSplitter",
     "MarkdownHeaderSplitter",
     "MaxMinSemanticSplitter",
     "RecursiveSplitter",
+    "SPLITTERS",
+    "SlidingWindowSplitter",
     "Splitter",
+    "ThresholdSemanticSplitter",
     "TokenMeasure",
     "bounded_size",
     "budget_measure",
@@ -42,7 +51,7 @@ def budget_measure(embedder: Embedder) -> Measure:
 
 
 def build_measure(settings: Settings, embedder: Embedder) -> Measure:
-    if settings.text_splitter != "token":
+    if settings.text_splitter != "token" and settings.chunk_unit != "token":
         return CharacterMeasure()
     tokenizer: Any = getattr(embedder, "tokenizer", None)
     if tokenizer is None:
@@ -54,12 +63,11 @@ def build_measure(settings: Settings, embedder: Embedder) -> Measure:
 
 
 def build_splitter(settings: Settings, embedder: Embedder) -> Splitter:
+    """The ``text_splitter`` from the registry; inside Markdown sections when
+    ``markdown_header_splitter`` is on (structure first), except for the seed's fixed and
+    sliding windows, which ignore structure by definition."""
     measure = build_measure(settings, embedder)
-    if settings.text_splitter == "semantic":
-        return MaxMinSemanticSplitter(
-            embedder, settings.chunk_size, settings.chunk_min_size_target, measure
-        )
-    inner = RecursiveSplitter(settings.chunk_size, settings.chunk_overlap, measure)
-    if settings.markdown_header_splitter:
+    inner = SPLITTERS[settings.text_splitter](settings, embedder, measure)
+    if settings.markdown_header_splitter and settings.text_splitter not in STRUCTURE_BLIND:
         return MarkdownHeaderSplitter(inner, settings.chunk_min_size_target)
     return inner

@@ -7,7 +7,7 @@ tokenizer. A measure is built per text, so token counts of any span come from on
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from citewell.types import Chunk, Document
@@ -17,6 +17,24 @@ SpanLength = Callable[[int, int], int]
 
 class Splitter(Protocol):
     def split(self, document: Document) -> list[Chunk]: ...
+
+
+class SpanSplitter(Protocol):
+    """A splitter that can cut any span of a text: what the Markdown-header splitter uses
+    inside sections that are too large, so structure comes first, then size or meaning."""
+
+    chunk_size: int
+    measure: Measure
+
+    def split(self, document: Document) -> list[Chunk]: ...
+
+    def split_span(self, text: str, start: int, end: int) -> list[tuple[int, int]]: ...
+
+
+def unit_starts(measure: Measure, text: str) -> Sequence[int]:
+    """Where each unit (character or token) of ``text`` starts."""
+    starts = getattr(measure, "starts", None)
+    return starts(text) if starts is not None else range(len(text))
 
 
 class Measure(Protocol):
@@ -66,6 +84,9 @@ class TokenMeasure:
     def _starts(self, text: str) -> list[int]:
         encoding = self._tokenizer.encode(text, add_special_tokens=False)
         return [start for start, _ in encoding.offsets]
+
+    def starts(self, text: str) -> list[int]:
+        return self._starts(text)
 
     def spans(self, text: str) -> SpanLength:
         starts = self._starts(text)

@@ -12,8 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from citewell.splitters.base import Measure, make_chunk, strip_span
-from citewell.splitters.recursive import RecursiveSplitter
+from citewell.splitters.base import Measure, SpanSplitter, make_chunk, strip_span
 from citewell.types import Chunk, Document
 
 HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -76,9 +75,10 @@ def merge_small_chunks(
 
 
 class MarkdownHeaderSplitter:
-    """Sections by heading; small ones merged forward; large ones split by ``inner``."""
+    """Sections by heading; small ones merged forward; large ones split by ``inner`` (by
+    size, or by meaning for the semantic splitters)."""
 
-    def __init__(self, inner: RecursiveSplitter, chunk_min_size_target: int) -> None:
+    def __init__(self, inner: SpanSplitter, chunk_min_size_target: int) -> None:
         self.inner = inner
         self.min_size = chunk_min_size_target
 

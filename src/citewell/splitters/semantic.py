@@ -42,18 +42,23 @@ class MaxMinSemanticSplitter:
     ) -> None:
         self.embedder = embedder
         self.max_size = max_size
+        self.chunk_size = max_size  # as the Markdown-header splitter reads it
         self.min_size = min_size
         self.measure = measure
         self.initial_threshold = initial_threshold
 
     def split(self, document: Document) -> list[Chunk]:
-        spans = sentence_spans(document.text)
+        spans = self.split_span(document.text, 0, len(document.text))
+        return [make_chunk(document, s, e) for s, e in spans]
+
+    def split_span(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        spans = [(s + start, e + start) for s, e in sentence_spans(text[start:end])]
         if len(spans) <= 1:
-            return [make_chunk(document, s, e) for s, e in spans]
-        vectors = self.embedder.embed([document.text[s:e] for s, e in spans], "document")
+            return spans
+        vectors = self.embedder.embed([text[s:e] for s, e in spans], "document")
         sims = vectors @ vectors.T
-        groups = self._group(document.text, spans, sims)
-        return [make_chunk(document, spans[g[0]][0], spans[g[-1]][1]) for g in groups]
+        groups = self._group(text, spans, sims)
+        return [(spans[g[0]][0], spans[g[-1]][1]) for g in groups]
 
     def _group(self, text: str, spans: list[tuple[int, int]], sims: np.ndarray) -> list[list[int]]:
         groups: list[list[int]] = [[0]]

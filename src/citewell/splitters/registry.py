@@ -1,0 +1,61 @@
+"""The splitter registry: each ``text_splitter`` value and how it is built. The setting's
+allowed values are these names (tests/unit/test_splitters.py keeps them equal)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from citewell.embedders.base import Embedder
+from citewell.splitters.base import Measure, SpanSplitter
+from citewell.splitters.recursive import SEPARATORS, RecursiveSplitter
+from citewell.splitters.semantic import MaxMinSemanticSplitter
+from citewell.splitters.threshold import ThresholdSemanticSplitter
+from citewell.splitters.window import FixedSizeSplitter, SlidingWindowSplitter
+
+if TYPE_CHECKING:
+    from citewell.config import Settings
+
+Factory = Callable[["Settings", Embedder, Measure], SpanSplitter]
+
+
+def _recursive(settings: Settings, _: Embedder, measure: Measure) -> SpanSplitter:
+    separators = tuple(settings.chunk_separators) or SEPARATORS
+    if separators[-1] != "":
+        separators = (*separators, "")  # the last resort: cut anywhere
+    return RecursiveSplitter(settings.chunk_size, settings.chunk_overlap, measure, separators)
+
+
+def _threshold(settings: Settings, embedder: Embedder, measure: Measure) -> SpanSplitter:
+    return ThresholdSemanticSplitter(
+        embedder,
+        settings.chunk_size,
+        threshold=settings.semantic_threshold,
+        window=settings.semantic_window,
+        measure=measure,
+    )
+
+
+def _percentile(settings: Settings, embedder: Embedder, measure: Measure) -> SpanSplitter:
+    return ThresholdSemanticSplitter(
+        embedder,
+        settings.chunk_size,
+        threshold=None,
+        percentile=settings.semantic_percentile,
+        window=settings.semantic_window,
+        measure=measure,
+    )
+
+
+SPLITTERS: dict[str, Factory] = {
+    "character": _recursive,
+    "token": _recursive,  # the same, measured in the embedder's tokens
+    "fixed": lambda s, _, m: FixedSizeSplitter(s.chunk_size, m),
+    "sliding_window": lambda s, _, m: SlidingWindowSplitter(s.chunk_size, s.chunk_overlap, m),
+    "semantic": lambda s, e, m: MaxMinSemanticSplitter(e, s.chunk_size, s.chunk_min_size_target, m),
+    "semantic_threshold": _threshold,
+    "semantic_percentile": _percentile,
+}
+
+# Seed 002's fixed-size and sliding windows ignore structure by definition: no header split.
+STRUCTURE_BLIND = frozenset({"fixed", "sliding_window"})
