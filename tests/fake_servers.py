@@ -1,8 +1,10 @@
 """Wire-faithful fakes of services that cannot run here, served over real HTTP on 127.0.0.1.
 
 FakeEmbeddingServer speaks OpenAI's POST /v1/embeddings and Ollama's POST /api/embed;
-FakeRerankServer speaks Cohere/Jina's POST /v1/rerank and TEI's POST /rerank. They record
-every request so tests can assert what Citewell sent. Vectors come from FakeHashEmbedder.
+FakeRerankServer speaks Cohere/Jina's POST /v1/rerank and TEI's POST /rerank;
+FakeLLMService an OpenAI-compatible chat server; FakeOllamaChat Ollama's native /api/chat.
+They record every request so tests can assert what Citewell sent. Vectors come from
+FakeHashEmbedder.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def serve(service: FakeService) -> Iterator[str]:
         def answer(self, status: int, payload: Any) -> None:
             if hasattr(payload, "events"):  # a streamed body
                 self.send_response(status)
-                self.send_header("Content-Type", "text/event-stream")
+                kind = getattr(payload, "content_type", "text/event-stream")
+                self.send_header("Content-Type", kind)
                 self.end_headers()
                 for event in payload.events():
                     self.wfile.write(event)
@@ -275,4 +278,65 @@ class StreamBody:
             )
         )
         out.append(b"data: [DONE]\n\n")
+        return out
+
+
+class FakeOllamaChat(FakeService):
+    """A wire-faithful fake of Ollama's native chat API: POST /api/chat (JSON, or NDJSON when
+    streaming), GET /api/tags. Like Ollama it keeps only the last ``num_ctx`` tokens of the
+    prompt (2048 when the request does not say; a word counts as a token here), and its
+    reply says which marker words the model could still see."""
+
+    models = ("llama3.2:3b", "qwen2.5:7b")
+    DEFAULT_NUM_CTX = 2048
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.markers: tuple[str, ...] = ()
+        self.tool_call: dict[str, Any] | None = None  # a call to make when tools are offered
+
+    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        self.requests.append((path, body))
+        if path != "/api/chat":
+            return 404, {"error": "not found"}
+        if body["model"] not in self.models:
+            return 404, {"error": f"model '{body['model']}' not found"}
+        words = " ".join(m.get("content") or "" for m in body["messages"]).split()
+        kept = words[-int(body.get("options", {}).get("num_ctx", self.DEFAULT_NUM_CTX)) :]
+        seen = [m for m in self.markers if m in kept]
+        message: dict[str, Any] = {"role": "assistant", "content": f"I see {' '.join(seen)} [1]."}
+        if self.tool_call and body.get("tools"):
+            message = {"role": "assistant", "content": "", "tool_calls": [self.tool_call]}
+        final = {"done": True, "done_reason": "stop", "prompt_eval_count": len(kept)}
+        final["eval_count"] = len(message["content"].split())
+        if body.get("stream"):
+            return 200, NdjsonBody(body["model"], message, final)
+        return 200, {"model": body["model"], "message": message, **final}
+
+    def handle_get(self, path: str) -> tuple[int, Any]:
+        if path == "/api/tags":
+            return 200, {"models": [{"name": m, "model": m} for m in self.models]}
+        return 404, {"error": "not found"}
+
+
+class NdjsonBody:
+    """Ollama's streamed answer: a line per word, then a done line with the counts."""
+
+    content_type = "application/x-ndjson"
+
+    def __init__(self, model: str, message: dict[str, Any], final: dict[str, Any]) -> None:
+        self.model, self.message, self.final = model, message, final
+
+    def events(self) -> list[bytes]:
+        def line(message: dict[str, Any], **extra: Any) -> bytes:
+            return (json.dumps({"model": self.model, "message": message, **extra}) + "\n").encode()
+
+        words = self.message["content"].split(" ") if self.message["content"] else []
+        out = [
+            line({"role": "assistant", "content": w if i == 0 else " " + w}, done=False)
+            for i, w in enumerate(words)
+        ]
+        if self.message.get("tool_calls"):
+            out.append(line(self.message, done=False))
+        out.append(line({"role": "assistant", "content": ""}, **self.final))
         return out

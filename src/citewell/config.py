@@ -461,10 +461,12 @@ class Settings(BaseSettings):
     )
 
     # --- LLM and chat -----------------------------------------------------------------
-    llm_engine: Literal["openai", "llamacpp"] = _setting(
+    llm_engine: Literal["openai", "ollama", "llamacpp"] = _setting(
         "openai",
-        "'openai': any OpenAI-compatible server at llm_base_url; 'llamacpp': a local "
-        "GGUF model (llm_model_path) run in process (pip install 'citewell[local-llm]').",
+        "'openai': any OpenAI-compatible server at llm_base_url; 'ollama': Ollama's native "
+        "API at llm_base_url (its root), sending num_ctx=llm_context_window so long prompts "
+        "are not cut at Ollama's default context; 'llamacpp': a local GGUF model "
+        "(llm_model_path) run in process (pip install 'citewell[local-llm]').",
     )
     llm_model_path: Path | None = _setting(None, "For llm_engine=llamacpp: the .gguf model file.")
     llm_base_url: str = _setting(

@@ -3,17 +3,30 @@ answers are extractive."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.llm.base import LLM
 from citewell.llm.openai_compat import OpenAICompatibleLLM
 
+log = logging.getLogger(__name__)
+OLLAMA_PORT = 11434
+
 
 def _openai(settings: Settings) -> LLM | None:
     if not settings.llm_base_url:
         return None
+    if urlsplit(settings.llm_base_url).port == OLLAMA_PORT:
+        log.warning(
+            "llm_base_url looks like Ollama's OpenAI-compatible endpoint, which cannot set the "
+            "context length: Ollama may cut prompts longer than its default num_ctx (often "
+            "2048 tokens), dropping retrieved passages. Set llm_engine=ollama (and llm_base_url "
+            "to the server's root) so Citewell sends num_ctx=llm_context_window (%d).",
+            settings.llm_context_window,
+        )
     return OpenAICompatibleLLM(settings.llm_base_url, settings.llm_api_key, settings.llm_timeout)
 
 
@@ -25,8 +38,17 @@ def _llamacpp(settings: Settings) -> LLM | None:
     return LlamaCppLLM(settings.llm_model_path, settings.llm_context_window)
 
 
+def _ollama(settings: Settings) -> LLM | None:
+    from citewell.llm.ollama import OllamaLLM
+
+    if not settings.llm_base_url:
+        raise ConfigError("llm_engine=ollama needs llm_base_url, e.g. http://127.0.0.1:11434.")
+    return OllamaLLM(settings.llm_base_url, settings.llm_context_window, settings.llm_timeout)
+
+
 LLM_ENGINES: dict[str, Callable[[Settings], LLM | None]] = {
     "openai": _openai,
+    "ollama": _ollama,
     "llamacpp": _llamacpp,
 }
 
