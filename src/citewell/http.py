@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -37,3 +37,22 @@ def post_with_retries(
                 raise refused(response)
         time.sleep(min(0.5 * 2**attempt, 8.0))
     raise AssertionError("unreachable")
+
+
+def stream_lines(
+    client: httpx.Client,
+    path: str,
+    body: dict[str, Any],
+    refused: Callable[[httpx.Response], Exception],
+    broken: Callable[[httpx.HTTPError], Exception],
+) -> Iterator[str]:
+    """POST ``body`` and yield the answer's lines as they arrive (SSE or NDJSON); an error
+    status raises ``refused(response)``, a connection lost mid-way ``broken(error)``."""
+    try:
+        with client.stream("POST", path, json=body) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise refused(response)
+            yield from response.iter_lines()
+    except httpx.HTTPError as exc:
+        raise broken(exc) from exc

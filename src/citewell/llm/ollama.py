@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from citewell.errors import LLMError, ModelNotFound
-from citewell.http import post_with_retries
+from citewell.http import post_with_retries, stream_lines
 from citewell.llm.base import ChatMessage, Completion, Delta, Usage
 
 # OpenAI's option names → Ollama's (in "options"); seed, stop and the penalties keep theirs.
@@ -89,16 +89,9 @@ class OllamaLLM:
         self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
     ) -> Iterator[Delta]:
         body = self._body(model, messages, options, stream=True)
-        try:
-            with self._client.stream("POST", "/api/chat", json=body) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise self._error(response)
-                for line in response.iter_lines():
-                    if line.strip():
-                        yield _delta(line)
-        except httpx.HTTPError as exc:
-            raise LLMError(f"Ollama at {self.base_url} failed mid-stream ({exc}).") from exc
+        for line in stream_lines(self._client, "/api/chat", body, self._error, self._broken):
+            if line.strip():
+                yield _delta(line)
 
     def models(self) -> list[str]:
         try:
@@ -120,6 +113,9 @@ class OllamaLLM:
             ),
             refused=self._error,
         )
+
+    def _broken(self, exc: httpx.HTTPError) -> Exception:
+        return LLMError(f"Ollama at {self.base_url} failed mid-stream ({exc}).")
 
     def _error(self, response: httpx.Response) -> Exception:
         detail = response.text[:300]

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from citewell.errors import LLMError, ModelNotFound
-from citewell.http import post_with_retries
+from citewell.http import post_with_retries, stream_lines
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Completion, Delta, Usage
 
 
@@ -68,17 +68,12 @@ class OpenAICompatibleLLM:
         self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
     ) -> Iterator[Delta]:
         body = self._body(model, messages, options, stream=True)
-        try:
-            with self._client.stream("POST", "/chat/completions", json=body) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise self._error(response)
-                for line in response.iter_lines():
-                    delta = parse_sse_line(line)
-                    if delta is not None:
-                        yield delta
-        except httpx.HTTPError as exc:
-            raise LLMError(f"The LLM at {self.base_url} failed mid-stream ({exc}).") from exc
+        for line in stream_lines(
+            self._client, "/chat/completions", body, self._error, self._broken
+        ):
+            delta = parse_sse_line(line)
+            if delta is not None:
+                yield delta
 
     def models(self) -> list[str]:
         try:
@@ -100,6 +95,9 @@ class OpenAICompatibleLLM:
             ),
             refused=self._error,
         )
+
+    def _broken(self, exc: httpx.HTTPError) -> Exception:
+        return LLMError(f"The LLM at {self.base_url} failed mid-stream ({exc}).")
 
     def _error(self, response: httpx.Response) -> Exception:
         detail = response.text[:300]
