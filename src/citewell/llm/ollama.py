@@ -12,11 +12,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import httpx
-
-from citewell.errors import LLMError, ModelNotFound
-from citewell.http import post_with_retries, stream_lines
+from citewell.errors import LLMError
 from citewell.llm.base import ChatMessage, Completion, Delta, Usage
+from citewell.llm.remote import RemoteLLM
 
 # OpenAI's option names → Ollama's (in "options"); seed, stop and the penalties keep theirs.
 OPTION_NAMES = {
@@ -30,21 +28,24 @@ OPTION_NAMES = {
 }
 
 
-class OllamaLLM:
+class OllamaLLM(RemoteLLM):
+    chat_path = "/api/chat"
+    models_path = "/api/tags"
+    unreachable_hint = (
+        "check llm_base_url (Ollama's root, e.g. http://127.0.0.1:11434) and that "
+        "`ollama serve` runs."
+    )
+    missing_model_hint = "Ollama does not have that model; `ollama pull` it"
+
     def __init__(
-        self,
-        base_url: str,
-        context_window: int,
-        timeout: float = 120.0,
-        retries: int = 2,
+        self, base_url: str, context_window: int, timeout: float = 120.0, retries: int = 2
     ) -> None:
-        root = base_url.rstrip("/")
-        self.base_url = root.removesuffix("/v1").removesuffix("/api")
+        root = base_url.rstrip("/").removesuffix("/v1").removesuffix("/api")
+        super().__init__(root, timeout=timeout, retries=retries)
         self.context_window = context_window
-        self.retries = retries
-        self._client = httpx.Client(
-            base_url=self.base_url, timeout=httpx.Timeout(timeout, connect=10.0)
-        )
+
+    def model_names(self, listing: Any) -> list[str]:
+        return [m["name"] for m in listing.get("models", [])]
 
     def _body(
         self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any], stream: bool
@@ -89,39 +90,9 @@ class OllamaLLM:
         self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
     ) -> Iterator[Delta]:
         body = self._body(model, messages, options, stream=True)
-        for line in stream_lines(self._client, "/api/chat", body, self._error, self._broken):
+        for line in self._lines(body):
             if line.strip():
                 yield _delta(line)
-
-    def models(self) -> list[str]:
-        try:
-            response = self._client.get("/api/tags")
-            response.raise_for_status()
-            return [m["name"] for m in response.json().get("models", [])]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
-            return []
-
-    def _post(self, body: dict[str, Any]) -> httpx.Response:
-        return post_with_retries(
-            self._client,
-            "/api/chat",
-            body,
-            self.retries,
-            unreachable=lambda exc: LLMError(
-                f"Ollama at {self.base_url} is unreachable ({exc}); check llm_base_url (the "
-                "server's root, e.g. http://127.0.0.1:11434) and that `ollama serve` runs."
-            ),
-            refused=self._error,
-        )
-
-    def _broken(self, exc: httpx.HTTPError) -> Exception:
-        return LLMError(f"Ollama at {self.base_url} failed mid-stream ({exc}).")
-
-    def _error(self, response: httpx.Response) -> Exception:
-        detail = response.text[:300]
-        if response.status_code == 404:
-            return ModelNotFound(f"Ollama does not have that model ({detail}); `ollama pull` it.")
-        return LLMError(f"Ollama at {self.base_url} answered {response.status_code}: {detail}")
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:

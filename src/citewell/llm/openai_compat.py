@@ -6,31 +6,14 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import httpx
-
-from citewell.errors import LLMError, ModelNotFound
-from citewell.http import post_with_retries, stream_lines
+from citewell.errors import LLMError
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Completion, Delta, Usage
+from citewell.llm.remote import RemoteLLM
 
 
-class OpenAICompatibleLLM:
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str = "",
-        timeout: float = 120.0,
-        retries: int = 2,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.base_url = base_url.rstrip("/")
-        self.retries = retries
-        self._client = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            transport=transport,
-        )
+class OpenAICompatibleLLM(RemoteLLM):
+    def model_names(self, listing: Any) -> list[str]:
+        return [m["id"] for m in listing.get("data", [])]
 
     def _body(
         self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any], stream: bool
@@ -68,42 +51,10 @@ class OpenAICompatibleLLM:
         self, model: str, messages: Sequence[ChatMessage], options: dict[str, Any]
     ) -> Iterator[Delta]:
         body = self._body(model, messages, options, stream=True)
-        for line in stream_lines(
-            self._client, "/chat/completions", body, self._error, self._broken
-        ):
+        for line in self._lines(body):
             delta = parse_sse_line(line)
             if delta is not None:
                 yield delta
-
-    def models(self) -> list[str]:
-        try:
-            response = self._client.get("/models")
-            response.raise_for_status()
-            return [m["id"] for m in response.json().get("data", [])]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
-            return []
-
-    def _post(self, body: dict[str, Any]) -> httpx.Response:
-        return post_with_retries(
-            self._client,
-            "/chat/completions",
-            body,
-            self.retries,
-            unreachable=lambda exc: LLMError(
-                f"The LLM at {self.base_url} is unreachable ({exc}); check llm_base_url and "
-                "that the server runs."
-            ),
-            refused=self._error,
-        )
-
-    def _broken(self, exc: httpx.HTTPError) -> Exception:
-        return LLMError(f"The LLM at {self.base_url} failed mid-stream ({exc}).")
-
-    def _error(self, response: httpx.Response) -> Exception:
-        detail = response.text[:300]
-        if response.status_code == 404:
-            return ModelNotFound(f"The LLM server does not know that model ({detail}).")
-        return LLMError(f"The LLM at {self.base_url} answered {response.status_code}: {detail}")
 
 
 def parse_sse_line(line: str) -> Delta | None:
