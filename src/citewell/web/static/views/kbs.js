@@ -214,6 +214,7 @@ function settingsPanel(kb) {
     const body = { name: node.elements.name.value.trim(), description: node.elements.description.value };
     await api(kbPath(kb.id), { method: "PATCH", json: body });
     notice("Saved.");
+    window.dispatchEvent(new HashChangeEvent("hashchange")); // show the new name
   });
   const remove = button("Delete this knowledge base", async () => {
     if (!confirm(`Delete ${kb.name} and every file only it holds?`)) return;
