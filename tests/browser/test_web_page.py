@@ -69,6 +69,8 @@ def test_upload_ask_and_open_the_cited_passage(page, site, shared_docs, artifact
     assert "Sholes" in page.locator(".answer").last.inner_text()
     page.get_by_text("Retrieval trace").click()
     assert "timings_ms" in page.locator(".trace pre").inner_text()
+    hits = page.get_by_role("table", name=re.compile("Hits for")).first.inner_text()
+    assert "BM25 rank" in hits and "multi_page.pdf" in hits
     shot(page, artifacts, "chat")
 
     href = chip.get_attribute("href")

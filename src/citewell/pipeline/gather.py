@@ -11,7 +11,7 @@ from citewell.catalog import FileRecord
 from citewell.chat.context import Source, chunk_source, pack
 from citewell.pipeline.scoped import Scoped
 from citewell.retrieval import RetrievalTrace
-from citewell.types import ChunkFilter, SearchMode
+from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,26 @@ def gather_sources(
             trace.setdefault("retrieval_ms", []).append(
                 {k: round(v, 2) for k, v in retrieval.timings.items()}
             )
+            trace.setdefault("hits", []).append({"query": query, "results": hit_trace(found)})
     ranked = sorted(best.values(), key=lambda s: -s.score)[: choice.k]
     trace.setdefault("mode", "retrieval")
     return pack(ranked, budget, count)
+
+
+def hit_trace(found: Sequence[ScoredChunk]) -> list[dict[str, Any]]:
+    """What each retriever made of each hit: its rank and score there, and the fused one."""
+    return [
+        {
+            "chunk_id": r.chunk.id,
+            "file": r.chunk.file_name,
+            "score": round(r.score, 6),
+            "vector_rank": r.vector_rank,
+            "vector_score": None if r.vector_score is None else round(r.vector_score, 6),
+            "bm25_rank": r.bm25_rank,
+            "bm25_score": None if r.bm25_score is None else round(r.bm25_score, 6),
+        }
+        for r in found
+    ]
 
 
 def whole_documents(view: Scoped, where: list[ChunkFilter]) -> list[Source]:

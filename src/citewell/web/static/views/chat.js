@@ -1,7 +1,7 @@
 // Chat: streamed answers from the chosen model and KBs, [n] as chips that open the cited
 // passage, the sources and the retrieval trace. Conversations stay in this browser only.
 import { api, events } from "../api.js";
-import { clear, field, form, h, notice } from "../dom.js";
+import { clear, field, form, h, notice, table } from "../dom.js";
 import { citedText, sourcesList } from "./sources.js";
 
 const STORE = "citewell.chats";
@@ -125,9 +125,17 @@ function messageItem(message) {
 }
 
 function traceDetails(trace) {
-  const { queries = [], ...rest } = trace;
+  const { queries = [], hits = [], ...rest } = trace;
+  const num = (value) => (value === null || value === undefined ? "–" : Number(value).toFixed(4));
+  const rank = (value) => (value === null || value === undefined ? "–" : String(value + 1)); // 0-based in the API
   return h("details", { class: "trace" },
     h("summary", {}, "Retrieval trace"),
     h("p", {}, "Queries:"), h("ul", {}, queries.map((q) => h("li", {}, q))),
+    hits.map((searched) => table(`Hits for “${searched.query}”`,
+      ["#", "File", "Fused score", "Vector rank", "Vector score", "BM25 rank", "BM25 score"],
+      searched.results.map((hit, i) => h("tr", {},
+        h("td", {}, String(i + 1)), h("td", {}, hit.file), h("td", {}, num(hit.score)),
+        h("td", {}, rank(hit.vector_rank)), h("td", {}, num(hit.vector_score)),
+        h("td", {}, rank(hit.bm25_rank)), h("td", {}, num(hit.bm25_score)))))),
     h("pre", {}, JSON.stringify(rest, null, 2)));
 }
