@@ -3,6 +3,7 @@ a model listing, and errors that say which server failed and what to check."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +13,7 @@ from citewell.errors import LLMError, ModelNotFound
 from citewell.http import post_with_retries, stream_lines
 
 
-class RemoteLLM:
+class RemoteLLM(ABC):
     chat_path = "/chat/completions"
     models_path = "/models"
     unreachable_hint = "check llm_base_url and that the server runs."
@@ -36,8 +37,9 @@ class RemoteLLM:
             transport=transport,
         )
 
+    @abstractmethod
     def model_names(self, listing: Any) -> list[str]:
-        raise NotImplementedError
+        """The model names in the server's answer to ``models_path``."""
 
     def models(self) -> list[str]:
         try:
