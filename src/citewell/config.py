@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -695,8 +696,6 @@ def masked_settings(settings: Settings) -> dict[str, Any]:
 
 
 def _masked_url(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
