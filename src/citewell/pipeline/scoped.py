@@ -134,8 +134,10 @@ class Scoped:
     def file_text(self, file_id: str) -> str:
         return self.app.storage.text(self.file(file_id).id) or ""
 
-    def file_sections(self, file_id: str) -> list[Section]:
-        return self.app.storage.sections(self.file(file_id).id)
+    def file_text_and_sections(self, file_id: str) -> tuple[str, list[Section]]:
+        """The extracted text and where its pages and headings lie (one access check)."""
+        record_id = self.file(file_id).id
+        return self.app.storage.text(record_id) or "", self.app.storage.sections(record_id)
 
     def file_original(self, file_id: str) -> tuple[FileRecord, bytes]:
         record = self.file(file_id)

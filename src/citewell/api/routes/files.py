@@ -42,7 +42,7 @@ def get_file(file_id: str, view: ViewDep) -> FilePublic:
 def get_file_text(file_id: str, view: ViewDep) -> FileTextPublic:
     """The text extracted from the file: citations' char offsets point into it. ``sections``
     say where its pages and headings lie (empty for files ingested before 0.2)."""
-    text, sections = view.file_text(file_id), view.file_sections(file_id)
+    text, sections = view.file_text_and_sections(file_id)
     return FileTextPublic(id=file_id, text=text, sections=[SectionPublic.of(s) for s in sections])
 
 

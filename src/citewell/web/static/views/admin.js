@@ -1,6 +1,6 @@
 // Admin: users, groups, model presets, jobs, the audit trail and the effective settings.
 // Each part is the matching API, called with the admin's own key.
-import { api } from "../api.js";
+import { api, session } from "../api.js";
 import { button, clear, field, form, h, notice, table, when } from "../dom.js";
 
 export async function adminView({ me }) {
@@ -28,7 +28,7 @@ export async function adminView({ me }) {
 }
 
 async function usersPart(refresh) {
-  if (!(await authOn())) return h("p", {}, "The server runs with auth=none: no users.");
+  if (!(authOn())) return h("p", {}, "The server runs with auth=none: no users.");
   const users = await api("/api/v1/users");
   const rows = users.map((u) => h("tr", {},
     h("td", {}, u.name), h("td", {}, u.role), h("td", {}, u.disabled ? "disabled" : "active"), h("td", {}, when(u.created_at)),
@@ -51,7 +51,7 @@ async function usersPart(refresh) {
 }
 
 async function groupsPart(refresh) {
-  if (!(await authOn())) return h("p", {}, "The server runs with auth=none: no groups.");
+  if (!(authOn())) return h("p", {}, "The server runs with auth=none: no groups.");
   const groups = await api("/api/v1/groups");
   const path = (g) => `/api/v1/groups/${encodeURIComponent(g.id)}`;
   const rows = groups.map((g) => h("tr", {},
@@ -120,7 +120,7 @@ async function jobsPart(refresh) {
 }
 
 async function auditPart() {
-  if (!(await authOn())) return h("p", {}, "The server runs with auth=none: nothing is audited per user.");
+  if (!(authOn())) return h("p", {}, "The server runs with auth=none: nothing is audited per user.");
   const events = await api("/api/v1/audit?limit=100");
   const rows = events.map((e) => h("tr", {},
     h("td", {}, when(e.at)), h("td", {}, e.actor), h("td", {}, e.action), h("td", {}, `${e.target_type} ${e.target_id}`),
@@ -136,9 +136,7 @@ async function settingsPart() {
     table("Effective settings", ["Setting", "Value"], rows)];
 }
 
-let authMode = null;
-
-async function authOn() {
-  if (authMode === null) authMode = (await api("/api/v1/settings")).auth !== "none";
-  return authMode;
+/** Under auth=none /auth/me names no user: there are no users, groups or audit actors. */
+function authOn() {
+  return Boolean(session.me && session.me.user);
 }
