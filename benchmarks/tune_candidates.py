@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -31,9 +30,8 @@ def main() -> None:
     docs: dict[str, list[str]] = {}
     for path, record in app.catalog.files_in_kb(app.kb_id(kb)).items():
         docs.setdefault(record.id, []).append(path)
-    base = app.retriever.settings
     for candidates in (20, 30, 50, 100):
-        app.retriever.settings = replace(base, candidate_k=candidates)
+        app.live.update({"candidate_k": candidates}, persist=False)
         ndcg = recall = 0.0
         for query_id, query in data.queries.items():
             results = app.search(query, [kb], SearchMode.HYBRID, k=10)

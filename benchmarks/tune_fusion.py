@@ -12,7 +12,6 @@ import argparse
 import itertools
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -37,13 +36,14 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     args = parser.parse_args()
     app, data, kb = open_scifact_index(args.data_dir)
-    base = app.retriever.settings
     rows = []
     for fusion, weight, rrf_k, cand in itertools.product(*GRID.values()):
         if fusion == "weighted" and rrf_k != GRID["rrf_k"][0]:
             continue  # rrf_k plays no part in weighted fusion
-        app.retriever.settings = replace(
-            base, fusion=fusion, bm25_weight=weight, rrf_k=rrf_k, candidate_k=cand
+        # In this process only: the index's data dir keeps its settings.
+        app.live.update(
+            {"fusion": fusion, "hybrid_bm25_weight": weight, "rrf_k": rrf_k, "candidate_k": cand},
+            persist=False,
         )
         result = evaluate_mode(app, data, kb, SearchMode.HYBRID).public()
         rows.append(

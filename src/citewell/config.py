@@ -225,8 +225,8 @@ class Settings(BaseSettings):
     # --- reranking -------------------------------------------------------------
     reranker: Literal["none", "cross_encoder", "http"] = _setting(
         "none",
-        "'cross_encoder' runs a local model directory; 'http' calls a Cohere/Jina/TEI "
-        "style rerank API.",
+        "'cross_encoder' runs a local model directory; 'http' (Open WebUI's 'external') calls a "
+        "Cohere/Jina/TEI style rerank API.",
         "RAG_RERANKING_ENGINE",
     )
     reranking_model: str = _setting(
@@ -581,9 +581,20 @@ class Settings(BaseSettings):
     @field_validator("text_splitter", mode="before")
     @classmethod
     def _owui_splitter_names(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # refused by the type check, not here
         return {"": "character", "recursive": "character", "markdown_header": "character"}.get(
             value, value
         )
+
+    @field_validator("reranker", mode="before")
+    @classmethod
+    def _owui_reranker_names(cls, value: Any) -> Any:
+        # Open WebUI's RAG_RERANKING_ENGINE: "" (its local model; none here without a local
+        # model directory) or "external" (an HTTP rerank API).
+        if not isinstance(value, str):
+            return value
+        return {"": "none", "external": "http"}.get(value, value)
 
     @model_validator(mode="after")
     def _check_sizes(self) -> Settings:

@@ -166,6 +166,22 @@ def test_admin_page_and_keys(page, site, artifacts):
     assert page.problems == []
 
 
+def test_admin_changes_a_setting_at_run_time(page, site, artifacts):
+    sign_in(page, site, "ada", site.admin_password)
+    page.get_by_role("link", name="Admin").click()
+    tuning = page.get_by_role("form", name="Run-time settings")
+    tuning.get_by_label("top_k", exact=True).fill("3")
+    tuning.get_by_role("button", name="Save changes").click()
+    page.get_by_text("Saved: top_k.").wait_for()
+    assert site.app.settings.top_k == 3  # in force on the server at once
+    page.get_by_text("changed at run time; start-up value: 8").wait_for()
+    shot(page, artifacts, "admin-tuning")
+    page.get_by_role("button", name="Reset all to start-up values").click()
+    page.get_by_text("Back to the start-up values.").wait_for()
+    assert site.app.settings.top_k == 8
+    assert page.problems == []
+
+
 def test_phone_width_and_keyboard(browser, site, artifacts):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()

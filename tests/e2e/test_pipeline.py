@@ -56,7 +56,7 @@ def test_relevance_threshold_drops_weak_results(app, tmp_path, settings):
     doc = tmp_path / "h.md"
     doc.write_text(HANDBOOK)
     app.ingest([doc], "hr")
-    app.retriever.settings = type(app.retriever.settings)(relevance_threshold=0.99)
+    app.live.update({"relevance_threshold": 0.99})
     results = app.search("parental leave", ["hr"], SearchMode.HYBRID, k=10)
     assert all(r.score >= 0.99 for r in results) and len(results) <= 1
 

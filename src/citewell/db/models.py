@@ -245,3 +245,15 @@ class EmbeddingCacheRow(Base):
     model: Mapped[str] = mapped_column(String(500), primary_key=True)
     hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class RuntimeSettingRow(Base):
+    """A setting an admin changed at run time (over the API): it overrides the value from the
+    environment or config file until it is reset. Every process reads the table."""
+
+    __tablename__ = "runtime_settings"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)  # JSON
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+    updated_by: Mapped[str] = mapped_column(String(32), default="")

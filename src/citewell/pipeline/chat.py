@@ -20,6 +20,7 @@ from citewell.chat.queries import as_asked, history_text, parse_queries, worth_g
 from citewell.chat.tasks import is_task, task_reply
 from citewell.chat.templates import render_query_prompt, render_rag_template
 from citewell.chat.urls import plain_refs, url_refs, without_refs
+from citewell.config import Settings
 from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
 from citewell.pipeline.agent import (
@@ -95,12 +96,16 @@ class ChatPipeline:
         stored: PresetStore,
     ) -> None:
         self.app = app
-        self.settings = app.settings
         self.llm = llm
         self.presets = presets  # from the model_presets setting: everyone's
         self.stored = stored  # made over the API: their owner's, and whom they share with
         self.measure = app.measure
         self.count = app.measure.size
+
+    @property
+    def settings(self) -> Settings:
+        """Read per use: admins may change the template and prompts while it runs."""
+        return self.app.settings
 
     # --- public ---------------------------------------------------------------------
     def presets_for(self, access: Access) -> dict[str, ModelPreset]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.presets import PresetStore
+from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
@@ -32,9 +33,9 @@ from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256
 from citewell.pipeline.spaces import EmbeddingSpaces
+from citewell.pipeline.tuning import LiveSettings, retrieval_settings
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
-from citewell.rerankers import build_reranker
-from citewell.retrieval import HybridRetriever, RetrievalSettings, RetrievalTrace
+from citewell.retrieval import HybridRetriever, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
@@ -63,7 +64,7 @@ def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:
 class Citewell:
     def __init__(
         self,
-        settings: Settings,
+        live: LiveSettings,
         catalog: Catalog,
         storage: FileStorage,
         spaces: EmbeddingSpaces,
@@ -71,7 +72,9 @@ class Citewell:
         reader: DocumentReader | IsolatedReader | ReaderPool | None = None,
         llm: LLM | None = None,
     ) -> None:
-        self.settings = settings
+        """``live``: the settings, some of which admins may change while it runs."""
+        settings = live.start
+        self.live = live
         self.llm = llm  # None: answers are extractive
         self.catalog = catalog
         self.storage = storage
@@ -80,7 +83,13 @@ class Citewell:
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
         self.ingestor = Ingestor(
-            settings, catalog, storage, lambda: spaces.active, self.reader, spaces.lock
+            settings,
+            catalog,
+            storage,
+            lambda: spaces.active,
+            self.reader,
+            spaces.lock,
+            splitter=live.splitter_for,
         )
         self.web = WebSources(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
@@ -114,24 +123,22 @@ class Citewell:
         spaces = EmbeddingSpaces(
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models
         )
+        live = LiveSettings(settings, RuntimeSettingsStore(catalog.engine))
         retriever = HybridRetriever(
             None,
             None,
-            RetrievalSettings(
-                candidate_k=settings.candidate_k,
-                fusion=settings.fusion,
-                rrf_k=settings.rrf_k,
-                bm25_weight=settings.hybrid_bm25_weight,
-                relevance_threshold=settings.relevance_threshold,
-                top_k_reranker=settings.top_k_reranker,
-                stemmer=settings.bm25_stemmer,
-            ),
-            build_reranker(settings),
+            retrieval_settings(settings),
             current=lambda: spaces.active.search_space,
+            ranking=lambda: live.current.ranking,
         )
         storage = FileStorage(data_dir / "files")
         llm = llm if llm is not None else build_llm(settings)
-        return cls(settings, catalog, storage, spaces, retriever, llm=llm)
+        return cls(live, catalog, storage, spaces, retriever, llm=llm)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in force now: start-up values with admins' run-time changes."""
+        return self.live.settings
 
     @cached_property
     def chat(self) -> ChatPipeline:
@@ -152,7 +159,7 @@ class Citewell:
 
     @property
     def splitter(self) -> Splitter:
-        return self.spaces.active.splitter
+        return self.live.splitter_for(self.embedder)
 
     def start_workers(self, shared: bool = False) -> None:
         """Run queued ingest jobs in this process (the server does; CLI commands do not).

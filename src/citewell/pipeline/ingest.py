@@ -127,9 +127,6 @@ class ActiveSpace(Protocol):
     @property
     def store(self) -> ChunkStore: ...
 
-    @property
-    def splitter(self) -> Splitter: ...
-
 
 class Ingestor:
     """Adds sources to knowledge bases and takes files out of them; one run at a time."""
@@ -141,11 +138,14 @@ class Ingestor:
         storage: FileStorage,
         space: Callable[[], ActiveSpace],
         reader: Reader,
-        lock: threading.Lock | None = None,
+        lock: threading.Lock | None,
+        splitter: Callable[[CachedEmbedder], Splitter],
     ) -> None:
-        """``space`` returns the active embedding space's handle (embedder, store,
-        splitter); it is read on every use, and changes only while ``lock`` is held."""
+        """``space`` returns the active embedding space's handle (embedder, store); it is
+        read on every use, and changes only while ``lock`` is held. ``splitter`` gives the
+        splitter in force for an embedder (chunking settings may change at run time)."""
         self.settings = settings
+        self._splitter = splitter
         self.reader = reader
         self.catalog = catalog
         self.storage = storage
@@ -163,7 +163,7 @@ class Ingestor:
 
     @property
     def splitter(self) -> Splitter:
-        return self._space().splitter
+        return self._splitter(self._space().embedder)
 
     def ingest(
         self,

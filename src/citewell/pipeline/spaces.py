@@ -26,7 +26,6 @@ from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
 from citewell.retrieval.retriever import SearchSpace
-from citewell.splitters import Splitter, build_splitter
 from citewell.stores.base import ChunkStore, DropsTables, optimize_store, scanning
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter
@@ -67,14 +66,13 @@ def settings_with(settings: Settings, config: dict[str, str | int | float | None
 
 @dataclass(frozen=True)
 class Space:
-    """A space ready for use: its record, the embedder that made it, its chunk table and
-    the splitter that goes with the embedder. An immutable handle: ingestion and retrieval
+    """A space ready for use: its record, the embedder that made it and its chunk table.
+    An immutable handle: ingestion and retrieval
     read ``EmbeddingSpaces.active`` once per operation, and a switch replaces it whole."""
 
     record: SpaceRecord
     embedder: CachedEmbedder
     store: ChunkStore
-    splitter: Splitter
 
     @property
     def id(self) -> str:
@@ -148,7 +146,7 @@ class EmbeddingSpaces:
         embedder = embedder or self._rebuild(record)
         store = open_chunk_store(self.settings, record.id, record.dimension)
         cached = CachedEmbedder(embedder, self.cache)
-        return Space(record, cached, store, build_splitter(self.settings, cached))
+        return Space(record, cached, store)
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:
         """The embedder a recorded space was made by, from its kept settings."""

@@ -26,6 +26,15 @@ class RetrievalSettings:
     stemmer: str = "english"
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """How candidates are fused, reranked and cut. Read once per search: the application
+    hands the retriever the one in force (settings may change while the server runs)."""
+
+    settings: RetrievalSettings
+    reranker: Reranker | None = None
+
+
 @dataclass
 class RetrievalTrace:
     """What happened during one search, for debugging and latency benchmarks (ms)."""
@@ -56,7 +65,10 @@ class HybridRetriever:
         settings: RetrievalSettings,
         reranker: Reranker | None = None,
         current: Callable[[], SearchSpace] | None = None,
+        ranking: Callable[[], Ranking] | None = None,
     ) -> None:
+        """``ranking``, when given, supplies the settings and reranker for each search
+        (``settings`` and ``reranker`` are then unused)."""
         if current is None:
             if store is None or embedder is None:
                 raise ValueError("A retriever needs a store and an embedder, or current.")
@@ -66,13 +78,21 @@ class HybridRetriever:
                 return fixed
 
         self._current = current
-        self.settings = settings
-        self.reranker = reranker
+        fixed_ranking = Ranking(settings, reranker)
+        self._ranking = ranking or (lambda: fixed_ranking)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-bm25")
 
     @property
     def space(self) -> SearchSpace:
         return self._current()
+
+    @property
+    def settings(self) -> RetrievalSettings:
+        return self._ranking().settings
+
+    @property
+    def reranker(self) -> Reranker | None:
+        return self._ranking().reranker
 
     def search(
         self,
@@ -84,23 +104,24 @@ class HybridRetriever:
         threshold: float | None = None,
     ) -> list[ScoredChunk]:
         trace = trace or RetrievalTrace()
-        space = self.space
-        floor = self.settings.relevance_threshold if threshold is None else threshold
+        space, ranking = self.space, self._ranking()
+        settings, reranker = ranking.settings, ranking.reranker
+        floor = settings.relevance_threshold if threshold is None else threshold
         started = time.perf_counter()
-        widen = mode is SearchMode.HYBRID or self.reranker is not None
-        pool = max(k, self.settings.candidate_k) if widen else k
+        widen = mode is SearchMode.HYBRID or reranker is not None
+        pool = max(k, settings.candidate_k) if widen else k
         if mode is SearchMode.BM25:
-            ranked = _single(self._keyword(space, query, pool, where), bm25=True)
+            ranked = _single(self._keyword(space, settings, query, pool, where), bm25=True)
         elif mode is SearchMode.VECTOR:
             ranked = _single(self._vector(space, query, pool, where, trace), bm25=False)
         else:
-            ranked = self._hybrid(space, query, pool, where, trace)
+            ranked = self._hybrid(space, settings, query, pool, where, trace)
         # Rows are read for the survivors only: a margin for duplicates, or the rerank pool.
-        keep = len(ranked) if self.reranker is not None else 2 * k
+        keep = len(ranked) if reranker is not None else 2 * k
         results = self._with_rows(space, ranked[:keep], trace)
-        if self.reranker is not None:
+        if reranker is not None:
             began = time.perf_counter()
-            results = self.reranker.rerank(query, results, min(k, self.settings.top_k_reranker))
+            results = reranker.rerank(query, results, min(k, settings.top_k_reranker))
             trace.timings["rerank"] = _ms(began)
         kept = [r for r in results if _relevance(r) >= floor]
         trace.dropped_by_threshold = len(results) - len(kept)
@@ -124,9 +145,14 @@ class HybridRetriever:
         return out
 
     def _keyword(
-        self, space: SearchSpace, query: str, k: int, where: ChunkFilter
+        self,
+        space: SearchSpace,
+        settings: RetrievalSettings,
+        query: str,
+        k: int,
+        where: ChunkFilter,
     ) -> list[SearchHit]:
-        terms = terms_string(query, self.settings.stemmer)
+        terms = terms_string(query, settings.stemmer)
         return space.store.keyword_search(terms, k, where)
 
     def _vector(
@@ -141,19 +167,25 @@ class HybridRetriever:
         return hits
 
     def _hybrid(
-        self, space: SearchSpace, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
+        self,
+        space: SearchSpace,
+        settings: RetrievalSettings,
+        query: str,
+        k: int,
+        where: ChunkFilter,
+        trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
-        keyword = self._pool.submit(self._keyword, space, query, k, where)
+        keyword = self._pool.submit(self._keyword, space, settings, query, k, where)
         vector_hits = self._vector(space, query, k, where, trace)
         keyword_hits = keyword.result()
         lists = [
             [(h.chunk_id, h.score) for h in vector_hits],
             [(h.chunk_id, h.score) for h in keyword_hits],
         ]
-        weights = [1.0 - self.settings.bm25_weight, self.settings.bm25_weight]
+        weights = [1.0 - settings.bm25_weight, settings.bm25_weight]
         fused = (
-            reciprocal_rank_fusion(lists, weights, self.settings.rrf_k)
-            if self.settings.fusion == "rrf"
+            reciprocal_rank_fusion(lists, weights, settings.rrf_k)
+            if settings.fusion == "rrf"
             else weighted_score_fusion(lists, weights)
         )
         return _combine(top(fused, k), vector_hits, keyword_hits)

@@ -63,6 +63,7 @@ def _results(app: Any, results: list[ScoredChunk]) -> dict[str, Any]:
                 "score": r.score,
                 "vector_score": r.vector_score,
                 "bm25_score": r.bm25_score,
+                "rerank_score": r.rerank_score,
                 **m,
             }
             for r, m in zip(results, metadatas, strict=False)

@@ -1,4 +1,5 @@
-// Admin: users, groups, model presets, jobs, the audit trail and the effective settings.
+// Admin: users, groups, model presets, jobs, the audit trail, the settings that change at run
+// time (editable) and every effective setting (read-only).
 // Each part is the matching API, called with the admin's own key.
 import { api, session } from "../api.js";
 import { button, clear, field, form, h, notice, table, when } from "../dom.js";
@@ -9,7 +10,7 @@ export async function adminView({ me }) {
   }
   const parts = [
     ["Users", usersPart], ["Groups", groupsPart], ["Model presets", presetsPart],
-    ["Jobs", jobsPart], ["Audit trail", auditPart], ["Settings", settingsPart],
+    ["Jobs", jobsPart], ["Audit trail", auditPart], ["Tuning", tuningPart], ["Settings", settingsPart],
   ];
   const sections = await Promise.all(parts.map(async ([title, make]) => {
     const id = `admin-${title.toLowerCase().replace(/\W+/g, "-")}`;
@@ -128,11 +129,56 @@ async function auditPart() {
   return table("The last 100 events, newest first", ["When", "Who", "Did", "To", "Detail"], rows);
 }
 
+const LONG_TEXT = new Set(["rag_template", "query_generation_prompt_template", "rag_system_context"]);
+
+/** One control per run-time setting, typed by its current value. */
+function tuningControl(name, value) {
+  if (typeof value === "boolean") return h("input", { name, type: "checkbox", checked: value });
+  if (typeof value === "number") return h("input", { name, type: "number", step: "any", value: String(value) });
+  if (LONG_TEXT.has(name)) return h("textarea", { name, rows: 6 }, value);
+  if (value !== null && typeof value === "object") return h("input", { name, value: JSON.stringify(value) });
+  return h("input", { name, value: value ?? "", autocomplete: "off" });
+}
+
+function tuningValue(control, old) {
+  if (typeof old === "boolean") return control.checked;
+  if (typeof old === "number") return Number(control.value);
+  if (old !== null && typeof old === "object") return JSON.parse(control.value);
+  return control.value;
+}
+
+async function tuningPart(refresh) {
+  const config = await api("/api/v1/retrieval/config");
+  const fields = Object.entries(config.settings).map(([name, value]) => field(name, tuningControl(name, value),
+    config.changed.includes(name) ? `changed at run time; start-up value: ${JSON.stringify(config.start[name])}` : null));
+  const edit = form({ class: "tuning", "aria-label": "Run-time settings" }, [
+    ...fields,
+    h("button", { type: "submit" }, "Save changes"),
+  ], async (node) => {
+    const changes = {};
+    for (const [name, old] of Object.entries(config.settings)) {
+      const value = tuningValue(node.elements[name], old);
+      if (JSON.stringify(value) !== JSON.stringify(old)) changes[name] = value;
+    }
+    if (!Object.keys(changes).length) return notice("Nothing changed.");
+    await api("/api/v1/retrieval/config/update", { method: "POST", json: { settings: changes } });
+    notice(`Saved: ${Object.keys(changes).join(", ")}.`);
+    await refresh();
+  });
+  const reset = config.changed.length ? button("Reset all to start-up values", async () => {
+    await api("/api/v1/retrieval/config/reset", { method: "POST", json: {} });
+    notice("Back to the start-up values.");
+    await refresh();
+  }) : null;
+  return [h("p", {}, "These apply at once, to every process, and survive a restart. Chunking changes apply to files ingested from now on."),
+    edit, reset];
+}
+
 async function settingsPart() {
   const settings = await api("/api/v1/settings");
   const rows = Object.entries(settings).map(([name, value]) => h("tr", {},
     h("th", { scope: "row" }, h("code", {}, name)), h("td", {}, h("code", {}, typeof value === "string" ? value : JSON.stringify(value)))));
-  return [h("p", {}, "Read-only: settings come from the config file and the environment at start-up. Secrets are masked."),
+  return [h("p", {}, "Read-only: these come from the config file and the environment at start-up (with the run-time changes above). Secrets are masked."),
     table("Effective settings", ["Setting", "Value"], rows)];
 }
 

@@ -1,0 +1,269 @@
+"""Settings that admins change while the server runs: retrieval, reranking, chunking and the
+prompts. Everything else is read once at start-up.
+
+The effective settings are one immutable handle (``Tuned``): the start-up settings with the
+changes kept in the database laid over them. Each search, chat and ingested file reads the
+handle once, so a change takes effect from the next request on and never halfway through one.
+Other processes on the same database pick a change up within ``refresh_seconds``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from citewell.catalog.runtime import RuntimeSettingsStore
+from citewell.config import Settings
+from citewell.embedders import Embedder
+from citewell.errors import CitewellError, ConfigError, InvalidInput
+from citewell.rerankers import Reranker, build_reranker
+from citewell.retrieval import Ranking, RetrievalSettings
+from citewell.splitters import Splitter, build_splitter
+
+log = logging.getLogger(__name__)
+
+RETRIEVAL_SETTINGS = (
+    "top_k",
+    "hybrid_search",
+    "candidate_k",
+    "fusion",
+    "rrf_k",
+    "hybrid_bm25_weight",
+    "relevance_threshold",
+    "top_k_reranker",
+)
+RERANKER_SETTINGS = ("reranker", "reranking_model", "reranker_url", "reranker_api_key")
+CHUNKING_SETTINGS = (
+    "text_splitter",
+    "chunk_size",
+    "chunk_overlap",
+    "chunk_min_size_target",
+    "chunk_unit",
+    "chunk_separators",
+    "markdown_header_splitter",
+    "semantic_threshold",
+    "semantic_percentile",
+    "semantic_window",
+)
+PROMPT_SETTINGS = (
+    "rag_template",
+    "rag_system_context",
+    "rag_full_context",
+    "enable_retrieval_query_generation",
+    "query_generation_prompt_template",
+)
+# What may change without a restart; the rest (storage, models, limits, auth) may not.
+RUNTIME_SETTINGS = RETRIEVAL_SETTINGS + RERANKER_SETTINGS + CHUNKING_SETTINGS + PROMPT_SETTINGS
+# Open WebUI's names in GET/POST /api/v1/retrieval/config (and its task config) → ours.
+OPEN_WEBUI_NAMES = {
+    "RAG_TEMPLATE": "rag_template",
+    "TOP_K": "top_k",
+    "RAG_FULL_CONTEXT": "rag_full_context",
+    "ENABLE_RAG_HYBRID_SEARCH": "hybrid_search",
+    "TOP_K_RERANKER": "top_k_reranker",
+    "RELEVANCE_THRESHOLD": "relevance_threshold",
+    "HYBRID_BM25_WEIGHT": "hybrid_bm25_weight",
+    "RAG_RERANKING_ENGINE": "reranker",
+    "RAG_RERANKING_MODEL": "reranking_model",
+    "RAG_EXTERNAL_RERANKER_URL": "reranker_url",
+    "RAG_EXTERNAL_RERANKER_API_KEY": "reranker_api_key",
+    "TEXT_SPLITTER": "text_splitter",
+    "CHUNK_SIZE": "chunk_size",
+    "CHUNK_OVERLAP": "chunk_overlap",
+    "ENABLE_RETRIEVAL_QUERY_GENERATION": "enable_retrieval_query_generation",
+    "QUERY_GENERATION_PROMPT_TEMPLATE": "query_generation_prompt_template",
+}
+
+
+def retrieval_settings(settings: Settings) -> RetrievalSettings:
+    return RetrievalSettings(
+        candidate_k=settings.candidate_k,
+        fusion=settings.fusion,
+        rrf_k=settings.rrf_k,
+        bm25_weight=settings.hybrid_bm25_weight,
+        relevance_threshold=settings.relevance_threshold,
+        top_k_reranker=settings.top_k_reranker,
+        stemmer=settings.bm25_stemmer,
+    )
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """The effective settings and what is built from them, read once per operation."""
+
+    settings: Settings
+    ranking: Ranking
+    changed: Mapping[str, Any] = field(default_factory=dict)  # set at run time: name → value
+
+
+def _values(settings: Settings, names: Collection[str]) -> tuple[Any, ...]:
+    return tuple(getattr(settings, name) for name in names)
+
+
+class LiveSettings:
+    """The start-up settings, with run-time changes from ``store`` (None: none are kept)."""
+
+    def __init__(
+        self,
+        start: Settings,
+        store: RuntimeSettingsStore | None = None,
+        reranker: Reranker | None = None,
+        refresh_seconds: float = 2.0,
+        rerankers: Callable[[Settings], Reranker | None] = build_reranker,
+    ) -> None:
+        """``reranker`` replaces the one the start settings name (tests)."""
+        self.start = start
+        self._store = store
+        self._rerankers = rerankers
+        self._refresh_seconds = refresh_seconds
+        self._lock = threading.Lock()
+        self._local: dict[str, Any] = {}  # this process only (benchmarks, tests)
+        self._kept: dict[str, Any] = {}
+        self._checked = time.monotonic()
+        built = reranker if reranker is not None else rerankers(start)
+        self._current = Tuned(start, Ranking(retrieval_settings(start), built))
+        self._splitters: dict[tuple[Any, ...], Splitter] = {}
+        self._apply(self._load(), quiet=True)
+
+    @property
+    def current(self) -> Tuned:
+        """The handle now in force; re-read from the database at most every refresh_seconds."""
+        if self._store is not None and time.monotonic() - self._checked > self._refresh_seconds:
+            self.refresh()
+        return self._current
+
+    @property
+    def settings(self) -> Settings:
+        return self.current.settings
+
+    def refresh(self) -> None:
+        self._checked = time.monotonic()
+        kept = self._load()
+        if kept != self._kept:
+            self._apply(kept, quiet=True)
+
+    # --- changing -----------------------------------------------------------------------
+    def update(
+        self, changes: Mapping[str, Any], user_id: str = "", persist: bool = True
+    ) -> list[str]:
+        """Validate ``changes`` against every other setting, build what they need (a
+        reranker), then keep those that differ from the values in force: in the database
+        with ``persist`` (every process, across restarts), else in this process only.
+        Nothing is kept when any of them is invalid. Returns the names that changed."""
+        unknown = sorted(set(changes) - set(RUNTIME_SETTINGS))
+        if unknown:
+            raise InvalidInput(
+                f"{', '.join(unknown)} cannot be changed while the server runs; set "
+                "it in the environment or config file and restart. These can: "
+                f"{', '.join(RUNTIME_SETTINGS)}."
+            )
+        with self._lock:
+            now = self._current.settings
+            wanted = self._merged({**self._current.changed, **changes})
+            dumped = wanted.model_dump(mode="json")
+            new = {n: dumped[n] for n in changes if getattr(wanted, n) != getattr(now, n)}
+            if not new:
+                return []
+            kept = {**self._kept, **new} if persist else self._kept
+            local = self._local if persist else {**self._local, **new}
+            tuned = self._build({**kept, **local})
+            if persist and self._store is not None:
+                self._store.save(new, user_id)
+            self._kept, self._local, self._current = kept, local, tuned
+            self._checked = time.monotonic()
+            return sorted(new)
+
+    def reset(self, names: Collection[str] | None = None) -> Tuned:
+        """Back to the start-up values: of ``names``, or of every setting changed."""
+        unknown = sorted(set(names or ()) - set(RUNTIME_SETTINGS))
+        if unknown:
+            raise InvalidInput(
+                f"{', '.join(unknown)} are not settings that change at run time; these are: "
+                f"{', '.join(RUNTIME_SETTINGS)}."
+            )
+        with self._lock:
+            if self._store is not None:
+                self._store.reset(names)
+            self._local = {k: v for k, v in self._local.items() if names and k not in names}
+        return self._apply(self._load(), quiet=False)
+
+    # --- building -----------------------------------------------------------------------
+    def _load(self) -> dict[str, Any]:
+        if self._store is None:
+            return {}
+        return {k: v for k, v in self._store.load().items() if k in RUNTIME_SETTINGS}
+
+    def _apply(self, kept: dict[str, Any], quiet: bool) -> Tuned:
+        with self._lock:
+            try:
+                tuned = self._build({**kept, **self._local})
+            except CitewellError as exc:
+                if not quiet:
+                    raise
+                # A kept value that no longer validates (an upgrade, a removed model) must not
+                # stop the server: the start-up values stand until an admin fixes it.
+                log.warning("Ignoring the settings changed at run time: %s", exc)
+                tuned = self._build({})
+            self._kept, self._current = kept, tuned
+            return tuned
+
+    def _build(self, changes: Mapping[str, Any]) -> Tuned:
+        settings = self._merged(changes)
+        previous = self._current
+        reranker = previous.ranking.reranker
+        if _values(settings, RERANKER_SETTINGS) != _values(previous.settings, RERANKER_SETTINGS):
+            reranker = self._rerankers(settings)
+        return Tuned(settings, Ranking(retrieval_settings(settings), reranker), dict(changes))
+
+    def _merged(self, changes: Mapping[str, Any]) -> Settings:
+        if not changes:
+            return self.start
+        try:
+            # model_validate checks the values (and the settings' own rules) without reading
+            # the environment again, as building Settings() would.
+            return Settings.model_validate({**self.start.model_dump(), **changes})
+        except ValueError as exc:
+            raise ConfigError(f"Invalid settings: {exc}") from exc
+
+    def splitter_for(self, embedder: Embedder) -> Splitter:
+        """The splitter the current chunking settings make with ``embedder`` (its tokenizer
+        measures sizes, the semantic splitters use its vectors); built once per change."""
+        settings = self.current.settings
+        key = (embedder.model_id, id(embedder), repr(_values(settings, CHUNKING_SETTINGS)))
+        splitter = self._splitters.get(key)
+        if splitter is None:
+            splitter = build_splitter(settings, embedder)
+            self._splitters = {key: splitter}  # the old one is no longer wanted
+        return splitter
+
+
+READ_ONLY_KEYS = ("status", "changed", "start")  # in GET's answer; a client may post it back
+MASK = "********"
+
+
+def runtime_changes(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Changes named by Open WebUI's keys (``TOP_K``) or Citewell's (``top_k``), also nested
+    under ``settings`` as GET /api/v1/retrieval/config shows them. A masked secret posted
+    back unchanged is no change."""
+    changes: dict[str, Any] = {}
+    unknown: list[str] = []
+    for key, value in body.items():
+        if key == "settings" and isinstance(value, Mapping):
+            changes.update(runtime_changes(value))
+        elif key in READ_ONLY_KEYS:
+            continue
+        elif key in OPEN_WEBUI_NAMES or key in RUNTIME_SETTINGS:
+            changes[OPEN_WEBUI_NAMES.get(key, key)] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise InvalidInput(
+            f"Unknown or fixed settings: {', '.join(sorted(unknown))}. These change at run "
+            f"time: {', '.join(RUNTIME_SETTINGS)} (or Open WebUI's "
+            f"{', '.join(OPEN_WEBUI_NAMES)}); the rest are set at start-up."
+        )
+    return {k: v for k, v in changes.items() if not (k.endswith("_api_key") and v == MASK)}
