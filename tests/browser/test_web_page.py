@@ -182,6 +182,20 @@ def test_admin_changes_a_setting_at_run_time(page, site, artifacts):
     assert page.problems == []
 
 
+def test_an_owner_sets_the_kbs_retrieval_defaults(page, site):
+    sign_in(page, site, "ada", site.admin_password)
+    create_kb(page, "tuned")
+    defaults = page.get_by_role("form", name="Retrieval defaults")
+    defaults.get_by_label("top_k").fill("3")
+    defaults.get_by_label("mode").select_option("bm25")
+    defaults.get_by_label("rerank").select_option("false")
+    defaults.get_by_role("button", name="Save retrieval defaults").click()
+    page.get_by_text("Retrieval defaults saved.").wait_for()
+    own = site.app.catalog.get_kb("tuned").settings
+    assert (own.top_k, own.mode.value, own.rerank, own.full_context) == (3, "bm25", False, None)
+    assert page.problems == []
+
+
 def test_phone_width_and_keyboard(browser, site, artifacts):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()

@@ -23,14 +23,40 @@ MAX_REFERENCES = 100  # knowledge_collections, file_ids
 WebQuery = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
 
 
+class KnowledgeSettingsUpdate(BaseModel):
+    """A KB's own retrieval defaults; a field left out stays as it is, null clears it (the
+    server's setting applies again). A request's own values still win."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: SearchMode | None = Field(default=None, description="hybrid, vector or bm25.")
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+    candidate_k: int | None = Field(default=None, ge=1, le=1000)
+    hybrid_bm25_weight: float | None = Field(default=None, ge=0, le=1)
+    relevance_threshold: float | None = Field(default=None, ge=0, le=1)
+    rerank: bool | None = Field(
+        default=None, description="false: skip the server's reranker for this KB."
+    )
+    full_context: bool | None = Field(
+        default=None, description="Answers get whole documents while they fit."
+    )
+
+    def changes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
 class KnowledgeBaseCreate(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=MAX_DESCRIPTION)
+    settings: KnowledgeSettingsUpdate | None = None
 
 
 class KnowledgeBaseUpdate(BaseModel):
     name: str | None = Field(default=None, min_length=1, max_length=200)
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
+    settings: KnowledgeSettingsUpdate | None = Field(
+        default=None, description="Only the owner or an admin may change these."
+    )
 
 
 class FilePublic(BaseModel):
@@ -94,6 +120,9 @@ class KnowledgeBasePublic(BaseModel):
     owner_id: str = Field(description="The user who made it ('' when made without auth).")
     created_at: int
     updated_at: int
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Its own retrieval defaults (only those set)."
+    )
     files: list[FilePublic] | None = None
 
     @classmethod
@@ -104,6 +133,7 @@ class KnowledgeBasePublic(BaseModel):
             description=kb.description,
             file_count=kb.file_count,
             owner_id=kb.owner_id,
+            settings=kb.settings.set,
             created_at=int(kb.created_at),
             updated_at=int(kb.updated_at),
             files=[FilePublic.of(f) for f in files] if files is not None else None,

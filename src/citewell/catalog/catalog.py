@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.db import ensure_schema
 from citewell.db.models import FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
 from citewell.errors import AmbiguousName, InvalidInput, KnowledgeBaseNotFound, NameTaken
@@ -24,6 +25,7 @@ class KnowledgeBase:
     updated_at: float
     file_count: int = 0
     owner_id: str = ""  # "": made without authentication
+    settings: KnowledgeSettings = NO_SETTINGS  # its own retrieval defaults
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,14 @@ class FileLink:
 
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
     return KnowledgeBase(
-        row.id, row.name, row.description, row.created_at, row.updated_at, file_count, row.owner_id
+        row.id,
+        row.name,
+        row.description,
+        row.created_at,
+        row.updated_at,
+        file_count,
+        row.owner_id,
+        KnowledgeSettings.from_json(row.settings),
     )
 
 
@@ -95,18 +104,30 @@ class Catalog:
         return self._sessions()
 
     # --- knowledge bases ----------------------------------------------------------
-    def create_kb(self, name: str, description: str = "", owner_id: str = "") -> KnowledgeBase:
+    def create_kb(
+        self,
+        name: str,
+        description: str = "",
+        owner_id: str = "",
+        settings: KnowledgeSettings = NO_SETTINGS,
+    ) -> KnowledgeBase:
         name = name.strip()
         if not name:
             raise InvalidInput("A knowledge base needs a name.")
         with self._session() as session, session.begin():
             self._check_free(session, name, owner_id)
-            row = KnowledgeBaseRow(name=name, description=description, owner_id=owner_id)
+            row = KnowledgeBaseRow(
+                name=name, description=description, owner_id=owner_id, settings=settings.to_json()
+            )
             session.add(row)
         return _kb(row)
 
     def update_kb(
-        self, kb_id: str, name: str | None = None, description: str | None = None
+        self,
+        kb_id: str,
+        name: str | None = None,
+        description: str | None = None,
+        settings: KnowledgeSettings | None = None,
     ) -> KnowledgeBase:
         with self._session() as session, session.begin():
             row = session.get(KnowledgeBaseRow, kb_id)
@@ -117,6 +138,8 @@ class Catalog:
                 row.name = name.strip()
             if description is not None:
                 row.description = description
+            if settings is not None:
+                row.settings = settings.to_json()
             row.updated_at = time.time()
         return _kb(row)
 
@@ -190,6 +213,15 @@ class Catalog:
         with self._session() as session:
             rows = session.scalars(query)
             return [_kb(r, self._file_count(session, r.id)) for r in rows]
+
+    def kb_settings(self, kb_ids: Collection[str]) -> KnowledgeSettings:
+        """The retrieval defaults these KBs share (none when they differ or set none)."""
+        if not kb_ids:
+            return NO_SETTINGS
+        query = select(KnowledgeBaseRow.settings).where(KnowledgeBaseRow.id.in_(list(kb_ids)))
+        with self._session() as session:
+            texts = session.scalars(query).all()
+        return common(KnowledgeSettings.from_json(t) for t in texts)
 
     def delete_kb(self, kb_id: str) -> None:
         with self._session() as session, session.begin():

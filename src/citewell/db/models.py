@@ -31,6 +31,8 @@ class KnowledgeBaseRow(Base):
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
     # The user who made it ("": made without authentication; only admins see such KBs).
     owner_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    # Its own retrieval defaults (JSON; catalog.kb_settings.KnowledgeSettings).
+    settings: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
 
 
 class FileRow(Base):

@@ -395,9 +395,16 @@ class ChatPipeline:
         preset: ModelPreset | None,
         trace: dict[str, Any],
     ) -> list[Source]:
+        # The request's choice, else its preset's, else the KBs' own, else the server's.
+        own = self.app.retrieval_defaults(where)
         whole = preset.full_context if preset and preset.full_context is not None else None
+        if whole is None:
+            whole = own.full_context
         choice = RetrievalChoice(
-            k=request.top_k or (preset.top_k if preset else None) or self.settings.top_k,
+            k=request.top_k
+            or (preset.top_k if preset else None)
+            or own.top_k
+            or self.settings.top_k,
             mode=request.mode or (SearchMode(preset.mode) if preset and preset.mode else None),
             threshold=preset.relevance_threshold if preset else None,
             whole=self.settings.rag_full_context if whole is None else whole,

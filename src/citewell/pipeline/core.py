@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
+from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.catalog.presets import PresetStore
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
@@ -35,7 +36,7 @@ from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256
 from citewell.pipeline.spaces import EmbeddingSpaces
 from citewell.pipeline.tuning import LiveSettings, retrieval_settings
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
-from citewell.retrieval import HybridRetriever, RetrievalTrace
+from citewell.retrieval import HybridRetriever, Ranking, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
@@ -196,15 +197,25 @@ class Citewell:
             self.reader.close()
 
     # --- knowledge bases ----------------------------------------------------------
-    def create_kb(self, name: str, description: str = "", owner_id: str = "") -> KnowledgeBase:
-        created = self.catalog.create_kb(name, description, owner_id)
+    def create_kb(
+        self,
+        name: str,
+        description: str = "",
+        owner_id: str = "",
+        settings: KnowledgeSettings = NO_SETTINGS,
+    ) -> KnowledgeBase:
+        created = self.catalog.create_kb(name, description, owner_id, settings)
         self._kb_ids.clear()  # the name may have meant another KB until now
         return created
 
     def update_kb(
-        self, name_or_id: str, name: str | None = None, description: str | None = None
+        self,
+        name_or_id: str,
+        name: str | None = None,
+        description: str | None = None,
+        settings: KnowledgeSettings | None = None,
     ) -> KnowledgeBase:
-        updated = self.catalog.update_kb(self.kb_id(name_or_id), name, description)
+        updated = self.catalog.update_kb(self.kb_id(name_or_id), name, description, settings)
         self._kb_ids.clear()  # names may now point elsewhere
         return updated
 
@@ -400,15 +411,26 @@ class Citewell:
         The query is cut to query_max_tokens, so no query costs more than a short one."""
         query = self.clip_query(query)
         self.spaces.refresh()
-        mode = mode or (SearchMode.HYBRID if self.settings.hybrid_search else SearchMode.VECTOR)
-        results = self.retriever.search(
-            query, where, k or self.settings.top_k, mode, trace, threshold
-        )
+        tuned = self.live.current
+        own = self.catalog.kb_settings(where.kb_ids or ())
+        mode = mode or own.mode or default_mode(tuned.settings)
+        if threshold is None:
+            threshold = own.relevance_threshold
+        k = k or own.top_k or tuned.settings.top_k
+        ranking = kb_ranking(tuned.ranking, own)
+        results = self.retriever.search(query, where, k, mode, trace, threshold, ranking)
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
             result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)
         self._name_as_linked(results)
         return results
+
+    def retrieval_defaults(self, where: Sequence[ChunkFilter]) -> KnowledgeSettings:
+        """The retrieval defaults that the KBs of all of ``where`` share, if they do."""
+        kb_ids = {kb for scope in where for kb in scope.kb_ids or ()}
+        if any(not scope.kb_ids for scope in where):
+            return NO_SETTINGS  # a file or everything readable: the server's settings
+        return self.catalog.kb_settings(kb_ids)
 
     def _name_as_linked(self, results: list[ScoredChunk]) -> None:
         """A chunk carries the name its bytes were first stored under; a result shows the name
@@ -426,6 +448,23 @@ class Citewell:
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
+
+
+def default_mode(settings: Settings) -> SearchMode:
+    return SearchMode.HYBRID if settings.hybrid_search else SearchMode.VECTOR
+
+
+def kb_ranking(ranking: Ranking, own: KnowledgeSettings) -> Ranking:
+    """The server's ranking with a KB's own candidate pool, BM25 weight and reranker choice."""
+    if own == NO_SETTINGS:
+        return ranking
+    settings = ranking.settings
+    if own.candidate_k is not None:
+        settings = replace(settings, candidate_k=own.candidate_k)
+    if own.hybrid_bm25_weight is not None:
+        settings = replace(settings, bm25_weight=own.hybrid_bm25_weight)
+    reranker = None if own.rerank is False else ranking.reranker
+    return Ranking(settings, reranker)
 
 
 def _constant(data: bytes) -> Callable[[], bytes]:

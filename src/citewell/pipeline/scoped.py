@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from citewell.auth.access import Access
 from citewell.catalog import FileLink, FileRecord, KnowledgeBase
+from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.errors import FileNotFound, Forbidden, KnowledgeBaseNotFound
 from citewell.pipeline.core import Citewell
 from citewell.retrieval import RetrievalTrace
@@ -51,15 +52,20 @@ class Scoped:
     def managed_kb(self, name_or_id: str) -> KnowledgeBase:
         kb = self.kb(name_or_id)
         if not self.access.can_manage(kb):
-            raise Forbidden(f"Only the owner of {kb.name!r} and admins may delete or share it.")
+            raise Forbidden(
+                f"Only the owner of {kb.name!r} and admins may delete it, share it or change "
+                "its settings."
+            )
         return kb
 
-    def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
+    def create_kb(
+        self, name: str, description: str = "", settings: KnowledgeSettings = NO_SETTINGS
+    ) -> KnowledgeBase:
         if not self.access.can_create():
             raise Forbidden(
                 "This API key is limited to some KBs or to reading; it cannot make KBs."
             )
-        kb = self.app.create_kb(name, description, owner_id=self.access.user_id)
+        kb = self.app.create_kb(name, description, self.access.user_id, settings)
         self.access = self.access.including(kb)  # the caller's searches may use it at once
         return kb
 

@@ -102,9 +102,11 @@ class HybridRetriever:
         mode: SearchMode,
         trace: RetrievalTrace | None = None,
         threshold: float | None = None,
+        ranking: Ranking | None = None,
     ) -> list[ScoredChunk]:
+        """``ranking`` replaces the one in force for this search (a KB's own defaults)."""
         trace = trace or RetrievalTrace()
-        space, ranking = self.space, self._ranking()
+        space, ranking = self.space, ranking or self._ranking()
         settings, reranker = ranking.settings, ranking.reranker
         floor = settings.relevance_threshold if threshold is None else threshold
         started = time.perf_counter()

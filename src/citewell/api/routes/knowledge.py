@@ -20,6 +20,7 @@ from citewell.api.schemas import (
     TextCreate,
 )
 from citewell.auth.audit import AuditLog as Audit
+from citewell.catalog.kb_settings import NO_SETTINGS
 from citewell.errors import InvalidInput, PayloadTooLarge
 from citewell.pipeline.ingest import sha256
 from citewell.pipeline.scoped import Scoped
@@ -31,7 +32,8 @@ MAX_NAME = 255
 @router.post("", status_code=status.HTTP_201_CREATED)
 def create_kb(body: KnowledgeBaseCreate, view: ViewDep, audit: AuditDep) -> KnowledgeBasePublic:
     """A new KB, owned by the caller (only the owner and admins see it until it is shared)."""
-    kb = view.create_kb(body.name, body.description)
+    settings = NO_SETTINGS.updated(body.settings.changes()) if body.settings else NO_SETTINGS
+    kb = view.create_kb(body.name, body.description, settings)
     audit.record(view.access, "kb.create", "knowledge_base", kb.id, name=kb.name)
     return KnowledgeBasePublic.of(kb, [])
 
@@ -52,9 +54,16 @@ def get_kb(kb_id: str, view: ViewDep) -> KnowledgeBasePublic:
 def update_kb(
     kb_id: str, body: KnowledgeBaseUpdate, view: ViewDep, audit: AuditDep
 ) -> KnowledgeBasePublic:
+    """Rename or describe (write permission); change its own retrieval defaults (owner or
+    admin)."""
     kb = view.writable_kb(kb_id)
-    updated = view.app.update_kb(kb.id, body.name, body.description)
-    audit.record(view.access, "kb.update", "knowledge_base", kb.id, name=updated.name)
+    settings = None
+    if body.settings is not None:
+        kb = view.managed_kb(kb.id)
+        settings = kb.settings.updated(body.settings.changes())
+    updated = view.app.update_kb(kb.id, body.name, body.description, settings)
+    detail = {"settings": sorted(body.settings.changes())} if body.settings else {}
+    audit.record(view.access, "kb.update", "knowledge_base", kb.id, name=updated.name, **detail)
     return KnowledgeBasePublic.of(updated)
 
 

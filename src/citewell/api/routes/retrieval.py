@@ -28,11 +28,11 @@ from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"], route_class=OffLoopJsonRoute)
 
 
-def _mode(app: Any, hybrid: bool | None, mode: SearchMode | None = None) -> SearchMode:
-    if mode is not None:
+def _mode(hybrid: bool | None, mode: SearchMode | None = None) -> SearchMode | None:
+    """The request's mode; None leaves it to the KB's own default, else the server's."""
+    if mode is not None or hybrid is None:
         return mode
-    use_hybrid = app.settings.hybrid_search if hybrid is None else hybrid
-    return SearchMode.HYBRID if use_hybrid else SearchMode.VECTOR
+    return SearchMode.HYBRID if hybrid else SearchMode.VECTOR
 
 
 def _results(app: Any, results: list[ScoredChunk]) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
     results = view.search(
         body.query,
         ChunkFilter(file_ids=(record.id,)),
-        _mode(view.app, body.hybrid, body.mode),
+        _mode(body.hybrid, body.mode),
         body.k,
         threshold=body.r,
     )
@@ -89,7 +89,7 @@ def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
 def query_collection(body: QueryCollectionRequest, view: ViewDep) -> dict[str, Any]:
     """Search knowledge bases (ids or names) you may read."""
     where = view.collection_filter(body.collection_names)
-    mode = _mode(view.app, body.hybrid, body.mode)
+    mode = _mode(body.hybrid, body.mode)
     results = view.search(body.query, where, mode, body.k, threshold=body.r)
     return _results(view.app, results)
 

@@ -222,5 +222,37 @@ function settingsPanel(kb) {
     notice(`Deleted ${kb.name}.`);
     location.hash = "#/kbs";
   }, { class: "danger" });
-  return h("section", { "aria-labelledby": "kb-settings" }, h("h2", { id: "kb-settings" }, "Settings"), rename, remove);
+  return h("section", { "aria-labelledby": "kb-settings" }, h("h2", { id: "kb-settings" }, "Settings"),
+    rename, retrievalForm(kb), remove);
+}
+
+const CHOICES = { "": "(server's)", true: "yes", false: "no" };
+
+/** The KB's own retrieval defaults (owner or admin); empty fields take the server's. */
+function retrievalForm(kb) {
+  const own = kb.settings || {};
+  const number = (name, attrs) => field(name, h("input", { name, type: "number", step: "any", value: own[name] ?? "", placeholder: "(server's)", ...attrs }));
+  const choice = (name, options) => field(name, h("select", { name },
+    options.map((o) => h("option", { value: String(o), selected: String(own[name] ?? "") === String(o) }, CHOICES[o] ?? o))));
+  return form({ class: "inline", "aria-label": "Retrieval defaults" }, [
+    choice("mode", ["", "hybrid", "vector", "bm25"]),
+    number("top_k", { min: 1, max: 1000, step: 1 }),
+    number("candidate_k", { min: 1, max: 1000, step: 1 }),
+    number("hybrid_bm25_weight", { min: 0, max: 1 }),
+    number("relevance_threshold", { min: 0, max: 1 }),
+    choice("rerank", ["", true, false]),
+    choice("full_context", ["", true, false]),
+    h("button", { type: "submit" }, "Save retrieval defaults"),
+  ], async (node) => {
+    const settings = {};
+    for (const control of node.querySelectorAll("input, select")) {
+      const raw = control.value;
+      if (raw === "") settings[control.name] = null;
+      else if (control.type === "number") settings[control.name] = Number(raw);
+      else if (raw === "true" || raw === "false") settings[control.name] = raw === "true";
+      else settings[control.name] = raw;
+    }
+    await api(kbPath(kb.id), { method: "PATCH", json: { settings } });
+    notice("Retrieval defaults saved.");
+  });
 }
