@@ -157,6 +157,8 @@ class FakeLLMService(FakeService):
                 return 404, {"error": {"message": f"model {body['model']} not found"}}
             prompt = "\n".join(m["content"] or "" for m in body["messages"])
             text = self.queries_reply if "short search queries" in prompt else self.reply
+            if "<document>" in prompt:  # a chunk context or a summary: name the document
+                text = situate(prompt)
             calls = self.planned_calls(body) if "short search queries" not in prompt else []
             if not calls and not self.tool_script and self.always_call is None:
                 calls = [c for c in [tool_call(body)] if c is not None]
@@ -194,6 +196,14 @@ class FakeLLMService(FakeService):
                 ],
             }
         return 404, {"error": "not found"}
+
+
+def situate(prompt: str) -> str:
+    """What a model asked for a chunk's context (or a summary) might say: the document's
+    first line, which Citewell's contextual prompts put right after <document>."""
+    first = prompt.split("<document>", 1)[1].strip().splitlines()[0].lstrip("# ")
+    kind = "chunk" if "<chunk>" in prompt else "document"
+    return f"This {kind} is from the document titled {first}."
 
 
 def tool_call(body: dict[str, Any]) -> dict[str, Any] | None:

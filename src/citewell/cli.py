@@ -92,12 +92,23 @@ pass_app = click.make_pass_decorator(Context)
     help="Queue the files as durable jobs and run them here, showing the batch's progress; "
     "what is left when interrupted runs in the server or `citewell worker`.",
 )
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Only say what it would take (chunks; LLM calls and prompt tokens of "
+    "contextual_chunks and document_summary); store nothing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @pass_app
-def ingest(ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, as_json: bool) -> None:
+def ingest(
+    ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, estimate: bool, as_json: bool
+) -> None:
     """Add files, folders (recursively) and web pages to a knowledge base.
 
     A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
+    if estimate:
+        _estimate(ctx, targets, as_json)
+        return
     if queue:
         _ingest_queued(ctx, targets, kb, as_json)
         return
@@ -114,6 +125,29 @@ def ingest(ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, as_json
     )
     for error in report.errors:
         click.echo(f"  failed: {error}", err=True)
+
+
+def _estimate(ctx: Context, targets: tuple[str, ...], as_json: bool) -> None:
+    from citewell.pipeline.web import is_url
+
+    if any(is_url(t) for t in targets):
+        raise click.UsageError("--estimate takes files and folders, not URLs.")
+    with _errors():
+        app = ctx.app()
+        items, _ = app.items(list(targets))
+        found = app.estimate(items)
+    cost = found.enrich
+    if as_json:
+        click.echo(json.dumps({"files": found.files, "chunks": found.chunks, **asdict(cost)}))
+        return
+    click.echo(f"{found.files} files, {found.chunks} chunks.")
+    if app.enricher.active:
+        click.echo(
+            f"LLM: {cost.llm_calls} calls, about {cost.prompt_tokens} prompt tokens "
+            f"({cost.cached} contexts or summaries already cached)."
+        )
+    else:
+        click.echo("No LLM calls: contextual_chunks and document_summary are off.")
 
 
 def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:

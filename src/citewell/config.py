@@ -133,6 +133,38 @@ class Settings(BaseSettings):
         "and the merge stays within chunk_size. 0 disables merging.",
         "CHUNK_MIN_SIZE_TARGET",
     )
+    contextual_chunks: bool = _setting(
+        False,
+        "Contextual retrieval (seed 002): the LLM writes a short context for each chunk from "
+        "its document; the context is embedded and indexed for BM25 with the chunk, never "
+        "shown as its text. One LLM call per chunk, cached; needs an LLM.",
+    )
+    contextual_prompt: str = _setting(
+        "",
+        "Prompt for contextual_chunks; {{WHOLE_DOCUMENT}} and {{CHUNK_CONTENT}} are replaced. "
+        "Empty: the seed's prompt.",
+    )
+    document_summary: bool = _setting(
+        False,
+        "The LLM summarises each document once (cached); the summary is put in front of each "
+        "of its chunks for embedding and BM25 (seed 001), never shown as chunk text.",
+    )
+    summary_prompt: str = _setting(
+        "",
+        "Prompt for document_summary; {{WHOLE_DOCUMENT}} is replaced. Empty: the built-in one.",
+    )
+    contextual_model: str = _setting(
+        "", "Model for contexts and summaries. Empty: llm_model (or the LLM's only model)."
+    )
+    contextual_document_tokens: int = _setting(
+        6000,
+        "Most of a document (in approximate tokens, 4 characters each) put in a context or "
+        "summary prompt; a longer document is represented by the part around the chunk.",
+        ge=200,
+    )
+    contextual_concurrency: int = _setting(
+        4, "LLM calls made at once for one document's chunk contexts.", ge=1, le=64
+    )
 
     # --- embeddings ------------------------------------------------------------
     embedding_engine: Literal["onnx", "openai", "ollama"] = _setting(
@@ -506,6 +538,16 @@ class Settings(BaseSettings):
         "Give the LLM whole documents instead of retrieved chunks, while they fit the "
         "token budget (falls back to retrieval when they would not).",
         "RAG_FULL_CONTEXT",
+    )
+    small_to_big: Literal["off", "window", "section"] = _setting(
+        "off",
+        "Small-to-big: search small chunks, give the LLM the text around each. 'window': "
+        "small_to_big_chars more on each side; 'section': the same, but never beyond the "
+        "chunk's section (its heading). Sources still cite the retrieved span; a window that "
+        "does not fit the budget, or overlaps one already given, is given as the chunk alone.",
+    )
+    small_to_big_chars: int = _setting(
+        800, "Characters added on each side of a chunk by small_to_big.", ge=0
     )
     bypass_embedding_and_retrieval: bool = _setting(
         False,

@@ -113,3 +113,36 @@ def test_bypass_stores_text_without_embedding(start, fake_llm):
         body = ask(c)
     assert body["retrieval_trace"]["mode"] == "full_context"
     assert body["sources"][0]["content"] == SHORT
+
+
+def test_small_to_big_gives_the_model_the_section_and_cites_the_chunk(start, fake_llm):
+    import httpx
+
+    handbook = (
+        "# Leave\n\nParental leave lasts sixteen weeks at full pay.\n\n"
+        + "\n\n".join(f"Rule {i}: leave requests need a manager's signature." for i in range(30))
+        + "\n\nPartners may take the last four weeks of it.\n\n"
+        "# Travel\n\nTrain fares are refunded in second class."
+    )
+    with (
+        start(
+            small_to_big="section", small_to_big_chars=5000, chunk_size=200, chunk_overlap=0
+        ) as url,
+        httpx.Client(base_url=url, timeout=60) as c,
+    ):
+        ensure_kb(c, "docs")
+        made = c.post("/api/v1/knowledge/docs/text", json={"name": "h.md", "content": handbook})
+        assert made.json()["file"]["chunk_count"] > 5
+        body = ask(c, question="How long is parental leave? Does it last sixteen weeks?")
+        text = c.get(f"/api/v1/files/{made.json()['file']['id']}/text").json()["text"]
+    system = sent_messages(fake_llm)[0]["content"]
+    block = system.split('<source id="1"', 1)[1].split("</source>", 1)[0]
+    assert "sixteen weeks" in block
+    assert "Partners may take the last four weeks" in block  # the section, beyond the chunk
+    assert "Train fares" not in block  # not beyond the section
+    assert body["retrieval_trace"]["small_to_big"] == "section"
+    first = body["sources"][0]
+    meta = first["metadata"]
+    assert text[meta["start"] : meta["end"]] == first["content"]  # the citation: the chunk
+    assert "Partners" not in first["content"]
+    assert meta["context_start"] <= meta["start"] and meta["end"] <= meta["context_end"]

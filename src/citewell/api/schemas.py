@@ -140,6 +140,15 @@ class KnowledgeBasePublic(BaseModel):
         )
 
 
+class IngestEstimatePublic(BaseModel):
+    files: int
+    chunks: int
+    llm_calls: int = Field(description="Calls contextual_chunks and document_summary would make.")
+    prompt_tokens: int = Field(description="Their prompts' size, at about 4 characters a token.")
+    contextual_chunks: bool
+    document_summary: bool
+
+
 class IngestPublic(BaseModel):
     file: FilePublic
     chunks_embedded: int

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from citewell.types import ScoredChunk
@@ -28,11 +28,20 @@ class Source:
     chunk_id: str | None
     kb_id: str | None
     url: str = ""  # the page or video, for fetched sources
+    # Small-to-big: the wider text the model reads, and where it lies in the file's text.
+    # The citation (text, start, end) stays the retrieved span.
+    context: str = ""
+    window_start: int | None = None
+    window_end: int | None = None
+
+    def plain(self) -> Source:
+        """This source without its wider window."""
+        return replace(self, context="", window_start=None, window_end=None)
 
 
 def source_block(source: Source) -> str:
     name = html.escape(source.file_name, quote=True)
-    return f'<source id="{source.number}" name="{name}">{source.text}</source>'
+    return f'<source id="{source.number}" name="{name}">{source.context or source.text}</source>'
 
 
 def context_string(sources: Sequence[Source]) -> str:
@@ -40,22 +49,32 @@ def context_string(sources: Sequence[Source]) -> str:
 
 
 def pack(candidates: Sequence[Source], budget: int, count: TokenCounter) -> list[Source]:
-    """The best-ranked sources that fit the budget, renumbered 1..n in rank order."""
+    """The best-ranked sources that fit the budget, renumbered 1..n in rank order. A source
+    with a wider window whose window does not fit, or overlaps one already given, is given
+    as its chunk alone."""
     kept: list[Source] = []
     used = 0
-    for source in candidates:
-        cost = count(source_block(source)) + 1
-        if used + cost > budget:
-            continue  # a smaller, lower-ranked source may still fit
-        used += cost
-        kept.append(source)
-    return [_renumber(s, i) for i, s in enumerate(kept, start=1)]
+    for candidate in candidates:
+        choices = [candidate, candidate.plain()] if candidate.context else [candidate]
+        for source in choices:
+            cost = count(source_block(source)) + 1
+            if used + cost > budget or _overlaps(source, kept):
+                continue  # a smaller, lower-ranked source may still fit
+            used += cost
+            kept.append(source)
+            break
+    return [replace(s, number=i) for i, s in enumerate(kept, start=1)]
 
 
-def _renumber(source: Source, number: int) -> Source:
-    from dataclasses import replace
-
-    return replace(source, number=number)
+def _overlaps(source: Source, kept: Sequence[Source]) -> bool:
+    if source.window_start is None or source.window_end is None:
+        return False
+    return any(
+        k.file_id == source.file_id
+        and (k.window_start if k.window_start is not None else k.start) < source.window_end
+        and source.window_start < (k.window_end if k.window_end is not None else k.end)
+        for k in kept
+    )
 
 
 def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> Source:
@@ -95,6 +114,11 @@ def source_public(source: Source) -> dict[str, Any]:
             "score": round(source.score, 6),
             "chunk_id": source.chunk_id,
             "knowledge_base_id": source.kb_id,
+            **(
+                {"context_start": source.window_start, "context_end": source.window_end}
+                if source.window_start is not None
+                else {}
+            ),
         },
         "file": {"id": source.file_id, "name": source.file_name, "type": short},
     }

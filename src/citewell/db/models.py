@@ -5,7 +5,16 @@ from __future__ import annotations
 import time
 import uuid
 
-from sqlalchemy import Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -259,3 +268,20 @@ class RuntimeSettingRow(Base):
     value: Mapped[str] = mapped_column(Text)  # JSON
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
     updated_by: Mapped[str] = mapped_column(String(32), default="")
+
+
+class ChunkContextRow(Base):
+    """What the LLM wrote for contextual retrieval: a chunk's context (``chunk_hash`` set) or
+    a document's summary (``chunk_hash`` ""). Keyed by what made it (document, chunk,
+    prompt, model), so ingesting the same text again costs no LLM call; also read when a
+    model switch re-embeds chunks, so their vectors keep their context."""
+
+    __tablename__ = "chunk_contexts"
+    __table_args__ = (Index("ix_chunk_contexts_doc_chunk", "doc_hash", "chunk_hash"),)
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    doc_hash: Mapped[str] = mapped_column(String(64))
+    chunk_hash: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)

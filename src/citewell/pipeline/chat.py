@@ -13,6 +13,7 @@ from citewell.auth.access import Access
 from citewell.catalog.presets import PresetStore
 from citewell.chat.citations import cited_numbers, remove_invalid
 from citewell.chat.context import Source, context_string
+from citewell.chat.expand import Expansion
 from citewell.chat.extractive import extractive_text
 from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.chat.presets import ModelPreset
@@ -409,6 +410,7 @@ class ChatPipeline:
             threshold=preset.relevance_threshold if preset else None,
             whole=self.settings.rag_full_context if whole is None else whole,
             bypass=self.settings.bypass_embedding_and_retrieval,
+            expansion=Expansion(self.settings.small_to_big, self.settings.small_to_big_chars),
         )
         return gather_sources(view, queries, where, budget, choice, self.count, trace)
 

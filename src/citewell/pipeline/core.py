@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,10 @@ from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.db import open_engine
 from citewell.embedders import CachedEmbedder, DatabaseEmbeddingCache, Embedder, EmbeddingCache
+from citewell.enrich import (
+    ContextCache,
+    Enricher,
+)
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
 from citewell.jobs.leader import WorkerElection
@@ -32,11 +36,18 @@ from citewell.llm.registry import build_llm
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
-from citewell.pipeline.ingest import Ingestor, ProgressCallback, sha256
+from citewell.pipeline.ingest import IngestEstimate, Ingestor, ProgressCallback, sha256
 from citewell.pipeline.spaces import EmbeddingSpaces
-from citewell.pipeline.tuning import LiveSettings, retrieval_settings
+from citewell.pipeline.tuning import (
+    LiveSettings,
+    default_mode,
+    enrich_config,
+    kb_ranking,
+    needs_llm,
+    retrieval_settings,
+)
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
-from citewell.retrieval import HybridRetriever, Ranking, RetrievalTrace
+from citewell.retrieval import HybridRetriever, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
@@ -91,11 +102,15 @@ class Citewell:
             self.reader,
             spaces.lock,
             splitter=live.splitter_for,
+            enricher=lambda: self.enricher,
         )
         self.web = WebSources(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self.election: WorkerElection | None = None  # several processes on an embedded dir
+        self.contexts = ContextCache(catalog.engine)
+        self._enricher: Enricher | None = None
+        needs_llm(llm, settings)  # contextual settings without an LLM: refused at start-up
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -124,7 +139,10 @@ class Citewell:
         spaces = EmbeddingSpaces(
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models
         )
-        live = LiveSettings(settings, RuntimeSettingsStore(catalog.engine))
+        llm = llm if llm is not None else build_llm(settings)
+        live = LiveSettings(
+            settings, RuntimeSettingsStore(catalog.engine), validate=partial(needs_llm, llm)
+        )
         retriever = HybridRetriever(
             None,
             None,
@@ -133,13 +151,20 @@ class Citewell:
             ranking=lambda: live.current.ranking,
         )
         storage = FileStorage(data_dir / "files")
-        llm = llm if llm is not None else build_llm(settings)
         return cls(live, catalog, storage, spaces, retriever, llm=llm)
 
     @property
     def settings(self) -> Settings:
         """The settings in force now: start-up values with admins' run-time changes."""
         return self.live.settings
+
+    @property
+    def enricher(self) -> Enricher:
+        """What writes chunk contexts and document summaries, as the settings now say."""
+        config = enrich_config(self.settings)
+        if self._enricher is None or self._enricher.config != config:
+            self._enricher = Enricher(self.llm, self.contexts, config)
+        return self._enricher
 
     @cached_property
     def chat(self) -> ChatPipeline:
@@ -253,6 +278,11 @@ class Citewell:
             files_failed=report.files_failed + len(failed),
             errors=(*failed, *report.errors),
         )
+
+    def estimate(self, items: Sequence[SourceItem], use_cache: bool = True) -> IngestEstimate:
+        """What ingesting ``items`` would take: chunks, and the LLM calls and prompt tokens
+        of contextual_chunks / document_summary (nothing is stored)."""
+        return self.ingestor.estimate(items, use_cache)
 
     def ingest_texts(
         self,
@@ -448,23 +478,6 @@ class Citewell:
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
-
-
-def default_mode(settings: Settings) -> SearchMode:
-    return SearchMode.HYBRID if settings.hybrid_search else SearchMode.VECTOR
-
-
-def kb_ranking(ranking: Ranking, own: KnowledgeSettings) -> Ranking:
-    """The server's ranking with a KB's own candidate pool, BM25 weight and reranker choice."""
-    if own == NO_SETTINGS:
-        return ranking
-    settings = ranking.settings
-    if own.candidate_k is not None:
-        settings = replace(settings, candidate_k=own.candidate_k)
-    if own.hybrid_bm25_weight is not None:
-        settings = replace(settings, bm25_weight=own.hybrid_bm25_weight)
-    reranker = None if own.rerank is False else ranking.reranker
-    return Ranking(settings, reranker)
 
 
 def _constant(data: bytes) -> Callable[[], bytes]:

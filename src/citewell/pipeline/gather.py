@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from citewell.catalog import FileRecord
 from citewell.chat.context import Source, chunk_source, pack
+from citewell.chat.expand import Expansion, expand_sources
 from citewell.pipeline.scoped import Scoped
 from citewell.retrieval import RetrievalTrace
-from citewell.types import ChunkFilter, ScoredChunk, SearchMode
+from citewell.types import ChunkFilter, ScoredChunk, SearchMode, Section
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class RetrievalChoice:
     threshold: float | None
     whole: bool  # full context: whole documents while they fit
     bypass: bool  # bypass_embedding_and_retrieval: whole documents, always
+    expansion: Expansion = Expansion("off", 0)  # small-to-big
 
 
 def gather_sources(
@@ -58,7 +61,17 @@ def gather_sources(
             trace.setdefault("hits", []).append({"query": query, "results": hit_trace(found)})
     ranked = sorted(best.values(), key=lambda s: -s.score)[: choice.k]
     trace.setdefault("mode", "retrieval")
+    if choice.expansion.mode != "off":
+        ranked = expand_sources(ranked, partial(kept_text, view), choice.expansion)
+        trace["small_to_big"] = choice.expansion.mode
     return pack(ranked, budget, count)
+
+
+def kept_text(view: Scoped, file_id: str) -> tuple[str, Sequence[Section]] | None:
+    """A file's extracted text and sections (its chunks were found within the caller's
+    access, so the file is readable)."""
+    text = view.app.storage.text(file_id)
+    return None if text is None else (text, view.app.storage.sections(file_id))
 
 
 def hit_trace(found: Sequence[ScoredChunk]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder
+from citewell.enrich import EnrichCost, Enricher, Enrichment
 from citewell.errors import CitewellError
 from citewell.retrieval import terms_string
 from citewell.sources import SourceItem
@@ -56,6 +57,15 @@ class ItemEvent:
 
 
 Observer = Callable[[ItemEvent], None]
+
+
+@dataclass(frozen=True)
+class IngestEstimate:
+    """What ingesting some sources would take, before any of it is done."""
+
+    files: int
+    chunks: int
+    enrich: EnrichCost
 
 
 class Reader(Protocol):
@@ -109,13 +119,15 @@ def space_table(model_id: str, dimension: int) -> str:
     return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
 
 
-def embed_text(text: str, headings: Sequence[str], title: str = "") -> str:
-    """A chunk as embedded: prefixed with its heading path (or the title) for context.
-    Built from what the store and catalog keep, so a new model can re-embed it the same way."""
+def embed_text(text: str, headings: Sequence[str], title: str = "", prefix: str = "") -> str:
+    """A chunk as embedded: prefixed with its heading path (or the title) for context, and
+    with what the LLM wrote about it (``prefix``: its document's summary, its context).
+    Built from what the store, catalog and context cache keep, so a new model can re-embed
+    it the same way."""
     context = " > ".join(headings) or title
-    if not context or text.lstrip("# ").startswith(headings[-1] if headings else context):
-        return text
-    return f"{context}\n\n{text}"
+    if context and not text.lstrip("# ").startswith(headings[-1] if headings else context):
+        text = f"{context}\n\n{text}"
+    return f"{prefix}\n\n{text}" if prefix else text
 
 
 class ActiveSpace(Protocol):
@@ -140,12 +152,15 @@ class Ingestor:
         reader: Reader,
         lock: threading.Lock | None,
         splitter: Callable[[CachedEmbedder], Splitter],
+        enricher: Callable[[], Enricher],
     ) -> None:
         """``space`` returns the active embedding space's handle (embedder, store); it is
         read on every use, and changes only while ``lock`` is held. ``splitter`` gives the
-        splitter in force for an embedder (chunking settings may change at run time)."""
+        splitter in force for an embedder (chunking settings may change at run time);
+        ``enricher`` what writes chunk contexts and summaries, as the settings now say."""
         self.settings = settings
         self._splitter = splitter
+        self._enricher = enricher
         self.reader = reader
         self.catalog = catalog
         self.storage = storage
@@ -222,6 +237,17 @@ class Ingestor:
             chunks_embedded=self.embedder.embedded - embedded_before,
             errors=tuple(run.errors),
         )
+
+    def estimate(self, items: Sequence[SourceItem], use_cache: bool = True) -> IngestEstimate:
+        """Parse and split ``items`` (nothing is stored or embedded) and count the LLM work
+        that contextual_chunks and document_summary would add."""
+        chunks, cost, enricher = 0, EnrichCost(), self._enricher()
+        for item in items:
+            document = self.reader.read(item.read(), item.reader_name or item.name)
+            split = [c for c in self.splitter.split(document) if c.text.strip()]
+            chunks += len(split)
+            cost += enricher.estimate(document.text, split, use_cache)
+        return IngestEstimate(len(items), chunks, cost)
 
     def _guarded(self, run: _Run, item: SourceItem, strict: bool, step: Callable[[], bool]) -> None:
         """Run one item's step; a CitewellError fails the item (or, ``strict``, the run).
@@ -329,19 +355,23 @@ class Ingestor:
             url=item.url,
             title=document.title or "",
         )
+        enrichment = self._enricher().enrich(document.text, chunks) if chunks else Enrichment()
         stored = [
-            self._stored_chunk(file_id, kb_id, i, c, item.name, document)
+            self._stored_chunk(file_id, kb_id, i, c, item.name, enrichment.prefix(i))
             for i, c in enumerate(chunks)
         ]
-        embed_texts = [embed_text(c.text, c.headings, record.title) for c in chunks]
+        embed_texts = [
+            embed_text(c.text, c.headings, record.title, enrichment.prefix(i))
+            for i, c in enumerate(chunks)
+        ]
         return _Pending(item, record, stored, embed_texts, data, document.text, document.sections)
 
     def _stored_chunk(
-        self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, document: Document
+        self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, prefix: str
     ) -> StoredChunk:
+        """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it."""
         chunk_id = sha256(f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}".encode())
-        enriched = " ".join([*chunk.headings, chunk.text]) if chunk.headings else chunk.text
-        del document
+        enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
         return StoredChunk(
             id=chunk_id[:32],
             file_id=file_id,

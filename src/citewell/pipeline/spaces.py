@@ -16,19 +16,21 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import groupby
 from pathlib import Path
 
 from citewell.catalog import Catalog
 from citewell.catalog.spaces import ACTIVE, BUILDING, SpaceRecord, SpaceRegistry
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embedder
+from citewell.enrich import ContextCache, stored_enrichment
 from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
 from citewell.pipeline.ingest import embed_text, space_table
 from citewell.retrieval.retriever import SearchSpace
 from citewell.stores.base import ChunkStore, DropsTables, optimize_store, scanning
 from citewell.stores.registry import open_chunk_store
-from citewell.types import ChunkFilter
+from citewell.types import ChunkFilter, StoredChunk
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +126,7 @@ class EmbeddingSpaces:
         self.cache = cache
         self.lock = lock  # the ingestor's: held while the active space changes
         self.registry = SpaceRegistry(catalog.engine)
+        self.contexts = ContextCache(catalog.engine)  # what chunks were embedded with
         self._known = {e.model_id: e for e in known}  # embedders not made from settings
         self._checked = time.monotonic()
         self.target: Space | None = None
@@ -251,14 +254,27 @@ class EmbeddingSpaces:
     def _copy(self, file_ids: tuple[str, ...], target: Space) -> None:
         """The files' chunks as the active space holds them, embedded into ``target``."""
         chunks = scanning(self.active.store).scan(ChunkFilter(file_ids=file_ids))
-        records = {f: self.catalog.get_file(f) for f in file_ids}
-        titles = {f: r.title if r else "" for f, r in records.items()}
-        texts = [embed_text(c.text, c.headings, titles[c.file_id]) for c in chunks]
+        texts = self._embed_texts(chunks)
         vectors = target.embedder.embed(texts, "document") if texts else None
         target.store.delete(ChunkFilter(file_ids=file_ids))  # none left for a deleted file
         if vectors is not None:
             pairs = zip(chunks, vectors, strict=True)
             target.store.upsert([replace(c, vector=tuple(float(x) for x in v)) for c, v in pairs])
+
+    def _embed_texts(self, chunks: Sequence[StoredChunk]) -> list[str]:
+        """The chunks as they were embedded: heading path or title, and what the LLM wrote
+        about them (from the context cache; no LLM call)."""
+        texts = []
+        for file_id, group in groupby(chunks, key=lambda c: c.file_id):
+            part = list(group)
+            record = self.catalog.get_file(file_id)
+            title, text_sha = (record.title, record.text_sha256) if record else ("", "")
+            enrichment = stored_enrichment(self.contexts, text_sha, [c.text for c in part])
+            texts += [
+                embed_text(c.text, c.headings, title, enrichment.prefix(i))
+                for i, c in enumerate(part)
+            ]
+        return texts
 
     def finish(self) -> bool:
         """Make the new space active if every re-embed job is done; True if it switched."""

@@ -13,16 +13,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.config import Settings
 from citewell.embedders import Embedder
+from citewell.enrich import CONTEXT_PROMPT, SUMMARY_PROMPT, EnrichConfig
 from citewell.errors import CitewellError, ConfigError, InvalidInput
+from citewell.llm.base import LLM
 from citewell.rerankers import Reranker, build_reranker
 from citewell.retrieval import Ranking, RetrievalSettings
 from citewell.splitters import Splitter, build_splitter
+from citewell.types import SearchMode
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +53,28 @@ CHUNKING_SETTINGS = (
     "semantic_percentile",
     "semantic_window",
 )
+ENRICH_SETTINGS = (
+    "contextual_chunks",
+    "contextual_prompt",
+    "document_summary",
+    "summary_prompt",
+    "contextual_model",
+    "contextual_document_tokens",
+    "contextual_concurrency",
+)
 PROMPT_SETTINGS = (
     "rag_template",
     "rag_system_context",
     "rag_full_context",
+    "small_to_big",
+    "small_to_big_chars",
     "enable_retrieval_query_generation",
     "query_generation_prompt_template",
 )
 # What may change without a restart; the rest (storage, models, limits, auth) may not.
-RUNTIME_SETTINGS = RETRIEVAL_SETTINGS + RERANKER_SETTINGS + CHUNKING_SETTINGS + PROMPT_SETTINGS
+RUNTIME_SETTINGS = (
+    RETRIEVAL_SETTINGS + RERANKER_SETTINGS + CHUNKING_SETTINGS + ENRICH_SETTINGS + PROMPT_SETTINGS
+)
 # Open WebUI's names in GET/POST /api/v1/retrieval/config (and its task config) → ours.
 OPEN_WEBUI_NAMES = {
     "RAG_TEMPLATE": "rag_template",
@@ -91,6 +108,44 @@ def retrieval_settings(settings: Settings) -> RetrievalSettings:
     )
 
 
+def needs_llm(llm: LLM | None, settings: Settings) -> None:
+    if llm is None and (settings.contextual_chunks or settings.document_summary):
+        raise ConfigError(
+            "contextual_chunks and document_summary need an LLM to write contexts and "
+            "summaries: set llm_base_url (an OpenAI-compatible server or Ollama) or "
+            "llm_model_path, or turn them off."
+        )
+
+
+def enrich_config(settings: Settings) -> EnrichConfig:
+    return EnrichConfig(
+        contexts=settings.contextual_chunks,
+        summary=settings.document_summary,
+        context_prompt=settings.contextual_prompt or CONTEXT_PROMPT,
+        summary_prompt=settings.summary_prompt or SUMMARY_PROMPT,
+        model=settings.contextual_model or settings.llm_model,
+        document_tokens=settings.contextual_document_tokens,
+        concurrency=settings.contextual_concurrency,
+    )
+
+
+def default_mode(settings: Settings) -> SearchMode:
+    return SearchMode.HYBRID if settings.hybrid_search else SearchMode.VECTOR
+
+
+def kb_ranking(ranking: Ranking, own: KnowledgeSettings) -> Ranking:
+    """The server's ranking with a KB's own candidate pool, BM25 weight and reranker choice."""
+    if own == NO_SETTINGS:
+        return ranking
+    settings = ranking.settings
+    if own.candidate_k is not None:
+        settings = replace(settings, candidate_k=own.candidate_k)
+    if own.hybrid_bm25_weight is not None:
+        settings = replace(settings, bm25_weight=own.hybrid_bm25_weight)
+    reranker = None if own.rerank is False else ranking.reranker
+    return Ranking(settings, reranker)
+
+
 @dataclass(frozen=True)
 class Tuned:
     """The effective settings and what is built from them, read once per operation."""
@@ -114,9 +169,13 @@ class LiveSettings:
         reranker: Reranker | None = None,
         refresh_seconds: float = 2.0,
         rerankers: Callable[[Settings], Reranker | None] = build_reranker,
+        validate: Callable[[Settings], None] | None = None,
     ) -> None:
-        """``reranker`` replaces the one the start settings name (tests)."""
+        """``reranker`` replaces the one the start settings name (tests); ``validate``
+        raises a CitewellError for settings this application cannot run with (say,
+        contextual chunks without an LLM), before a change is kept."""
         self.start = start
+        self._validate = validate
         self._store = store
         self._rerankers = rerankers
         self._refresh_seconds = refresh_seconds
@@ -213,6 +272,8 @@ class LiveSettings:
 
     def _build(self, changes: Mapping[str, Any]) -> Tuned:
         settings = self._merged(changes)
+        if self._validate is not None:
+            self._validate(settings)
         previous = self._current
         reranker = previous.ranking.reranker
         if _values(settings, RERANKER_SETTINGS) != _values(previous.settings, RERANKER_SETTINGS):

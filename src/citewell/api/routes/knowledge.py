@@ -12,6 +12,7 @@ from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import (
     BatchPublic,
     FilePublic,
+    IngestEstimatePublic,
     IngestPublic,
     JobPublic,
     KnowledgeBaseCreate,
@@ -24,6 +25,7 @@ from citewell.catalog.kb_settings import NO_SETTINGS
 from citewell.errors import InvalidInput, PayloadTooLarge
 from citewell.pipeline.ingest import sha256
 from citewell.pipeline.scoped import Scoped
+from citewell.sources import SourceItem
 
 router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"], route_class=OffLoopJsonRoute)
 MAX_NAME = 255
@@ -142,6 +144,37 @@ def _upload(view: Scoped, audit: Audit, kb_id: str, name: str, data: bytes) -> I
             unchanged=False,
         )
     return IngestPublic.of(seen, report)
+
+
+def _item(name: str, data: bytes) -> SourceItem:
+    return SourceItem(key=name, name=name, read=lambda: data)
+
+
+@router.post("/{kb_id}/files/estimate")
+async def estimate_files(
+    kb_id: str, view: ViewDep, files: Annotated[list[UploadFile], File()]
+) -> IngestEstimatePublic:
+    """What uploading these files (multipart, field 'files' repeated) would take: chunks,
+    and the LLM calls and prompt tokens that contextual chunks and document summaries would
+    add. Nothing is stored. Every call is counted, cached or not: what other users' uploads
+    cached is not told."""
+    app = view.app
+    if not files or len(files) > app.settings.max_batch_files:
+        raise InvalidInput(f"Send 1 to {app.settings.max_batch_files} files (max_batch_files).")
+    await run_in_threadpool(view.writable_kb, kb_id)
+    items = [
+        _item(upload_name(f), await read_limited(f, app.settings.max_upload_bytes)) for f in files
+    ]
+    estimate = await run_in_threadpool(app.estimate, items, False)
+    settings = app.settings
+    return IngestEstimatePublic(
+        files=estimate.files,
+        chunks=estimate.chunks,
+        llm_calls=estimate.enrich.llm_calls,
+        prompt_tokens=estimate.enrich.prompt_tokens,
+        contextual_chunks=settings.contextual_chunks,
+        document_summary=settings.document_summary,
+    )
 
 
 @router.post("/{kb_id}/batch", status_code=status.HTTP_202_ACCEPTED)
