@@ -253,6 +253,12 @@ class Settings(BaseSettings):
         "english",
         "Snowball stemmer for BM25 terms ('none' to disable). Changing it requires re-ingesting.",
     )
+    bm25_enriched_texts: bool = _setting(
+        False,
+        "Also index each chunk's file name and document title for BM25 (its heading path "
+        "always is), as Open WebUI's enriched texts do. Applies to files ingested from then on.",
+        "ENABLE_RAG_HYBRID_SEARCH_ENRICHED_TEXTS",
+    )
 
     # --- reranking -------------------------------------------------------------
     reranker: Literal["none", "cross_encoder", "http"] = _setting(

@@ -7,6 +7,7 @@ at full batches; each flush is one write to the chunk store.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -357,7 +358,14 @@ class Ingestor:
         )
         enrichment = self._enricher().enrich(document.text, chunks) if chunks else Enrichment()
         stored = [
-            self._stored_chunk(file_id, kb_id, i, c, item.name, enrichment.prefix(i))
+            self._stored_chunk(
+                file_id,
+                kb_id,
+                i,
+                c,
+                item.name,
+                self._bm25_prefix(i, enrichment, item.name, document),
+            )
             for i, c in enumerate(chunks)
         ]
         embed_texts = [
@@ -365,6 +373,16 @@ class Ingestor:
             for i, c in enumerate(chunks)
         ]
         return _Pending(item, record, stored, embed_texts, data, document.text, document.sections)
+
+    def _bm25_prefix(
+        self, index: int, enrichment: Enrichment, name: str, document: Document
+    ) -> str:
+        """What BM25 indexes with a chunk besides its text and headings: the LLM's summary
+        and context, and with bm25_enriched_texts the file name (its words) and title."""
+        parts = [enrichment.prefix(index)]
+        if self.settings.bm25_enriched_texts:
+            parts += [re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]), document.title or ""]
+        return " ".join(p for p in parts if p)
 
     def _stored_chunk(
         self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, prefix: str
