@@ -18,7 +18,7 @@ import uvicorn
 from citewell.api.app import create_app
 from citewell.config import Settings
 from citewell.pipeline import Citewell
-from tests.fake_servers import FakeLLMService, serve
+from tests.fake_servers import FakeLLMService, FakeService, serve
 
 
 @dataclass
@@ -159,3 +159,33 @@ def stored_vectors(store: Any) -> dict[str, Any]:
     with store.engine.connect() as db:  # PostgreSQL: pgvector's text form
         rows = db.execute(text(f"SELECT id, vector::text FROM {store.table}")).all()
     return {i: np.array(v.strip("[]").split(","), dtype=np.float32) for i, v in rows}
+
+
+@dataclass
+class KeyedServer:
+    """A server with authentication on, keys for an admin and some users, the fake LLM as
+    its LLM and a fake rerank API that settings may switch to."""
+
+    url: str
+    app: Any
+    settings: Settings
+    keys: dict[str, str]
+    llm: FakeLLMService
+    reranker_url: str
+
+    def client(self, who: str) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[who]}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+@contextmanager
+def keyed_server(
+    data_dir: Path, embedder: Any, llm: FakeLLMService, users: tuple[str, ...]
+) -> Iterator[KeyedServer]:
+    from tests.api.test_access import user_keys
+
+    settings = Settings.load(data_dir=data_dir, llm_base_url=llm.url + "/v1")
+    app = Citewell.from_settings(settings, embedder=embedder)
+    with serve(FakeService()) as rerank_url, run_server(settings, embedder, app) as url:
+        keys = user_keys(app, url, users)
+        yield KeyedServer(url, app, settings, keys, llm, rerank_url + "/v1/rerank")

@@ -9,11 +9,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from citewell.config import Settings
-from citewell.pipeline import Citewell
-from tests.api.conftest import run_server
-from tests.api.test_access import user_keys
-from tests.fake_servers import FakeLLMService, FakeService, serve
+from tests.api.conftest import KeyedServer, keyed_server
 
 
 def notes(tag: str) -> str:
@@ -25,29 +21,16 @@ def notes(tag: str) -> str:
 
 
 @dataclass
-class World:
-    url: str
-    app: Citewell
-    keys: dict[str, str]
-    kb: str
-    other: str
-    llm: FakeLLMService
-    reranker_url: str
-
-    def client(self, who: str) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.keys[who]}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+class World(KeyedServer):
+    kb: str = ""
+    other: str = ""
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[World]:
-    settings = Settings.load(
-        data_dir=tmp_path_factory.mktemp("kb-settings"), llm_base_url=fake_llm.url + "/v1"
-    )
-    app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    with serve(FakeService()) as rerank_url, run_server(settings, onnx_embedder, app) as url:
-        keys = user_keys(app, url, ("alice", "bob", "carl"))
-        w = World(url, app, keys, "", "", fake_llm, rerank_url + "/v1/rerank")
+    data = tmp_path_factory.mktemp("kb-settings")
+    with keyed_server(data, onnx_embedder, fake_llm, ("alice", "bob", "carl")) as server:
+        w = World(**vars(server))
         with w.client("alice") as alice:
             made = alice.post(
                 "/api/v1/knowledge", json={"name": "herons", "settings": {"top_k": 2}}

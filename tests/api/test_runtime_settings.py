@@ -10,11 +10,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from citewell.config import Settings
 from citewell.pipeline import Citewell
-from tests.api.conftest import run_server
-from tests.api.test_access import user_keys
-from tests.fake_servers import FakeLLMService, FakeService, serve
+from tests.api.conftest import KeyedServer, keyed_server
 
 PARAGRAPH = (
     "Mallards dabble in shallow ponds for seeds and snails. They nest in reeds near the "
@@ -30,34 +27,21 @@ TEMPLATE = "Use the pond notes below.\n{{CONTEXT}}\nQuestion: {{QUERY}}"
 
 
 @dataclass
-class World:
-    url: str
-    app: Citewell
-    settings: Settings
-    keys: dict[str, str]
-    kb: str
-    llm: FakeLLMService
-    reranker_url: str
-
-    def client(self, who: str) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.keys[who]}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+class World(KeyedServer):
+    kb: str = ""
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[World]:
-    settings = Settings.load(
-        data_dir=tmp_path_factory.mktemp("runtime"), llm_base_url=fake_llm.url + "/v1"
-    )
-    app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    with serve(FakeService()) as rerank_url, run_server(settings, onnx_embedder, app) as url:
-        keys = user_keys(app, url, ("carol",))
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {keys['admin']}"}) as c:
-            kb = c.post("/api/v1/knowledge", json={"name": "ponds"}).json()["id"]
+    data = tmp_path_factory.mktemp("runtime")
+    with keyed_server(data, onnx_embedder, fake_llm, ("carol",)) as server:
+        world = World(**vars(server))
+        with world.client("admin") as c:
+            world.kb = c.post("/api/v1/knowledge", json={"name": "ponds"}).json()["id"]
             text = {"name": "ponds.md", "content": pond_notes("North")}
-            assert c.post(f"/api/v1/knowledge/{kb}/text", json=text).status_code == 201
-        yield World(url, app, settings, keys, kb, fake_llm, rerank_url + "/v1/rerank")
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {keys['admin']}"}) as c:
+            assert c.post(f"/api/v1/knowledge/{world.kb}/text", json=text).status_code == 201
+        yield world
+        with world.client("admin") as c:
             c.post("/api/v1/retrieval/config/reset", json={})
 
 

@@ -40,28 +40,29 @@ def lookup(file_id: str):
     return (TEXT, SECTIONS) if file_id == "f" else None
 
 
+REQUESTS = "Requests go to the manager."
+
+
+def window(mode: str, chars: int, sections=SECTIONS) -> str:  # noqa: ANN001
+    start = TEXT.index(REQUESTS)
+    low, high = span(TEXT, sections, start, start + len(REQUESTS), Expansion(mode, chars))
+    return TEXT[low:high]
+
+
 def test_a_window_grows_by_whole_paragraphs_within_its_size():
-    chunk = "Requests go to the manager."
-    start = TEXT.index(chunk)
-    low, high = span(TEXT, SECTIONS, start, start + len(chunk), Expansion("window", 60))
-    assert TEXT[low:high] == (
+    assert window("window", 60) == (
         "Staff get twenty days. Carry-over is capped at five.\n\n"
         "Requests go to the manager. Approval takes a week.\n\n# Pay"
     )
-    low, high = span(TEXT, SECTIONS, start, start + len(chunk), Expansion("window", 8))
-    assert TEXT[low:high] == chunk  # no whole word fits on either side
+    assert window("window", 8) == REQUESTS  # no whole word fits on either side
 
 
 def test_section_mode_stops_at_the_heading():
-    chunk = "Requests go to the manager."
-    start = TEXT.index(chunk)
-    low, high = span(TEXT, SECTIONS, start, start + len(chunk), Expansion("section", 10_000))
-    assert TEXT[low:high] == (
+    assert window("section", 10_000) == (
         "# Leave\n\nStaff get twenty days. Carry-over is capped at five.\n\n"
         "Requests go to the manager. Approval takes a week.\n\n"
     )
-    wide, _ = span(TEXT, SECTIONS, start, start + len(chunk), Expansion("window", 10_000))
-    assert wide == 0
+    assert window("window", 10_000) == TEXT
 
 
 def test_the_citation_stays_the_chunk_and_the_model_reads_the_window():
