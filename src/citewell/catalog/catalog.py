@@ -56,6 +56,9 @@ class FileLink:
     added_at: float
 
 
+SETTINGS_TTL = 2.0  # seconds a KB's retrieval defaults are remembered
+
+
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
     return KnowledgeBase(
         row.id,
@@ -99,6 +102,8 @@ class Catalog:
         self.engine = engine
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        # KB ids → (when read, their shared retrieval defaults)
+        self._kb_settings: dict[frozenset[str], tuple[float, KnowledgeSettings]] = {}
 
     def _session(self) -> Session:
         return self._sessions()
@@ -140,6 +145,7 @@ class Catalog:
                 row.description = description
             if settings is not None:
                 row.settings = settings.to_json()
+                self._kb_settings.clear()
             row.updated_at = time.time()
         return _kb(row)
 
@@ -215,13 +221,24 @@ class Catalog:
             return [_kb(r, self._file_count(session, r.id)) for r in rows]
 
     def kb_settings(self, kb_ids: Collection[str]) -> KnowledgeSettings:
-        """The retrieval defaults these KBs share (none when they differ or set none)."""
+        """The retrieval defaults these KBs share (none when they differ or set none).
+        Asked on every search: remembered for SETTINGS_TTL seconds (another process's
+        change shows within that; this process's at once)."""
         if not kb_ids:
             return NO_SETTINGS
+        key = frozenset(kb_ids)
+        now = time.monotonic()
+        cached = self._kb_settings.get(key)
+        if cached is not None and now - cached[0] < SETTINGS_TTL:
+            return cached[1]
         query = select(KnowledgeBaseRow.settings).where(KnowledgeBaseRow.id.in_(list(kb_ids)))
         with self._session() as session:
             texts = session.scalars(query).all()
-        return common(KnowledgeSettings.from_json(t) for t in texts)
+        found = common(KnowledgeSettings.from_json(t) for t in texts)
+        if len(self._kb_settings) >= 4096:
+            self._kb_settings.clear()
+        self._kb_settings[key] = (now, found)
+        return found
 
     def delete_kb(self, kb_id: str) -> None:
         with self._session() as session, session.begin():
