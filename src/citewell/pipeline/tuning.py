@@ -23,7 +23,7 @@ from citewell.embedders import Embedder
 from citewell.enrich import CONTEXT_PROMPT, SUMMARY_PROMPT, EnrichConfig
 from citewell.errors import CitewellError, ConfigError, InvalidInput
 from citewell.llm.base import LLM
-from citewell.rerankers import Reranker, build_reranker
+from citewell.rerankers import build_reranker
 from citewell.retrieval import Ranking, RetrievalSettings
 from citewell.splitters import Splitter, build_splitter
 from citewell.types import SearchMode
@@ -166,25 +166,20 @@ class LiveSettings:
         self,
         start: Settings,
         store: RuntimeSettingsStore | None = None,
-        reranker: Reranker | None = None,
         refresh_seconds: float = 2.0,
-        rerankers: Callable[[Settings], Reranker | None] = build_reranker,
         validate: Callable[[Settings], None] | None = None,
     ) -> None:
-        """``reranker`` replaces the one the start settings name (tests); ``validate``
-        raises a CitewellError for settings this application cannot run with (say,
-        contextual chunks without an LLM), before a change is kept."""
+        """``validate`` raises a CitewellError for settings this application cannot run
+        with (say, contextual chunks without an LLM), before a change is kept."""
         self.start = start
         self._validate = validate
         self._store = store
-        self._rerankers = rerankers
         self._refresh_seconds = refresh_seconds
         self._lock = threading.Lock()
         self._local: dict[str, Any] = {}  # this process only (benchmarks, tests)
         self._kept: dict[str, Any] = {}
         self._checked = time.monotonic()
-        built = reranker if reranker is not None else rerankers(start)
-        self._current = Tuned(start, Ranking(retrieval_settings(start), built))
+        self._current = Tuned(start, Ranking(retrieval_settings(start), build_reranker(start)))
         self._splitters: dict[tuple[Any, ...], Splitter] = {}
         self._apply(self._load(), quiet=True)
 
@@ -277,7 +272,7 @@ class LiveSettings:
         previous = self._current
         reranker = previous.ranking.reranker
         if _values(settings, RERANKER_SETTINGS) != _values(previous.settings, RERANKER_SETTINGS):
-            reranker = self._rerankers(settings)
+            reranker = build_reranker(settings)
         return Tuned(settings, Ranking(retrieval_settings(settings), reranker), dict(changes))
 
     def _merged(self, changes: Mapping[str, Any]) -> Settings:
