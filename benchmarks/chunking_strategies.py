@@ -61,11 +61,11 @@ def run(name: str, work: Path, cache: Path) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path, required=True)
-    parser.add_argument("--only", default="", help="Comma-separated strategies.")
+    parser.add_argument("--only", default="", help="Comma-separated strategies, run in order.")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     cache = (args.work / "embeddings.sqlite").resolve()
-    names = [n for n in STRATEGIES if not args.only or n in args.only.split(",")]
+    names = args.only.split(",") if args.only else list(STRATEGIES)  # in the order given
     for name in names:
         print(json.dumps(run(name, args.work, cache)), flush=True)
 

@@ -24,10 +24,7 @@ from citewell.chat.presets import parse_presets
 from citewell.config import Settings
 from citewell.db import open_engine
 from citewell.embedders import CachedEmbedder, DatabaseEmbeddingCache, Embedder, EmbeddingCache
-from citewell.enrich import (
-    ContextCache,
-    Enricher,
-)
+from citewell.enrich import Enricher
 from citewell.errors import CitewellError, FileNotFound
 from citewell.jobs import Job, JobRunner, JobStore
 from citewell.jobs.leader import WorkerElection
@@ -108,9 +105,8 @@ class Citewell:
         self.jobs = spaces.jobs
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self.election: WorkerElection | None = None  # several processes on an embedded dir
-        self.contexts = ContextCache(catalog.engine)
+        self.contexts = spaces.contexts  # what the LLM wrote about chunks, by what made it
         self._enricher: Enricher | None = None
-        needs_llm(llm, settings)  # contextual settings without an LLM: refused at start-up
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
