@@ -94,3 +94,19 @@ def test_open_webui_names_and_echoed_answers_translate():
     with pytest.raises(InvalidInput, match="ENABLE_WEB_SEARCH"):
         runtime_changes({"ENABLE_WEB_SEARCH": True})
     assert set(RUNTIME_SETTINGS) <= set(Settings.model_fields)
+
+
+def test_the_user_guide_names_every_setting_that_changes_at_run_time():
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[2] / "docs" / "user-guide.md").read_text()
+    section = guide.split("## Changing settings while the server runs", 1)[1].split("\n## ")[0]
+    prompts = ("contextual_prompt", "summary_prompt", "contextual_model")  # "their prompts, model"
+    limits = ("contextual_document_tokens", "contextual_concurrency")  # "and limits"
+    semantic = ("semantic_threshold", "semantic_percentile", "semantic_window")  # semantic_*
+    missing = [
+        name
+        for name in RUNTIME_SETTINGS
+        if f"`{name}`" not in section and name not in prompts + limits + semantic
+    ]
+    assert missing == []
