@@ -635,23 +635,10 @@ def kb_delete(ctx: Context, name: str) -> None:
     click.echo(f"Deleted {name}.")
 
 
-@main.command()
-@click.option("--markdown", is_flag=True, help="Print the configuration reference.")
-@pass_app
-def config(ctx: Context, markdown: bool) -> None:
-    """Show the effective settings (or the reference with --markdown)."""
-    from citewell.config import Settings, configuration_markdown
-
-    if markdown:
-        click.echo(configuration_markdown(), nl=False)
-        return
-    with _errors():
-        settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
-    click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
-
-
 from citewell.cli_auth import group, key, share, user  # noqa: E402 (in their own module)
+from citewell.cli_config import config  # noqa: E402
 
+main.add_command(config)
 main.add_command(user)
 main.add_command(key)
 main.add_command(group)

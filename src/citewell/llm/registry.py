@@ -55,3 +55,8 @@ LLM_ENGINES: dict[str, Callable[[Settings], LLM | None]] = {
 
 def build_llm(settings: Settings) -> LLM | None:
     return LLM_ENGINES[settings.llm_engine](settings)
+
+
+def llm_configured(settings: Settings) -> bool:
+    """Whether these settings name an LLM (without building it: a local one loads a model)."""
+    return settings.llm_engine != "openai" or bool(settings.llm_base_url)

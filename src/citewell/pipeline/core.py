@@ -137,7 +137,9 @@ class Citewell:
         )
         llm = llm if llm is not None else build_llm(settings)
         live = LiveSettings(
-            settings, RuntimeSettingsStore(catalog.engine), validate=partial(needs_llm, llm)
+            settings,
+            RuntimeSettingsStore(catalog.engine),
+            validate=partial(needs_llm, llm is not None),
         )
         retriever = HybridRetriever(
             None,

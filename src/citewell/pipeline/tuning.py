@@ -22,7 +22,6 @@ from citewell.config import Settings
 from citewell.embedders import Embedder
 from citewell.enrich import CONTEXT_PROMPT, SUMMARY_PROMPT, EnrichConfig
 from citewell.errors import CitewellError, ConfigError, InvalidInput
-from citewell.llm.base import LLM
 from citewell.rerankers import build_reranker
 from citewell.retrieval import Ranking, RetrievalSettings
 from citewell.splitters import Splitter, build_splitter
@@ -108,8 +107,8 @@ def retrieval_settings(settings: Settings) -> RetrievalSettings:
     )
 
 
-def needs_llm(llm: LLM | None, settings: Settings) -> None:
-    if llm is None and (settings.contextual_chunks or settings.document_summary):
+def needs_llm(has_llm: bool, settings: Settings) -> None:
+    if not has_llm and (settings.contextual_chunks or settings.document_summary):
         raise ConfigError(
             "contextual_chunks and document_summary need an LLM to write contexts and "
             "summaries: set llm_base_url (an OpenAI-compatible server or Ollama) or "

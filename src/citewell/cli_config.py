@@ -1,0 +1,90 @@
+"""`citewell config …`: the effective settings, the reference, and run-time changes made from
+the command line (as admins make them over /api/v1/retrieval/config), straight on the
+metadata database: no model is loaded, and running servers pick a change up within 2 s."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+import click
+
+from citewell.auth.access import Access
+from citewell.auth.audit import AuditLog
+from citewell.catalog.runtime import RuntimeSettingsStore
+from citewell.config import Settings, configuration_markdown, masked_settings
+from citewell.db import open_engine
+from citewell.errors import CitewellError
+from citewell.llm.registry import llm_configured
+from citewell.pipeline.tuning import LiveSettings, needs_llm
+
+
+@contextmanager
+def _live() -> Iterator[tuple[LiveSettings, AuditLog]]:
+    root = click.get_current_context().find_root()
+    try:
+        start = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
+        engine = open_engine(start)
+        check = partial(needs_llm, llm_configured(start))
+        yield LiveSettings(start, RuntimeSettingsStore(engine), validate=check), AuditLog(engine)
+    except CitewellError as exc:
+        raise click.ClickException(exc.message) from exc
+
+
+def _value(text: str) -> Any:
+    """JSON where it parses (numbers, true/false, lists), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@click.group(invoke_without_command=True)
+@click.option("--markdown", is_flag=True, help="Print the configuration reference.")
+@click.pass_context
+def config(ctx: click.Context, markdown: bool) -> None:
+    """Show the effective settings: start-up values with run-time changes (or the reference
+    with --markdown). `config set` and `config reset` change settings at run time."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if markdown:
+        click.echo(configuration_markdown(), nl=False)
+        return
+    with _live() as (live, _):
+        click.echo(json.dumps(masked_settings(live.settings), indent=2))
+
+
+@config.command(name="set")
+@click.argument("pairs", nargs=-1, required=True, metavar="NAME=VALUE...")
+def set_settings(pairs: tuple[str, ...]) -> None:
+    """Change settings for every process on this data dir or database, and across restarts.
+    Values are JSON where they parse (5, 0.2, true, ["\\n\\n", "."]), else text."""
+    changes = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise click.UsageError(f"{pair!r} is not NAME=VALUE.")
+        changes[name.strip()] = _value(value)
+    with _live() as (live, audit):
+        changed = live.update(changes)
+        if changed:
+            audit.record(
+                Access.everything(), "settings.update", "settings", "runtime", names=changed
+            )
+    click.echo(f"Changed: {', '.join(changed)}." if changed else "Nothing changed.")
+
+
+@config.command(name="reset")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+def reset_settings(names: tuple[str, ...]) -> None:
+    """Back to the start-up values (environment, config file, defaults): of NAMEs, or of
+    every setting changed at run time."""
+    with _live() as (live, audit):
+        live.reset(list(names) or None)
+        audit.record(
+            Access.everything(), "settings.reset", "settings", "runtime", names=list(names) or "all"
+        )
+    click.echo("Back to the start-up values" + (f" for {', '.join(names)}." if names else "."))
