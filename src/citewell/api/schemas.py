@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.catalog import FileRecord, KnowledgeBase
+from citewell.catalog.labels import RechunkStatus
 from citewell.jobs import Job
 from citewell.types import IngestReport, SearchMode, Section
 
@@ -39,6 +40,16 @@ class KnowledgeSettingsUpdate(BaseModel):
     )
     full_context: bool | None = Field(
         default=None, description="Answers get whole documents while they fit."
+    )
+    chunking: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Its own chunking: server settings such as text_splitter, chunk_size, "
+            "chunk_overlap, contextual_chunks (the whole set; the rest are the server's). "
+            "A change re-chunks the KB's files in the job queue; searches read the old "
+            "chunks until every file is done. null: back to the server's chunking."
+        ),
+        examples=[{"text_splitter": "token", "chunk_size": 256, "chunk_overlap": 32}],
     )
 
     def changes(self) -> dict[str, Any]:
@@ -112,6 +123,19 @@ class FileTextPublic(BaseModel):
     )
 
 
+class RechunkPublic(BaseModel):
+    batch_id: str = Field(description="GET /api/v1/jobs/batches/{batch_id} shows its jobs.")
+    files: int
+    done: int
+    failed: int
+
+    @classmethod
+    def of(cls, status: RechunkStatus) -> RechunkPublic:
+        return cls(
+            batch_id=status.batch_id, files=status.files, done=status.done, failed=status.failed
+        )
+
+
 class KnowledgeBasePublic(BaseModel):
     id: str
     name: str
@@ -121,13 +145,23 @@ class KnowledgeBasePublic(BaseModel):
     created_at: int
     updated_at: int
     settings: dict[str, Any] = Field(
-        default_factory=dict, description="Its own retrieval defaults (only those set)."
+        default_factory=dict,
+        description="Its own retrieval defaults and chunking (only those set).",
+    )
+    rechunk: RechunkPublic | None = Field(
+        default=None, description="The re-chunk after a chunking change, while it runs."
     )
     files: list[FilePublic] | None = None
 
     @classmethod
-    def of(cls, kb: KnowledgeBase, files: list[FileRecord] | None = None) -> KnowledgeBasePublic:
+    def of(
+        cls,
+        kb: KnowledgeBase,
+        files: list[FileRecord] | None = None,
+        rechunk: RechunkStatus | None = None,
+    ) -> KnowledgeBasePublic:
         return cls(
+            rechunk=RechunkPublic.of(rechunk) if rechunk else None,
             id=kb.id,
             name=kb.name,
             description=kb.description,

@@ -65,6 +65,14 @@ class Reembedder(Protocol):
     def drop_retired(self) -> None: ...
 
 
+class Rechunks(Protocol):
+    """Re-chunking knowledge bases, as the runner drives it (pipeline.chunk_sets)."""
+
+    def rechunk(self, kb_id: str, group: Sequence[Job]) -> None: ...
+
+    def retire_all(self) -> None: ...
+
+
 class UploadLost(CitewellError):
     status = 410
     code = "lost"
@@ -86,9 +94,11 @@ class JobRunner:
         retry_seconds: float = 2.0,
         poll_seconds: float = 1.0,
         spaces: Reembedder | None = None,
+        rechunker: Rechunks | None = None,
     ) -> None:
         self.jobs = jobs
         self.spaces = spaces
+        self.rechunker = rechunker
         self.ingestor = ingestor
         self.storage = storage
         self.batch_files = batch_files
@@ -167,7 +177,11 @@ class JobRunner:
         # Re-embed jobs only where this process builds the new space (not a CLI's worker).
         switching = self.spaces is not None and self.spaces.switching
         self._sweep()
-        claimed = self.jobs.claim(self.batch_files, None if switching else ("ingest",))
+        # A re-chunk waits for a model switch to end (its sets would miss the new space).
+        operations: tuple[str, ...] = ("ingest", "reembed") if switching else ("ingest", "rechunk")
+        if self.rechunker is None:
+            operations = ("ingest", "reembed") if switching else ("ingest",)
+        claimed = self.jobs.claim(self.batch_files, operations)
         self._held = tuple(job.id for job in claimed)
         groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
         for job in claimed:
@@ -175,6 +189,9 @@ class JobRunner:
         for (operation, kb_id), group in groups.items():
             if operation == "reembed":
                 self._reembed(group)
+            elif operation == "rechunk":
+                assert self.rechunker is not None
+                self.rechunker.rechunk(kb_id, group)
             else:
                 self._run_group(kb_id, group)
         self._held = ()
@@ -188,6 +205,8 @@ class JobRunner:
             self.spaces.finish()
             if not claimed:
                 self.spaces.drop_retired()
+        if self.rechunker is not None and not claimed:
+            self.rechunker.retire_all()
         return bool(claimed)
 
     def _reembed(self, group: Sequence[Job]) -> None:

@@ -2,8 +2,9 @@
 disagree, and (with repair) making them agree again.
 
 - chunks of files the catalog does not know (orphans) → deleted;
-- files whose chunks are missing or fewer than recorded → re-indexed from the stored original
-  (deleted when the original is gone too);
+- files whose chunks are missing or fewer than recorded (or, in a KB with its own chunking,
+  whose chunk set there is missing) → re-indexed from the stored original, every chunk set
+  anew (deleted when the original is gone too);
 - stored originals and texts of no known file → deleted;
 - files in no knowledge base → deleted, as removing a file from its last KB does;
 - jobs that have been running far longer than any step may take (their worker died) → queued
@@ -90,12 +91,21 @@ class ConsistencyCheck:
         files = {f.id: f for f in self.catalog.list_files()}
         for file_id in sorted(self.store.file_ids() - set(files)):
             report.orphan_chunks[file_id] = self.store.count(ChunkFilter(file_ids=(file_id,)))
+        special = self.ingestor.sets.labels.special()
         for record in files.values():
-            found = self.store.count(ChunkFilter(file_ids=(record.id,)))
-            if found < record.chunk_count:
-                report.missing_chunks[record.id] = (record.chunk_count, found)
-            if not self.catalog.kbs_of_file(record.id):
+            kb_ids = self.catalog.kbs_of_file(record.id)
+            if not kb_ids:
                 report.files_in_no_kb.append(record.id)
+            labels = {special[k].label if k in special else k for k in kb_ids}
+            if all(label in kb_ids for label in labels):  # only the shared set
+                found = self.store.count(ChunkFilter(file_ids=(record.id,)))
+                if found < record.chunk_count:
+                    report.missing_chunks[record.id] = (record.chunk_count, found)
+                continue
+            for label in sorted(labels):  # sets of other chunkings: each must be there
+                where = ChunkFilter(kb_ids=(label,), file_ids=(record.id,))
+                if record.chunk_count and not self.store.count(where):
+                    report.missing_chunks[record.id] = (record.chunk_count, 0)
         report.orphan_stored = sorted(self.storage.file_ids() - set(files))
         self._compare_jobs(report)
         if isinstance(self.store, ReportsIndexHealth):

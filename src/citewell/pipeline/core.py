@@ -33,6 +33,7 @@ from citewell.llm.registry import build_llm
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
+from citewell.pipeline.chunk_sets import ChunkSets, Rechunker
 from citewell.pipeline.ingest import IngestEstimate, Ingestor, ProgressCallback, sha256
 from citewell.pipeline.spaces import EmbeddingSpaces
 from citewell.pipeline.tuning import (
@@ -91,6 +92,7 @@ class Citewell:
         self.measure = budget_measure(self.embedder)  # prompt budgets and input limits
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
+        self.chunk_sets = ChunkSets(catalog, live, self.enricher_for)
         self.ingestor = Ingestor(
             settings,
             catalog,
@@ -100,13 +102,15 @@ class Citewell:
             spaces.lock,
             splitter=live.splitter_for,
             enricher=lambda: self.enricher,
+            sets=self.chunk_sets,
         )
         self.web = WebSources(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
+        self.rechunker = Rechunker(self.chunk_sets, self.ingestor, self.jobs)
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self.election: WorkerElection | None = None  # several processes on an embedded dir
         self.contexts = spaces.contexts  # what the LLM wrote about chunks, by what made it
-        self._enricher: Enricher | None = None
+        self._enrichers: dict[object, Enricher] = {}
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
     @classmethod
@@ -159,10 +163,16 @@ class Citewell:
     @property
     def enricher(self) -> Enricher:
         """What writes chunk contexts and document summaries, as the settings now say."""
-        config = enrich_config(self.settings)
-        if self._enricher is None or self._enricher.config != config:
-            self._enricher = Enricher(self.llm, self.contexts, config)
-        return self._enricher
+        return self.enricher_for(self.settings)
+
+    def enricher_for(self, settings: Settings) -> Enricher:
+        """The enricher ``settings`` (the server's, or a KB's chunking) ask for."""
+        config = enrich_config(settings)
+        if config not in self._enrichers:
+            if len(self._enrichers) >= 8:
+                self._enrichers.clear()
+            self._enrichers[config] = Enricher(self.llm, self.contexts, config)
+        return self._enrichers[config]
 
     @cached_property
     def chat(self) -> ChatPipeline:
@@ -202,6 +212,7 @@ class Citewell:
                 self.settings.job_batch_files,
                 self.settings.job_retry_seconds,
                 spaces=self.spaces,
+                rechunker=self.rechunker,
             )
             self.runner.start()
 
@@ -227,8 +238,12 @@ class Citewell:
         owner_id: str = "",
         settings: KnowledgeSettings = NO_SETTINGS,
     ) -> KnowledgeBase:
+        if settings.chunking:
+            self.live.chunking(settings.chunking_map)  # refuse what cannot split anything
         created = self.catalog.create_kb(name, description, owner_id, settings)
         self._kb_ids.clear()  # the name may have meant another KB until now
+        if settings.chunking:
+            self.rechunker.start(created.id)  # empty: reads its own set at once
         return created
 
     def update_kb(
@@ -238,8 +253,17 @@ class Citewell:
         description: str | None = None,
         settings: KnowledgeSettings | None = None,
     ) -> KnowledgeBase:
-        updated = self.catalog.update_kb(self.kb_id(name_or_id), name, description, settings)
+        """A change of the KB's chunking re-chunks it through the job queue."""
+        kb = self.catalog.get_kb(self.kb_id(name_or_id))
+        rechunk = settings is not None and settings.chunking != kb.settings.chunking
+        if rechunk and settings is not None:
+            self.live.chunking(settings.chunking_map)  # refuse what cannot split anything
+        updated = self.catalog.update_kb(kb.id, name, description, settings)
         self._kb_ids.clear()  # names may now point elsewhere
+        if rechunk:
+            self.rechunker.start(kb.id)
+            if self.runner is not None:
+                self.runner.wake()
         return updated
 
     def kb_id(self, name_or_id: str) -> str:
@@ -446,7 +470,9 @@ class Citewell:
             threshold = own.relevance_threshold
         k = k or own.top_k or tuned.settings.top_k
         ranking = kb_ranking(tuned.ranking, own)
-        results = self.retriever.search(query, where, k, mode, trace, threshold, ranking)
+        labelled = self.chunk_sets.where(where)  # the chunk sets these KBs read now
+        results = self.retriever.search(query, labelled, k, mode, trace, threshold, ranking)
+        self.chunk_sets.visible(results)
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
             result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)

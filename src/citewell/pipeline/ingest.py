@@ -14,19 +14,22 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder
 from citewell.enrich import EnrichCost, Enricher, Enrichment
-from citewell.errors import CitewellError
+from citewell.errors import CitewellError, StoreError
 from citewell.retrieval import terms_string
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore, optimize_store
 from citewell.types import Chunk, ChunkFilter, Document, IngestReport, Section, StoredChunk
+
+if TYPE_CHECKING:
+    from citewell.pipeline.chunk_sets import ChunkSets, ChunkTarget
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
@@ -91,6 +94,7 @@ class _Run:
     kb: KnowledgeBase
     progress: IngestProgress
     callback: ProgressCallback | None
+    targets: tuple[ChunkTarget, ...]  # the chunk sets each file gets in the KB
     pending: list[_Pending] = field(default_factory=list)  # parsed, waiting to be embedded
     # Being parsed: future → (item, digest, the file its path held before, if any).
     parsing: dict[Future[_Pending], tuple[SourceItem, str, FileRecord | None]] = field(
@@ -154,12 +158,15 @@ class Ingestor:
         lock: threading.Lock | None,
         splitter: Callable[[CachedEmbedder], Splitter],
         enricher: Callable[[], Enricher],
+        sets: ChunkSets,
     ) -> None:
         """``space`` returns the active embedding space's handle (embedder, store); it is
         read on every use, and changes only while ``lock`` is held. ``splitter`` gives the
         splitter in force for an embedder (chunking settings may change at run time);
-        ``enricher`` what writes chunk contexts and summaries, as the settings now say."""
+        ``enricher`` what writes chunk contexts and summaries, as the settings now say;
+        ``sets`` which chunk sets a file gets in a KB (its own chunking, a re-chunk)."""
         self.settings = settings
+        self.sets = sets
         self._splitter = splitter
         self._enricher = enricher
         self.reader = reader
@@ -207,10 +214,12 @@ class Ingestor:
         strict: bool = False,
         observer: Observer | None = None,
     ) -> IngestReport:
+        target_kb = self.catalog.ensure_kb(kb)
         run = _Run(
-            self.catalog.ensure_kb(kb),
+            target_kb,
             IngestProgress(files_total=len(items)),
             progress,
+            self.sets.targets(target_kb.id, self.embedder),
             observer=observer,
         )
         existing = self.catalog.files_in_kb(run.kb.id)
@@ -296,7 +305,7 @@ class Ingestor:
         known = self.catalog.file_by_sha(digest)
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
-            future = pool.submit(self._prepare, item, data, digest, run.kb.id)
+            future = pool.submit(self._prepare, item, data, digest, run.targets)
             run.parsing[future] = (item, digest, previous)
             return False
         self._flush(run)  # the identical file may still be pending
@@ -336,12 +345,19 @@ class Ingestor:
         if not self.catalog.paths_in_kb(run.kb.id, previous.id):  # no other path holds it
             self.remove_from_kb(run.kb.id, previous.id)
 
-    def _prepare(self, item: SourceItem, data: bytes, digest: str, kb_id: str) -> _Pending:
+    def _prepare(
+        self, item: SourceItem, data: bytes, digest: str, targets: Sequence[ChunkTarget]
+    ) -> _Pending:
         document = self.reader.read(data, item.reader_name or item.name)
-        chunks = [c for c in self.splitter.split(document) if c.text.strip()]
-        if self.settings.bypass_embedding_and_retrieval:
-            chunks = []  # whole documents go to the LLM; nothing is chunked or embedded
         file_id = digest[:32]
+        chunks: list[StoredChunk] = []
+        embed_texts: list[str] = []
+        counts = []
+        for target in targets:  # one set per chunking the KB needs (two while re-chunked)
+            made, texts = self._chunks_for(file_id, document, target, item.name)
+            chunks += made
+            embed_texts += texts
+            counts.append(len(made))
         record = FileRecord(
             id=file_id,
             sha256=digest,
@@ -349,51 +365,76 @@ class Ingestor:
             name=item.name,
             mime_type=document.mime_type,
             size=len(data),
-            chunk_count=len(chunks),
+            chunk_count=counts[0] if counts else 0,
             status="indexed",
             created_at=time.time(),
             source=item.source,
             url=item.url,
             title=document.title or "",
         )
-        enrichment = self._enricher().enrich(document.text, chunks) if chunks else Enrichment()
+        return _Pending(item, record, chunks, embed_texts, data, document.text, document.sections)
+
+    def _chunks_for(
+        self,
+        file_id: str,
+        document: Document,
+        target: ChunkTarget,
+        name: str,
+        labels: tuple[str, ...] = (),
+    ) -> tuple[list[StoredChunk], list[str]]:
+        """A document's chunks in one set (labelled ``labels``, else the target's) and the
+        texts to embed for them."""
+        chunks = [c for c in target.splitter.split(document) if c.text.strip()]
+        if self.settings.bypass_embedding_and_retrieval:
+            return [], []  # whole documents go to the LLM; nothing is chunked or embedded
+        enrichment = target.enricher.enrich(document.text, chunks) if chunks else Enrichment()
+        salt = "" if target.shared else target.label  # own sets never share a chunk id
         stored = [
             self._stored_chunk(
                 file_id,
-                kb_id,
+                labels or (target.label,),
                 i,
                 c,
-                item.name,
-                self._bm25_prefix(i, enrichment, item.name, document),
+                name,
+                self._bm25_prefix(i, enrichment, name, document, target.bm25_enriched),
+                salt,
             )
             for i, c in enumerate(chunks)
         ]
-        embed_texts = [
-            embed_text(c.text, c.headings, record.title, enrichment.prefix(i))
+        texts = [
+            embed_text(c.text, c.headings, document.title or "", enrichment.prefix(i))
             for i, c in enumerate(chunks)
         ]
-        return _Pending(item, record, stored, embed_texts, data, document.text, document.sections)
+        return stored, texts
 
     def _bm25_prefix(
-        self, index: int, enrichment: Enrichment, name: str, document: Document
+        self, index: int, enrichment: Enrichment, name: str, document: Document, enriched: bool
     ) -> str:
         """What BM25 indexes with a chunk besides its text and headings: the LLM's summary
         and context, and with bm25_enriched_texts the file name (its words) and title."""
         parts = [enrichment.prefix(index)]
-        if self.settings.bm25_enriched_texts:
+        if enriched:
             parts += [re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]), document.title or ""]
         return " ".join(p for p in parts if p)
 
     def _stored_chunk(
-        self, file_id: str, kb_id: str, index: int, chunk: Chunk, name: str, prefix: str
+        self,
+        file_id: str,
+        labels: tuple[str, ...],
+        index: int,
+        chunk: Chunk,
+        name: str,
+        prefix: str,
+        salt: str = "",
     ) -> StoredChunk:
         """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it."""
-        chunk_id = sha256(f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}".encode())
+        key = f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}"
+        chunk_id = sha256(f"{salt}\0{key}".encode() if salt else key.encode())
         enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
         return StoredChunk(
             id=chunk_id[:32],
             file_id=file_id,
-            kb_ids=(kb_id,),
+            kb_ids=labels,
             index=index,
             text=chunk.text,
             start=chunk.start,
@@ -432,31 +473,89 @@ class Ingestor:
             optimize_store(self.store)  # long ingests: keep fragments few and indexes current
 
     def reindex(self, record: FileRecord, data: bytes) -> int:
-        """Rebuild a file's chunks from its original: same id, same KBs. The caller holds
-        ``lock``. Chunk ids depend on content only, so embeddings come from the cache."""
-        kb_ids = tuple(self.catalog.kbs_of_file(record.id))
-        item = SourceItem(key="", name=record.name, read=lambda: data, source=record.source)
-        pending = self._prepare(item, data, record.sha256, kb_ids[0])
-        vectors = self.embedder.embed(pending.embed_texts, "document")
-        rows = [
-            replace(_with_vector(chunk, vector), kb_ids=kb_ids)
-            for chunk, vector in zip(pending.chunks, vectors, strict=True)
-        ]
+        """Rebuild a file's chunks from its original: same id, same KBs, each set anew. The
+        caller holds ``lock``. Chunk ids depend on content only, so embeddings come from the
+        cache."""
+        document = self.reader.read(data, record.name)
+        self.storage.put(record.id, data, document.text, document.sections)
         self.store.delete(ChunkFilter(file_ids=(record.id,)))
-        self.store.upsert(rows)
-        self.storage.put(record.id, data, pending.text, pending.sections)
-        self.catalog.add_file(replace(pending.record, created_at=record.created_at, url=record.url))
-        return len(rows)
+        kb_ids = self.catalog.kbs_of_file(record.id)
+        shared = tuple(k for k in kb_ids if self.sets.labels.of(k).shared)
+        counts = []
+        if shared:
+            target = self.sets.target(shared[0], shared[0], self.embedder)
+            counts.append(self._write_set(record.id, document, target, record.name, shared))
+        for kb_id in kb_ids:
+            for label in self.sets.labels.of(kb_id).writing:
+                if label != kb_id:
+                    target = self.sets.target(kb_id, label, self.embedder)
+                    counts.append(self._write_set(record.id, document, target, record.name))
+        self.catalog.add_file(
+            replace(
+                record,
+                text_sha256=sha256(document.text.encode()),
+                mime_type=document.mime_type,
+                title=document.title or "",
+                chunk_count=counts[0] if counts else 0,  # of its first set, as at ingestion
+            )
+        )
+        return sum(counts)
+
+    def add_set(self, record: FileRecord, kb_id: str, target: ChunkTarget) -> int:
+        """Give a stored file a chunk set in ``target``: a link into the shared set when
+        another KB reads it, else its stored text split anew (no parsing). Returns how many
+        chunks were written. The caller holds ``lock``."""
+        if target.shared:
+            peer = self.sets.shared_peer(record.id, kb_id)
+            if peer is not None:
+                self.store.link(record.id, target.label, within=peer)
+                return 0
+        return self._write_set(record.id, self._stored_document(record), target, record.name)
+
+    def _write_set(
+        self,
+        file_id: str,
+        document: Document,
+        target: ChunkTarget,
+        name: str,
+        labels: tuple[str, ...] = (),
+    ) -> int:
+        chunks, texts = self._chunks_for(file_id, document, target, name, labels)
+        if not texts:
+            return 0
+        vectors = self.embedder.embed(texts, "document")
+        self.store.upsert([_with_vector(c, v) for c, v in zip(chunks, vectors, strict=True)])
+        return len(chunks)
+
+    def _stored_document(self, record: FileRecord) -> Document:
+        text = self.storage.text(record.id)
+        if text is None:
+            raise StoreError(
+                f"The extracted text of {record.name!r} ({record.id}) is missing; run "
+                "'citewell check --repair' or upload the file again."
+            )
+        sections = tuple(self.storage.sections(record.id))
+        return Document(text, record.name, record.mime_type, sections, record.title or None)
 
     def link(self, kb_id: str, file_id: str, item: SourceItem) -> None:
-        """Identical bytes are stored and embedded once; the link keeps this item's name."""
-        self.store.link(file_id, kb_id)
+        """Identical bytes are stored and embedded once; the link keeps this item's name.
+        A KB with its own chunking gets its own set of the file, from the stored text."""
+        record = self.catalog.get_file(file_id)
+        held = kb_id in self.catalog.kbs_of_file(file_id)
+        current = self.sets.labels.of(kb_id).label
+        for target in self.sets.targets(kb_id, self.embedder):
+            if record is not None and not (held and target.label == current):
+                self.add_set(record, kb_id, target)  # held: another path has its set
         self.catalog.link(kb_id, file_id, item.key, item.name, item.added_by)
 
     def remove_from_kb(self, kb_id: str, file_id: str) -> None:
-        """Take a file out of a KB; delete its chunks and record once no KB holds it."""
+        """Take a file out of a KB (out of each set the KB has of it: chunks left in no KB
+        go); delete its record once no KB holds it."""
         self.catalog.unlink(kb_id, file_id)
-        self.store.unlink(file_id, kb_id)
+        sets = self.sets.labels.of(kb_id)
+        for label in dict.fromkeys((*sets.writing, sets.retired)):
+            if label:
+                self.store.unlink(file_id, label)
         if not self.catalog.kbs_of_file(file_id):
             self.delete_file(file_id)
 

@@ -52,6 +52,13 @@ CHUNKING_SETTINGS = (
     "semantic_percentile",
     "semantic_window",
 )
+# What a knowledge base may set for itself (its files are split and indexed with them).
+KB_CHUNKING = (
+    *CHUNKING_SETTINGS,
+    "contextual_chunks",
+    "document_summary",
+    "bm25_enriched_texts",
+)
 ENRICH_SETTINGS = (
     "contextual_chunks",
     "contextual_prompt",
@@ -284,16 +291,40 @@ class LiveSettings:
         except ValueError as exc:
             raise ConfigError(f"Invalid settings: {exc}") from exc
 
-    def splitter_for(self, embedder: Embedder) -> Splitter:
-        """The splitter the current chunking settings make with ``embedder`` (its tokenizer
-        measures sizes, the semantic splitters use its vectors); built once per change."""
-        settings = self.current.settings
+    def splitter_for(self, embedder: Embedder, settings: Settings | None = None) -> Splitter:
+        """The splitter that the chunking settings in force (or ``settings``: a KB's own)
+        make with ``embedder`` (its tokenizer measures sizes, the semantic splitters use its
+        vectors); built once per distinct chunking."""
+        settings = settings or self.current.settings
         key = (embedder.model_id, id(embedder), repr(_values(settings, CHUNKING_SETTINGS)))
         splitter = self._splitters.get(key)
         if splitter is None:
             splitter = build_splitter(settings, embedder)
-            self._splitters = {key: splitter}  # the old one is no longer wanted
+            if len(self._splitters) >= 16:  # old chunkings are rarely wanted again
+                self._splitters = {}
+            self._splitters[key] = splitter
         return splitter
+
+    def chunking(self, own: Mapping[str, Any]) -> Settings:
+        """The settings a KB's files are split with: the server's now, with the KB's own
+        chunking settings (``own``) laid over them and checked like any change."""
+        check_kb_chunking(own)
+        if not own:
+            return self.current.settings
+        current = self.current
+        merged = self._merged({**current.changed, **own})
+        if self._validate is not None:
+            self._validate(merged)
+        return merged
+
+
+def check_kb_chunking(own: Mapping[str, Any]) -> None:
+    unknown = sorted(set(own) - set(KB_CHUNKING))
+    if unknown:
+        raise InvalidInput(
+            f"{', '.join(unknown)} cannot be set per knowledge base; its chunking may set "
+            f"{', '.join(KB_CHUNKING)}."
+        )
 
 
 READ_ONLY_KEYS = ("status", "changed", "start")  # in GET's answer; a client may post it back

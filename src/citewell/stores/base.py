@@ -51,12 +51,14 @@ class ChunkStore(Protocol):
         """Delete every chunk matching ``where``; returns how many went."""
         ...
 
-    def link(self, file_id: str, kb_id: str) -> None:
-        """Make a file's chunks part of a knowledge base too (no re-embedding)."""
+    def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
+        """Make a file's chunks part of a knowledge base too (no re-embedding); with
+        ``within``, only its chunks already in that KB (a file may have several chunk sets,
+        one per chunking; see ``pipeline.chunk_sets``)."""
         ...
 
     def unlink(self, file_id: str, kb_id: str) -> None:
-        """Take a file's chunks out of one knowledge base; chunks in no KB remain until deleted."""
+        """Take a file's chunks out of one knowledge base; those then in no KB are deleted."""
         ...
 
     def vector_search(

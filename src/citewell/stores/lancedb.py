@@ -140,11 +140,13 @@ class LanceChunkStore:
         self._changed()
         return deleted
 
-    def link(self, file_id: str, kb_id: str) -> None:
+    def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
+        where = f"file_id = {_quote(file_id)} AND NOT array_has(kb_ids, {_quote(kb_id)})"
+        if within is not None:
+            where += f" AND array_has(kb_ids, {_quote(within)})"
         with self._write_lock:
             self._table.update(
-                where=f"file_id = {_quote(file_id)} AND NOT array_has(kb_ids, {_quote(kb_id)})",
-                values_sql={"kb_ids": f"array_append(kb_ids, {_quote(kb_id)})"},
+                where=where, values_sql={"kb_ids": f"array_append(kb_ids, {_quote(kb_id)})"}
             )
         self._changed()
 
@@ -154,6 +156,7 @@ class LanceChunkStore:
                 where=f"file_id = {_quote(file_id)} AND array_has(kb_ids, {_quote(kb_id)})",
                 values_sql={"kb_ids": f"array_remove(kb_ids, {_quote(kb_id)})"},
             )
+            self._table.delete(f"file_id = {_quote(file_id)} AND array_length(kb_ids) = 0")
         self._changed()
 
     # --- indexes ----------------------------------------------------------------

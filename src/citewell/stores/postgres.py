@@ -181,25 +181,35 @@ class PostgresChunkStore:
         with self.engine.begin() as db:
             return self._remove(db, condition, params)
 
-    def link(self, file_id: str, kb_id: str) -> None:
-        self._set_kbs(
-            "array_append(kb_ids, CAST(:kb AS text))", "NOT (:kb = ANY(kb_ids))", file_id, kb_id
-        )
+    def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
+        condition = "NOT (:kb = ANY(kb_ids))"
+        if within is not None:
+            condition += " AND :within = ANY(kb_ids)"
+        with self.engine.begin() as db:
+            self._set_kbs(
+                db, "array_append(kb_ids, CAST(:kb AS text))", condition, file_id, kb_id, within
+            )
 
     def unlink(self, file_id: str, kb_id: str) -> None:
-        self._set_kbs(
-            "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", file_id, kb_id
-        )
-
-    def _set_kbs(self, value: str, condition: str, file_id: str, kb_id: str) -> None:
         with self.engine.begin() as db:
-            db.execute(
-                text(
-                    f"UPDATE {self.table} SET kb_ids = {value} "
-                    f"WHERE file_id = :file AND {condition}"
-                ),
-                {"file": file_id, "kb": kb_id},
+            self._set_kbs(
+                db, "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", file_id, kb_id
             )
+            self._remove(db, "file_id = :file AND cardinality(kb_ids) = 0", {"file": file_id})
+
+    def _set_kbs(
+        self,
+        db: Connection,
+        value: str,
+        condition: str,
+        file_id: str,
+        kb_id: str,
+        within: str | None = None,
+    ) -> None:
+        db.execute(
+            text(f"UPDATE {self.table} SET kb_ids = {value} WHERE file_id = :file AND {condition}"),
+            {"file": file_id, "kb": kb_id, "within": within},
+        )
 
     # --- searches ---------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:

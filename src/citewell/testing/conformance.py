@@ -114,6 +114,31 @@ class ChunkStoreConformance:
         assert filled.get(["c3"])[0].kb_ids == ("kb1",)
         assert filled.count(ChunkFilter(kb_ids=("kb2",))) == 1
 
+    def test_link_within_one_chunk_set(self, store: ChunkStore) -> None:
+        """A file with two chunk sets (two chunkings): a link joins only the one named."""
+        store.upsert(
+            [
+                make_chunk("s1", "f1", ("kb1",), "Shared set chunk one.", 0),
+                make_chunk("s2", "f1", ("kb1",), "Shared set chunk two.", 1, 1),
+                make_chunk("o1", "f1", ("kb2~1",), "Own set of kb2.", 2),
+            ]
+        )
+        store.link("f1", "kb3", within="kb1")
+        assert [c.kb_ids for c in store.get(["s1", "s2", "o1"])] == [
+            ("kb1", "kb3"),
+            ("kb1", "kb3"),
+            ("kb2~1",),
+        ]
+
+    def test_unlink_deletes_what_is_left_in_no_kb(self, filled: ChunkStore) -> None:
+        filled.unlink("f1", "kb1")
+        assert filled.get(["c1", "c2"]) == []
+        assert filled.count(ALL) == 3
+        assert filled.keyword_search(terms_string("leave"), 10, ALL) == []
+        assert "f1" not in filled.file_ids()
+        filled.unlink("f3", "kb1")  # still in kb2: kept
+        assert filled.get(["c4"])[0].kb_ids == ("kb2",)
+
     def test_delete_by_filter_removes_from_every_index(self, filled: ChunkStore) -> None:
         assert filled.delete(ChunkFilter(file_ids=("f1",))) == 2
         assert filled.count(ALL) == 3

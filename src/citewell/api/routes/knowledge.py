@@ -49,15 +49,15 @@ def list_kbs(view: ViewDep) -> list[KnowledgeBasePublic]:
 @router.get("/{kb_id}")
 def get_kb(kb_id: str, view: ViewDep) -> KnowledgeBasePublic:
     kb = view.kb(kb_id)
-    return KnowledgeBasePublic.of(kb, view.files(kb.id))
+    return KnowledgeBasePublic.of(kb, view.files(kb.id), view.app.rechunker.status(kb.id))
 
 
 @router.patch("/{kb_id}")
 def update_kb(
     kb_id: str, body: KnowledgeBaseUpdate, view: ViewDep, audit: AuditDep
 ) -> KnowledgeBasePublic:
-    """Rename or describe (write permission); change its own retrieval defaults (owner or
-    admin)."""
+    """Rename or describe (write permission); change its own retrieval defaults or chunking
+    (owner or admin; a chunking change re-chunks its files in the job queue)."""
     kb = view.writable_kb(kb_id)
     settings = None
     if body.settings is not None:
@@ -66,7 +66,7 @@ def update_kb(
     updated = view.app.update_kb(kb.id, body.name, body.description, settings)
     detail = {"settings": sorted(body.settings.changes())} if body.settings else {}
     audit.record(view.access, "kb.update", "knowledge_base", kb.id, name=updated.name, **detail)
-    return KnowledgeBasePublic.of(updated)
+    return KnowledgeBasePublic.of(updated, rechunk=view.app.rechunker.status(kb.id))
 
 
 @router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)
@@ -217,7 +217,7 @@ def add_existing_file(
     kb_id: str, file_id: str, view: ViewDep, audit: AuditDep
 ) -> KnowledgeBasePublic:
     """Add a file that is already stored (and that you may read) to this KB too: no parsing,
-    no embedding."""
+    no embedding (a KB with its own chunking splits the stored text its own way)."""
     if not file_id.isalnum():
         raise InvalidInput("file_id must be a file id from GET /api/v1/files.")
     kb = view.writable_kb(kb_id)
