@@ -196,6 +196,24 @@ def test_an_owner_sets_the_kbs_retrieval_defaults(page, site):
     assert page.problems == []
 
 
+def test_an_owner_sets_the_kbs_own_chunking(page, site):
+    sign_in(page, site, "ada", site.admin_password)
+    create_kb(page, "chunked")
+    chunking = page.get_by_role("form", name="Chunking")
+    chunking.get_by_label("text_splitter").select_option("token")
+    chunking.get_by_label("chunk_size").fill("128")
+    chunking.get_by_role("button", name="Save chunking").click()
+    page.get_by_text("Chunking saved").wait_for()
+    own = site.app.catalog.get_kb("chunked").settings
+    assert own.chunking_map == {"text_splitter": "token", "chunk_size": 128}
+    assert site.app.chunk_sets.labels.of(own_id(site, "chunked")).label.endswith("~1")
+    assert page.problems == []
+
+
+def own_id(site, name: str) -> str:
+    return site.app.catalog.get_kb(name).id
+
+
 def test_phone_width_and_keyboard(browser, site, artifacts):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()

@@ -189,6 +189,10 @@ class Rechunker:
 
     def rechunk(self, kb_id: str, group: Sequence[Job]) -> None:
         """Build the pending set of the group's files (the runner's claimed jobs)."""
+        if self.sets.catalog.find_kb(kb_id) is None:  # deleted since
+            for job in group:
+                self.jobs.cancel(job.id)
+            return
         with self.ingestor.lock:
             sets = self.labels.of(kb_id)
             embedder = self.ingestor.embedder

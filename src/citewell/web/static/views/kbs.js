@@ -223,7 +223,41 @@ function settingsPanel(kb) {
     location.hash = "#/kbs";
   }, { class: "danger" });
   return h("section", { "aria-labelledby": "kb-settings" }, h("h2", { id: "kb-settings" }, "Settings"),
-    rename, retrievalForm(kb), remove);
+    rename, retrievalForm(kb), chunkingForm(kb), remove);
+}
+
+const SPLITTERS = ["", "character", "token", "fixed", "sliding_window", "semantic", "semantic_threshold", "semantic_percentile"];
+
+/** The KB's own chunking (owner or admin): a change re-chunks its files in the job queue;
+ * searches read the old chunks until every file is done. All empty: the server's chunking. */
+function chunkingForm(kb) {
+  const own = (kb.settings || {}).chunking || {};
+  const number = (name, attrs) => field(name, h("input", { name, type: "number", step: 1, min: 0, value: own[name] ?? "", placeholder: "(server's)", ...attrs }));
+  const choice = (name, options) => field(name, h("select", { name },
+    options.map((o) => h("option", { value: String(o), selected: String(own[name] ?? "") === String(o) }, CHOICES[o] ?? o))));
+  const progress = kb.rechunk
+    ? h("p", { role: "status" }, `Re-chunking: ${kb.rechunk.done} of ${kb.rechunk.files} files done` + (kb.rechunk.failed ? `, ${kb.rechunk.failed} failed` : "") + ".")
+    : null;
+  return form({ class: "inline", "aria-label": "Chunking" }, [
+    choice("text_splitter", SPLITTERS),
+    number("chunk_size", { min: 1 }),
+    number("chunk_overlap"),
+    choice("contextual_chunks", ["", true, false]),
+    h("button", { type: "submit" }, "Save chunking"),
+    progress,
+  ], async (node) => {
+    const chunking = { ...own };
+    for (const control of node.querySelectorAll("input, select")) {
+      const raw = control.value;
+      if (raw === "") delete chunking[control.name];
+      else if (control.type === "number") chunking[control.name] = Number(raw);
+      else if (raw === "true" || raw === "false") chunking[control.name] = raw === "true";
+      else chunking[control.name] = raw;
+    }
+    const body = { settings: { chunking: Object.keys(chunking).length ? chunking : null } };
+    const saved = await api(kbPath(kb.id), { method: "PATCH", json: body });
+    notice(saved.rechunk ? `Chunking saved; re-chunking ${saved.rechunk.files} files.` : "Chunking saved.");
+  });
 }
 
 const CHOICES = { "": "(server's)", true: "yes", false: "no" };
