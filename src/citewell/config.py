@@ -436,6 +436,14 @@ class Settings(BaseSettings):
     # --- server --------------------------------------------------------------------
     host: str = _setting("127.0.0.1", "Address `citewell serve` binds to.")
     port: int = _setting(8080, "Port `citewell serve` listens on.", "PORT")
+    shutdown_drain_seconds: float = _setting(
+        0.0,
+        "On SIGTERM, keep serving this many seconds while /readyz answers 503, so a load "
+        "balancer takes the process out before it stops accepting; then requests in flight "
+        "finish (up to 30 s). 0: stop accepting at once. A second SIGTERM stops at once.",
+        ge=0,
+        le=600,
+    )
     workers: int = _setting(
         1,
         "API processes `citewell serve` runs on its port (`--workers`). With more than one, "

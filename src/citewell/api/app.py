@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI
 from citewell import web
 from citewell.api import errors, security
 from citewell.api.deps import get_access
+from citewell.api.drain import Drain
 from citewell.api.openapi import documented_errors
 from citewell.api.routes import (
     auth,
@@ -42,8 +43,11 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     object has the LLM and the chat pipeline; this only routes to them."""
     citewell = citewell or Citewell.from_settings(settings)
 
+    drain = Drain(settings.shutdown_drain_seconds)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        drain.install()
         if settings.serve_job_worker:  # queued ingest jobs, including any a restart interrupted
             citewell.start_workers(shared=settings.workers > 1)
         yield
@@ -57,6 +61,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         "chat at /v1, Open WebUI's RAG API at /api/v1/rag, management at /api/v1.",
     )
     app.state.citewell = citewell
+    app.state.drain = drain
     engine = citewell.catalog.engine
     app.state.auth = security.Authenticator(
         settings, AuthStore(engine), GrantStore(engine), rate_limiter(settings, engine)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 
 from citewell.api.deps import CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
@@ -15,9 +16,12 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
-def readyz(app: CitewellDep) -> dict[str, object]:
-    """The catalog and the chunk store answer (no key needed, so nothing about the data)."""
+@router.get("/readyz", response_model=None)
+def readyz(app: CitewellDep, request: Request) -> dict[str, object] | JSONResponse:
+    """The catalog and the chunk store answer (no key needed, so nothing about the data);
+    503 while the process drains before it stops (shutdown_drain_seconds)."""
+    if request.app.state.drain.draining:
+        return JSONResponse({"status": "draining"}, status_code=503)
     app.catalog.find_kb("")
     app.store.count(ChunkFilter(kb_ids=()))
     return {"status": "ready"}

@@ -1,0 +1,35 @@
+"""`citewell serve` with shutdown_drain_seconds: after SIGTERM a load balancer sees /readyz
+go 503 while requests are still served, and the process stops when the drain is over."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import httpx
+import pytest
+from benchmarks.sigkill_ingest import free_port, start_server
+
+pytestmark = pytest.mark.e2e
+
+
+def test_sigterm_drains_then_stops(tmp_path):
+    port = free_port()
+    server = start_server(tmp_path / "data", port, {"CITEWELL_SHUTDOWN_DRAIN_SECONDS": "3"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
+        server.send_signal(signal.SIGTERM)
+        asked = time.monotonic()
+        time.sleep(0.3)
+        ready = httpx.get(f"{base}/readyz")
+        assert ready.status_code == 503 and ready.json() == {"status": "draining"}
+        assert httpx.get(f"{base}/healthz").status_code == 200
+        assert httpx.get(f"{base}/api/v1/knowledge").status_code == 200  # still serving
+        code = server.wait(timeout=60)
+        assert time.monotonic() - asked >= 2.5  # it waited out the drain
+        assert code in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
