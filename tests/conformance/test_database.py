@@ -72,6 +72,28 @@ def test_a_killed_workers_jobs_return_to_the_queue_when_their_lease_passes(datab
     assert [j.id for j in killed.claim(10)] == [mine[0].id]
 
 
+def test_a_stalled_worker_cannot_end_jobs_another_worker_took_over(database):
+    """Fencing: a worker that stalled past its lease (not dead) wakes up to find its jobs
+    taken over; nothing it marks or renews touches them."""
+    stalled, other = JobStore(database, lease_seconds=0.2), JobStore(database, lease_seconds=0.2)
+    (job,) = stalled.enqueue("kb1", [(JobStore.new_id(), "a.md", "a.md")])
+    (old,) = stalled.claim(1)
+    time.sleep(0.3)
+    assert other.requeue_expired() == 1
+    (new,) = other.claim(1)
+    assert new.claim != old.claim
+    assert stalled.renew([job.id], old.claim) == 0  # its heartbeat learns it lost them
+    stalled.advance_many([job.id], "embedding", old.claim)
+    stalled.succeed(job.id, "f-old", old.claim)
+    assert stalled.fail(job.id, "boom", "x", 1.0, old.claim) is False
+    assert stalled.fail(job.id, "boom", "x", None, old.claim) is False
+    assert stalled.release([job.id], old.claim) == 0
+    now = other.get(job.id)
+    assert (now.state, now.file_id, now.claim) == ("parsing", "", new.claim)
+    other.succeed(job.id, "f-new", new.claim)
+    assert (other.get(job.id).state, other.get(job.id).file_id) == ("indexed", "f-new")
+
+
 def test_a_job_whose_worker_dies_on_every_attempt_fails_with_the_reason(database):
     jobs = JobStore(database, lease_seconds=0.1)
     (job,) = jobs.enqueue("kb1", [(JobStore.new_id(), "crash.pdf", "crash.pdf")])

@@ -109,7 +109,8 @@ class JobRunner:
         self._thread: threading.Thread | None = None
         self._heartbeat: threading.Thread | None = None
         self._since_optimize = 0  # batches run since the store was last compacted
-        self._held: tuple[str, ...] = ()  # the running batch's job ids (replaced, not changed)
+        # The running batch: its claim token and job ids (replaced whole, never changed).
+        self._held: tuple[str, tuple[str, ...]] = ("", ())
         self._swept = float("-inf")  # when expired leases were last looked for
 
     def start(self) -> None:
@@ -132,15 +133,23 @@ class JobRunner:
             self._thread.join(timeout=drain_seconds)
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
-        handed_back = self.jobs.release(self._held)
+        claim, held = self._held
+        handed_back = self.jobs.release(held, claim)
         if handed_back:
             logger.info("handed %d unfinished jobs back to the queue", handed_back)
 
     def _renew_leases(self) -> None:
         """Keep the held jobs' leases from passing while this process is alive."""
         while not self._stop.wait(self.jobs.lease_seconds / 3):
+            claim, held = self._held
             try:
-                self.jobs.renew(self._held)
+                kept = self.jobs.renew(held, claim)
+                if kept < len(held):
+                    logger.warning(
+                        "%d jobs of this worker's batch are no longer its own (its lease "
+                        "passed; another worker runs them); their results will not be marked",
+                        len(held) - kept,
+                    )
             except Exception:  # a database hiccup: the next beat tries again
                 logger.exception("renewing job leases failed")
 
@@ -182,7 +191,7 @@ class JobRunner:
         if self.rechunker is None:
             operations = ("ingest", "reembed") if switching else ("ingest",)
         claimed = self.jobs.claim(self.batch_files, operations)
-        self._held = tuple(job.id for job in claimed)
+        self._held = (claimed[0].claim if claimed else "", tuple(job.id for job in claimed))
         groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
         for job in claimed:
             groups[job.operation, job.kb_id].append(job)
@@ -194,7 +203,7 @@ class JobRunner:
                 self.rechunker.rechunk(kb_id, group)
             else:
                 self._run_group(kb_id, group)
-        self._held = ()
+        self._held = ("", ())
         if claimed:
             self._since_optimize += 1
         if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
@@ -220,14 +229,16 @@ class JobRunner:
     def _run_group(self, kb_id: str, group: Sequence[Job]) -> None:
         if self.ingestor.catalog.find_kb(kb_id) is None:
             for job in group:
-                self.jobs.fail(job.id, "Its knowledge base was deleted.", "kb_deleted", None)
+                self.jobs.fail(
+                    job.id, "Its knowledge base was deleted.", "kb_deleted", None, job.claim
+                )
                 self.storage.unstage(job.id)
             return
         by_key: dict[str, list[Job]] = defaultdict(list)
         items = []
         for job in group:
             if not self.storage.is_staged(job.id):
-                self.jobs.fail(job.id, UploadLost.message_text, UploadLost.code, None)
+                self.jobs.fail(job.id, UploadLost.message_text, UploadLost.code, None, job.claim)
                 continue
             by_key[job.key].append(job)
             items.append(
@@ -235,7 +246,7 @@ class JobRunner:
                     key=job.key, name=job.name, read=self._staged(job.id), added_by=job.added_by
                 )
             )
-        updates = JobUpdates(self.jobs, self.storage)
+        updates = JobUpdates(self.jobs, self.storage, group[0].claim if group else None)
         try:
             self.ingestor.ingest(
                 items, kb_id, observer=self._observer(by_key, updates), optimize=False
@@ -282,7 +293,7 @@ class JobRunner:
     def _failed(self, job: Job, error: CitewellError) -> None:
         transient = isinstance(error, UpstreamError)
         delay = self.retry_seconds * 2 ** max(0, job.attempts - 1) if transient else None
-        if self.jobs.fail(job.id, error.message, error.code, delay):
+        if self.jobs.fail(job.id, error.message, error.code, delay, job.claim):
             logger.warning("job %s (%s) will be retried: %s", job.id, job.name, error.message)
             if delay is not None:
                 timer = threading.Timer(delay, self.wake)
@@ -295,8 +306,8 @@ class JobUpdates:
     seconds instead of one commit per file and step. An upload is removed only once its
     job's success is written, so a crash in between leaves a job that runs again."""
 
-    def __init__(self, jobs: JobStore, storage: FileStorage) -> None:
-        self.jobs, self.storage = jobs, storage
+    def __init__(self, jobs: JobStore, storage: FileStorage, claim: str | None = None) -> None:
+        self.jobs, self.storage, self.claim = jobs, storage, claim
         self.finished: set[str] = set()
         self._embedding: list[str] = []
         self._indexed: list[tuple[str, str]] = []
@@ -316,8 +327,8 @@ class JobUpdates:
             self.write()
 
     def write(self) -> None:
-        self.jobs.advance_many(self._embedding, "embedding")
-        self.jobs.succeed_many(self._indexed)
+        self.jobs.advance_many(self._embedding, "embedding", self.claim)
+        self.jobs.succeed_many(self._indexed, self.claim)
         for job_id, _ in self._indexed:
             self.storage.unstage(job_id)
         self._embedding, self._indexed = [], []

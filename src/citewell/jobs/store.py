@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
@@ -56,6 +56,7 @@ class Job:
     finished_at: float
     added_by: str = ""  # the user who queued it: its file's link in the KB names them
     lease_until: float = 0.0
+    claim: str = ""  # the token of the claim that runs it: only its holder may end it
 
     @property
     def done(self) -> bool:
@@ -81,7 +82,13 @@ def _job(row: JobRow) -> Job:
         row.finished_at,
         row.added_by,
         row.lease_until,
+        row.claim,
     )
+
+
+def _held(condition: ColumnElement[bool], claim: str | None) -> ColumnElement[bool]:
+    """``condition``, and with ``claim``: only while that claim holds the job (fencing)."""
+    return condition if claim is None else condition & (JobRow.claim == claim)
 
 
 class JobStore:
@@ -193,9 +200,16 @@ class JobStore:
         with self._sessions() as session:
             return {state: int(n) for state, n in session.execute(query)}
 
-    def _set(self, job_id: str, only_from: Sequence[str] | None = None, **values: object) -> bool:
-        """Update one job (only while its state is in ``only_from``); True if it changed."""
-        condition = JobRow.id == job_id
+    def _set(
+        self,
+        job_id: str,
+        only_from: Sequence[str] | None = None,
+        fence: str | None = None,
+        **values: object,
+    ) -> bool:
+        """Update one job (only while its state is in ``only_from`` and, given ``fence``,
+        while that claim holds it); True if it changed."""
+        condition = _held(JobRow.id == job_id, fence)
         if only_from is not None:
             condition = condition & JobRow.state.in_(only_from)
         with self._sessions() as session, session.begin():
@@ -204,29 +218,36 @@ class JobStore:
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    def advance(self, job_id: str, state: str) -> None:
-        self._set(job_id, only_from=RUNNING, state=state)
+    def advance(self, job_id: str, state: str, claim: str | None = None) -> None:
+        self._set(job_id, only_from=RUNNING, fence=claim, state=state)
 
-    def advance_many(self, job_ids: Sequence[str], state: str) -> None:
+    def advance_many(self, job_ids: Sequence[str], state: str, claim: str | None = None) -> None:
         """Several running jobs to the next step, in one transaction."""
         if not job_ids:
             return
         with self._sessions() as session, session.begin():
             session.execute(
                 update(JobRow)
-                .where(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING))
+                .where(_held(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING), claim))
                 .values(state=state, updated_at=time.time())
             )
 
-    def succeed_many(self, done: Sequence[tuple[str, str]]) -> None:
-        """``succeed`` for several (job id, file id) pairs, in one transaction."""
+    def succeed_many(self, done: Sequence[tuple[str, str]], claim: str | None = None) -> None:
+        """``succeed`` for several (job id, file id) pairs, in one transaction. With
+        ``claim``, only jobs that claim still holds: a worker whose lease was taken over
+        (it stalled; another runs its jobs now) leaves them to the new holder."""
         if not done:
             return
         now = time.time()
         statement = (
             update(Base.metadata.tables["jobs"])
             # Plain comparisons: an IN list cannot be part of an executemany statement.
-            .where((JobRow.id == bindparam("job")) & or_(*(JobRow.state == s for s in ENDABLE)))
+            .where(
+                _held(
+                    (JobRow.id == bindparam("job")) & or_(*(JobRow.state == s for s in ENDABLE)),
+                    claim,
+                )
+            )
             .values(
                 state="indexed",
                 file_id=bindparam("file"),
@@ -239,28 +260,36 @@ class JobStore:
         with self._sessions() as session, session.begin():
             session.connection().execute(statement, [{"job": j, "file": f} for j, f in done])
 
-    def succeed(self, job_id: str, file_id: str) -> None:
+    def succeed(self, job_id: str, file_id: str, claim: str | None = None) -> None:
         """Indexed; also when a cancel came after the job had started (it ran to the end)."""
-        self.succeed_many([(job_id, file_id)])
+        self.succeed_many([(job_id, file_id)], claim)
 
-    def fail(self, job_id: str, message: str, code: str, retry_in: float | None) -> bool:
+    def fail(
+        self,
+        job_id: str,
+        message: str,
+        code: str,
+        retry_in: float | None,
+        claim: str | None = None,
+    ) -> bool:
         """Failed for good, or (``retry_in`` seconds, attempts left) queued again; True if
-        it will be retried."""
+        it will be retried. With ``claim``, only while that claim holds the job."""
         job = self.get(job_id)
         if retry_in is not None and job.attempts < job.max_attempts:
-            self._set(
+            return self._set(
                 job_id,
                 only_from=RUNNING,
+                fence=claim,
                 state="queued",
                 claim="",
                 last_error=message,
                 error_code=code,
                 not_before=time.time() + retry_in,
             )
-            return True
         self._set(
             job_id,
             only_from=RUNNING,
+            fence=claim,
             state="failed",
             last_error=message,
             error_code=code,
@@ -301,7 +330,7 @@ class JobStore:
         """A running job whose worker is gone goes back to the queue."""
         self._set(job_id, only_from=RUNNING, state="queued", claim="")
 
-    def renew(self, job_ids: Sequence[str]) -> int:
+    def renew(self, job_ids: Sequence[str], claim: str | None = None) -> int:
         """Extend the leases of running jobs (their worker is alive); how many it kept."""
         if not job_ids:
             return 0
@@ -309,19 +338,19 @@ class JobStore:
         with self._sessions() as session, session.begin():
             result = session.execute(
                 update(JobRow)
-                .where(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING))
+                .where(_held(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING), claim))
                 .values(lease_until=now + self.lease_seconds)
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
 
-    def release(self, job_ids: Sequence[str]) -> int:
+    def release(self, job_ids: Sequence[str], claim: str | None = None) -> int:
         """Hand running jobs back to the queue now (a worker shutting down mid-batch)."""
         if not job_ids:
             return 0
         with self._sessions() as session, session.begin():
             result = session.execute(
                 update(JobRow)
-                .where(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING))
+                .where(_held(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING), claim))
                 .values(state="queued", claim="", lease_until=0.0, updated_at=time.time())
             )
             return int(result.rowcount)  # type: ignore[attr-defined]

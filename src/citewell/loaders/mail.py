@@ -100,6 +100,14 @@ class MsgLoader:
 
     def load(self, data: bytes, name: str) -> Document:
         ole = open_ole(data, name)
+        try:
+            return self._document(ole, name)
+        except CitewellError:
+            raise
+        except Exception as exc:  # a damaged stream: olefile raises OSError and more
+            raise ParseError(f"{name} is not a readable Outlook message ({exc}).") from exc
+
+    def _document(self, ole: Any, name: str) -> Document:
         headers = {
             "Subject": _msg_string(ole, "", "0037"),
             "From": _msg_string(ole, "", "0C1A") or _msg_string(ole, "", "0065"),

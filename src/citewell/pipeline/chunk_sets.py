@@ -206,9 +206,9 @@ class Rechunker:
                         target = self.sets.target(kb_id, sets.pending, embedder)
                         self.ingestor.add_set(record, kb_id, target)
                 except CitewellError as exc:  # its stored text is gone, the LLM is down, ...
-                    self.jobs.fail(job.id, exc.message, exc.code, None)
+                    self.jobs.fail(job.id, exc.message, exc.code, None, job.claim)
                     continue
-                self.jobs.succeed(job.id, job.key)
+                self.jobs.succeed(job.id, job.key, job.claim)
         self.finish(kb_id)
 
     def finish(self, kb_id: str, wait: bool = True) -> bool:

@@ -246,10 +246,10 @@ class EmbeddingSpaces:
         if target is None or not current:
             return
         for job in current:
-            self.jobs.advance(job.id, "embedding")
+            self.jobs.advance(job.id, "embedding", job.claim)
         self._copy(tuple(job.key for job in current), target)
         for job in current:
-            self.jobs.succeed(job.id, job.key)
+            self.jobs.succeed(job.id, job.key, job.claim)
 
     def _copy(self, file_ids: tuple[str, ...], target: Space) -> None:
         """The files' chunks as the active space holds them, embedded into ``target``."""
