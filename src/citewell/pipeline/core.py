@@ -8,30 +8,27 @@ Ask:    search → answer with numbered, chunk-level citations.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.catalog.presets import PresetStore
-from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
 from citewell.chat.presets import parse_presets
 from citewell.config import Settings
-from citewell.db import open_engine
-from citewell.embedders import CachedEmbedder, DatabaseEmbeddingCache, Embedder, EmbeddingCache
+from citewell.embedders import CachedEmbedder, Embedder
 from citewell.enrich import Enricher
 from citewell.errors import CitewellError, FileNotFound
-from citewell.jobs import Job, JobRunner, JobStore
+from citewell.jobs import Job, JobRunner
 from citewell.jobs.leader import WorkerElection
 from citewell.llm.base import LLM
-from citewell.llm.registry import build_llm
 from citewell.loaders import DocumentReader
-from citewell.loaders.isolated import IsolatedReader, ReaderConfig, ReaderPool
+from citewell.loaders.isolated import IsolatedReader, ReaderPool
+from citewell.pipeline.assemble import Parts, reader_from_settings
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.chunk_sets import ChunkSets, Rechunker
 from citewell.pipeline.ingest import IngestEstimate, Ingestor, ProgressCallback, sha256
@@ -41,8 +38,6 @@ from citewell.pipeline.tuning import (
     default_mode,
     enrich_config,
     kb_ranking,
-    needs_llm,
-    retrieval_settings,
 )
 from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
 from citewell.retrieval import HybridRetriever, RetrievalTrace
@@ -53,22 +48,6 @@ from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 if TYPE_CHECKING:
     from citewell.pipeline.chat import ChatPipeline
-
-
-def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:
-    """The extraction settings as a reader: in limited worker processes (extract_workers of
-    them) unless turned off."""
-    config = ReaderConfig(
-        ocr_engine=settings.ocr_engine,
-        ocr_languages=settings.ocr_languages,
-        ocr_dpi=settings.ocr_dpi,
-        max_chars=settings.max_document_chars,
-        timeout=settings.extract_timeout,
-        memory_mb=settings.extract_memory_mb,
-    )
-    if settings.extract_isolated:
-        return ReaderPool(config, settings.extract_workers)
-    return config.reader()
 
 
 class Citewell:
@@ -127,33 +106,10 @@ class Citewell:
         ``switch_models``: settings naming another embedding model start re-embedding into
         it (the server and workers); without, the data dir's active model is used as is.
         ``llm`` replaces the one the settings name."""
-        data_dir = settings.data_dir
-        catalog = Catalog(open_engine(settings))
-        cache = (
-            DatabaseEmbeddingCache(catalog.engine)
-            if settings.database_url
-            else EmbeddingCache(data_dir / "embeddings.sqlite")
+        parts = Parts.build(settings, embedder, previous, switch_models, llm)
+        return cls(
+            parts.live, parts.catalog, parts.storage, parts.spaces, parts.retriever, llm=parts.llm
         )
-        jobs = JobStore(catalog.engine, settings.job_lease_seconds)
-        lock = threading.Lock()
-        spaces = EmbeddingSpaces(
-            settings, catalog, jobs, cache, lock, embedder, previous, switch_models
-        )
-        llm = llm if llm is not None else build_llm(settings)
-        live = LiveSettings(
-            settings,
-            RuntimeSettingsStore(catalog.engine),
-            validate=partial(needs_llm, llm is not None),
-        )
-        retriever = HybridRetriever(
-            None,
-            None,
-            retrieval_settings(settings),
-            current=lambda: spaces.active.search_space,
-            ranking=lambda: live.current.ranking,
-        )
-        storage = FileStorage(data_dir / "files")
-        return cls(live, catalog, storage, spaces, retriever, llm=llm)
 
     @property
     def settings(self) -> Settings:
@@ -416,7 +372,8 @@ class Citewell:
         return {r.id: r.url for r in self.catalog.files_by_id(wanted) if r.url}
 
     def add_file(self, kb: str, file_id: str, name: str = "", added_by: str = "") -> None:
-        """Put an existing file into another KB: its chunks are shared, nothing is embedded."""
+        """Put an existing file into another KB: its chunks are shared and nothing is
+        embedded (a KB with its own chunking splits the stored text; see chunk_sets)."""
         record = self.get_file(file_id)
         item = SourceItem(f"upload:{record.id}", name or record.name, bytes, added_by=added_by)
         with self.ingestor.lock:

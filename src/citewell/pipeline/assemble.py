@@ -1,0 +1,89 @@
+"""The parts a Citewell is made of, built from the settings in one place (the library
+object's ``from_settings``): the catalog, the embedding spaces, the live settings, the
+retriever, the stored files, the LLM and the document reader."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from citewell.catalog import Catalog
+from citewell.catalog.runtime import RuntimeSettingsStore
+from citewell.catalog.storage import FileStorage
+from citewell.config import Settings
+from citewell.db import open_engine
+from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
+from citewell.jobs import JobStore
+from citewell.llm.base import LLM
+from citewell.llm.registry import build_llm
+from citewell.loaders import DocumentReader
+from citewell.loaders.isolated import ReaderConfig, ReaderPool
+from citewell.pipeline.spaces import EmbeddingSpaces
+from citewell.pipeline.tuning import LiveSettings, needs_llm, retrieval_settings
+from citewell.retrieval import HybridRetriever
+
+
+def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:
+    """The extraction settings as a reader: in limited worker processes (extract_workers of
+    them) unless turned off."""
+    config = ReaderConfig(
+        ocr_engine=settings.ocr_engine,
+        ocr_languages=settings.ocr_languages,
+        ocr_dpi=settings.ocr_dpi,
+        max_chars=settings.max_document_chars,
+        timeout=settings.extract_timeout,
+        memory_mb=settings.extract_memory_mb,
+    )
+    if settings.extract_isolated:
+        return ReaderPool(config, settings.extract_workers)
+    return config.reader()
+
+
+@dataclass(frozen=True)
+class Parts:
+    live: LiveSettings
+    catalog: Catalog
+    storage: FileStorage
+    spaces: EmbeddingSpaces
+    retriever: HybridRetriever
+    llm: LLM | None
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        embedder: Embedder | None,
+        previous: Sequence[Embedder],
+        switch_models: bool,
+        llm: LLM | None,
+    ) -> Parts:
+        """See ``Citewell.from_settings`` for the arguments."""
+        data_dir = settings.data_dir
+        catalog = Catalog(open_engine(settings))
+        cache = (
+            DatabaseEmbeddingCache(catalog.engine)
+            if settings.database_url
+            else EmbeddingCache(data_dir / "embeddings.sqlite")
+        )
+        jobs = JobStore(catalog.engine, settings.job_lease_seconds)
+        lock = threading.Lock()
+        spaces = EmbeddingSpaces(
+            settings, catalog, jobs, cache, lock, embedder, previous, switch_models
+        )
+        llm = llm if llm is not None else build_llm(settings)
+        live = LiveSettings(
+            settings,
+            RuntimeSettingsStore(catalog.engine),
+            validate=partial(needs_llm, llm is not None),
+        )
+        retriever = HybridRetriever(
+            None,
+            None,
+            retrieval_settings(settings),
+            current=lambda: spaces.active.search_space,
+            ranking=lambda: live.current.ranking,
+        )
+        storage = FileStorage(data_dir / "files")
+        return cls(live, catalog, storage, spaces, retriever, llm)
