@@ -107,7 +107,7 @@ def ingest(
 
     A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
     if estimate:
-        _estimate(ctx, targets, as_json)
+        _estimate(ctx, targets, kb, as_json)
         return
     if queue:
         _ingest_queued(ctx, targets, kb, as_json)
@@ -127,7 +127,7 @@ def ingest(
         click.echo(f"  failed: {error}", err=True)
 
 
-def _estimate(ctx: Context, targets: tuple[str, ...], as_json: bool) -> None:
+def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
     from citewell.pipeline.web import is_url
 
     if any(is_url(t) for t in targets):
@@ -135,7 +135,7 @@ def _estimate(ctx: Context, targets: tuple[str, ...], as_json: bool) -> None:
     with _errors():
         app = ctx.app()
         items, _ = app.items(list(targets))
-        found = app.estimate(items)
+        found = app.estimate(items, kb=kb if app.catalog.find_kb(kb) else None)
     cost = found.enrich
     if as_json:
         click.echo(json.dumps({"files": found.files, "chunks": found.chunks, **asdict(cost)}))

@@ -98,6 +98,16 @@ def test_a_kb_with_its_own_chunking_reads_its_own_chunks(world):
         assert len(one) == len(plain)
 
 
+def test_the_estimate_splits_as_the_kb_would(world):
+    files = {"files": ("herons.md", guide("Heron").encode())}
+    with world.client("alice") as alice:
+        counts = {
+            kb: alice.post(f"/api/v1/knowledge/{kb}/files/estimate", files=files).json()["chunks"]
+            for kb in (world.fine, world.plain)
+        }
+    assert counts[world.fine] > counts[world.plain] > 0
+
+
 def test_only_the_owner_changes_chunking_and_bad_values_change_nothing(world):
     with world.client("bob") as bob:
         denied = bob.patch(f"/api/v1/knowledge/{world.fine}", json={"settings": {"chunking": {}}})

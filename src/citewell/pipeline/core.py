@@ -257,10 +257,13 @@ class Citewell:
             errors=(*failed, *report.errors),
         )
 
-    def estimate(self, items: Sequence[SourceItem], use_cache: bool = True) -> IngestEstimate:
-        """What ingesting ``items`` would take: chunks, and the LLM calls and prompt tokens
-        of contextual_chunks / document_summary (nothing is stored)."""
-        return self.ingestor.estimate(items, use_cache)
+    def estimate(
+        self, items: Sequence[SourceItem], use_cache: bool = True, kb: str | None = None
+    ) -> IngestEstimate:
+        """What ingesting ``items`` (into ``kb``, split its way) would take: chunks, and the
+        LLM calls and prompt tokens of contextual_chunks / document_summary (nothing is
+        stored)."""
+        return self.ingestor.estimate(items, use_cache, self.kb_id(kb) if kb else None)
 
     def ingest_texts(
         self,

@@ -248,15 +248,23 @@ class Ingestor:
             errors=tuple(run.errors),
         )
 
-    def estimate(self, items: Sequence[SourceItem], use_cache: bool = True) -> IngestEstimate:
-        """Parse and split ``items`` (nothing is stored or embedded) and count the LLM work
-        that contextual_chunks and document_summary would add."""
-        chunks, cost, enricher = 0, EnrichCost(), self._enricher()
+    def estimate(
+        self, items: Sequence[SourceItem], use_cache: bool = True, kb_id: str | None = None
+    ) -> IngestEstimate:
+        """Parse and split ``items`` (nothing is stored or embedded) as ``kb_id`` would (its
+        own chunking; the server's without one) and count the LLM work that
+        contextual_chunks and document_summary would add."""
+        if kb_id is not None:
+            plans = [(t.splitter, t.enricher) for t in self.sets.targets(kb_id, self.embedder)]
+        else:
+            plans = [(self.splitter, self._enricher())]
+        chunks, cost = 0, EnrichCost()
         for item in items:
             document = self.reader.read(item.read(), item.reader_name or item.name)
-            split = [c for c in self.splitter.split(document) if c.text.strip()]
-            chunks += len(split)
-            cost += enricher.estimate(document.text, split, use_cache)
+            for splitter, enricher in plans:
+                split = [c for c in splitter.split(document) if c.text.strip()]
+                chunks += len(split)
+                cost += enricher.estimate(document.text, split, use_cache)
         return IngestEstimate(len(items), chunks, cost)
 
     def _guarded(self, run: _Run, item: SourceItem, strict: bool, step: Callable[[], bool]) -> None:

@@ -161,11 +161,11 @@ async def estimate_files(
     app = view.app
     if not files or len(files) > app.settings.max_batch_files:
         raise InvalidInput(f"Send 1 to {app.settings.max_batch_files} files (max_batch_files).")
-    await run_in_threadpool(view.writable_kb, kb_id)
+    kb = await run_in_threadpool(view.writable_kb, kb_id)
     items = [
         _item(upload_name(f), await read_limited(f, app.settings.max_upload_bytes)) for f in files
     ]
-    estimate = await run_in_threadpool(app.estimate, items, False)
+    estimate = await run_in_threadpool(app.estimate, items, False, kb.id)
     settings = app.settings
     return IngestEstimatePublic(
         files=estimate.files,
