@@ -85,6 +85,16 @@ def test_copy_under_another_name_into_second_kb_embeds_nothing(tmp_path, docs):
     assert {k["name"]: k["file_count"] for k in kbs} == {"one": 1, "two": 1}
 
 
+def test_estimate_stores_nothing_and_counts_what_ingesting_would_make(tmp_path, docs):
+    data = tmp_path / "data"
+    target = str(docs / "wiki_duck.html")
+    estimate = json.loads(citewell(data, "ingest", target, "--kb", "one", "--estimate", "--json"))
+    assert estimate["files"] == 1 and estimate["chunks"] > 0 and estimate["llm_calls"] == 0
+    assert json.loads(citewell(data, "kb", "list", "--json")) == []  # nothing was made
+    report = json.loads(citewell(data, "ingest", target, "--kb", "one", "--json"))
+    assert report["chunks_stored"] == estimate["chunks"]
+
+
 def test_errors_are_clear_and_exit_nonzero(tmp_path):
     result = subprocess.run(
         [
