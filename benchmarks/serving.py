@@ -48,6 +48,7 @@ import httpx  # noqa: E402
 from common import SCIFACT, open_scifact_index  # noqa: E402
 
 CLI = [sys.executable, "-m", "citewell"]
+EXTRACTIVE = "citewell-extractive"  # the model served when no LLM is configured
 
 
 def free_port() -> int:
@@ -126,7 +127,7 @@ def overhead(base: str, key: str, app: Any, kb: str, queries: list[str]) -> dict
 def request(endpoint: str, kb: str, query: str) -> tuple[str, dict[str, Any]]:
     if endpoint == "chat":
         messages = [{"role": "user", "content": query}]
-        body = {"model": "citewell", "messages": messages, "knowledge_collections": [kb]}
+        body = {"model": EXTRACTIVE, "messages": messages, "knowledge_collections": [kb]}
         return "/v1/chat/completions", body
     return "/api/v1/retrieval/query/collection", {"collection_names": [kb], "query": query, "k": 8}
 

@@ -47,7 +47,15 @@ def serve_once(
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"serving.py failed: {done.stderr[-2000:]}")
-    return dict(json.loads(done.stdout[done.stdout.index("{") :]))
+    return checked(dict(json.loads(done.stdout[done.stdout.index("{") :])))
+
+
+def checked(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell whose every request failed measured nothing: stop rather than tabulate it."""
+    for part in ("saturation", "offered"):
+        if sum(cell[part]["errors"].values()) >= cell[part]["requests"]:
+            raise SystemExit(f"every request failed: {cell[part]['errors']} ({cell['endpoint']})")
+    return cell
 
 
 def row(cell: dict[str, Any], part: str) -> str:
@@ -67,13 +75,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--rate", type=float, default=40)
+    parser.add_argument("--endpoints", default="retrieval,chat", help="comma-separated")
     args = parser.parse_args()
+    endpoints = args.endpoints.split(",")
     embedded, moved = args.work / "embedded", args.work / "postgres"
     for copy in (embedded, moved):
         if not copy.exists():
             shutil.copytree(args.scifact, copy)
-    cells = []
-    for endpoint in ("retrieval", "chat"):
+    cells: list[dict[str, Any]] = []
+    for endpoint in endpoints:
         for workers in (1, 2):
             overhead = "" if cells else "1"
             cells.append(serve_once(embedded, endpoint, workers, args, overhead=overhead))
@@ -83,7 +93,7 @@ def main() -> None:
         url = postgres.create_database()
         cli = [sys.executable, "-m", "citewell", "--data-dir", str(moved)]
         subprocess.run([*cli, "migrate", "--to", url], check=True, capture_output=True)
-        for endpoint in ("retrieval", "chat"):
+        for endpoint in endpoints:
             for workers in (1, 2):
                 overhead = "1" if endpoint == "retrieval" and workers == 1 else ""
                 cells.append(
@@ -91,7 +101,7 @@ def main() -> None:
                 )
     finally:
         postgres.stop()
-    (args.work / "serving.json").write_text(json.dumps(cells, indent=1))
+    (args.work / f"serving-{'-'.join(endpoints)}.json").write_text(json.dumps(cells, indent=1))
     print("| store | endpoint | API processes | load | offered/s | done/s | p50 ms | p95 ms "
           "| p99 ms | errors | server cores | load-generator cores |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

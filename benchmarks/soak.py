@@ -129,7 +129,7 @@ async def searcher(load: Load) -> None:
 async def asker(load: Load) -> None:
     while load.running():
         body = {
-            "model": "citewell",
+            "model": "citewell-extractive",
             "messages": [{"role": "user", "content": random.choice(load.queries)}],
             "knowledge_collections": [load.kb],
         }

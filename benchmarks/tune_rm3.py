@@ -76,9 +76,7 @@ def main() -> None:
                     expansions.append(normalised({h.chunk_id: h.score for h in more}))
                 for w in (0.0, 0.2, 0.3, 0.5):
                     total = 0.0
-                    for (query_id, _, _, scores), extra in zip(
-                        prepared, expansions, strict=True
-                    ):
+                    for (query_id, _, _, scores), extra in zip(prepared, expansions, strict=True):
                         fused = {
                             c: (1 - w) * scores.get(c, 0.0) + w * extra.get(c, 0.0)
                             for c in {*scores, *extra}
