@@ -21,7 +21,7 @@ from citewell.enrich import (
 from citewell.enrich.contextual import document_window
 from citewell.llm.base import ChatMessage, Completion, Delta
 from citewell.pipeline import Citewell
-from citewell.pipeline.ingest import embed_text
+from citewell.pipeline.chunk_rows import embed_text
 from citewell.stores.base import scanning
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import Chunk, ChunkFilter

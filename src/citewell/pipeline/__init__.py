@@ -1,14 +1,8 @@
 """The only place that knows the order of the steps: ingest and search (core), chat (chat)."""
 
+from citewell.pipeline.chunk_rows import embed_text, sha256, space_table
 from citewell.pipeline.core import Citewell
-from citewell.pipeline.ingest import (
-    Ingestor,
-    IngestProgress,
-    ProgressCallback,
-    embed_text,
-    sha256,
-    space_table,
-)
+from citewell.pipeline.ingest import Ingestor, IngestProgress, ProgressCallback
 
 __all__ = [
     "Citewell",

@@ -6,8 +6,6 @@ at full batches; each flush is one write to the chunk store.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,13 +18,13 @@ from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder
-from citewell.enrich import EnrichCost, Enricher, Enrichment
+from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
-from citewell.retrieval import terms_string
+from citewell.pipeline.chunk_rows import ChunkRows, sha256, with_vector
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore, optimize_store
-from citewell.types import Chunk, ChunkFilter, Document, IngestReport, Section, StoredChunk
+from citewell.types import ChunkFilter, Document, IngestReport, Section, StoredChunk
 
 if TYPE_CHECKING:
     from citewell.pipeline.chunk_sets import ChunkSets, ChunkTarget
@@ -115,26 +113,6 @@ class _Run:
         self.counts[key] = self.counts.get(key, 0) + amount
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def space_table(model_id: str, dimension: int) -> str:
-    """One chunk table per embedding space: changing the model never mixes vectors."""
-    return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
-
-
-def embed_text(text: str, headings: Sequence[str], title: str = "", prefix: str = "") -> str:
-    """A chunk as embedded: prefixed with its heading path (or the title) for context, and
-    with what the LLM wrote about it (``prefix``: its document's summary, its context).
-    Built from what the store, catalog and context cache keep, so a new model can re-embed
-    it the same way."""
-    context = " > ".join(headings) or title
-    if context and not text.lstrip("# ").startswith(headings[-1] if headings else context):
-        text = f"{context}\n\n{text}"
-    return f"{prefix}\n\n{text}" if prefix else text
-
-
 class ActiveSpace(Protocol):
     """What ingestion needs of an embedding space (``pipeline.spaces.Space``)."""
 
@@ -167,6 +145,7 @@ class Ingestor:
         ``sets`` which chunk sets a file gets in a KB (its own chunking, a re-chunk)."""
         self.settings = settings
         self.sets = sets
+        self.rows = ChunkRows(settings.bm25_stemmer, settings.bypass_embedding_and_retrieval)
         self._splitter = splitter
         self._enricher = enricher
         self.reader = reader
@@ -362,7 +341,7 @@ class Ingestor:
         embed_texts: list[str] = []
         counts = []
         for target in targets:  # one set per chunking the KB needs (two while re-chunked)
-            made, texts = self._chunks_for(file_id, document, target, item.name)
+            made, texts = self.rows.make(file_id, document, target, item.name)
             chunks += made
             embed_texts += texts
             counts.append(len(made))
@@ -382,77 +361,6 @@ class Ingestor:
         )
         return _Pending(item, record, chunks, embed_texts, data, document.text, document.sections)
 
-    def _chunks_for(
-        self,
-        file_id: str,
-        document: Document,
-        target: ChunkTarget,
-        name: str,
-        labels: tuple[str, ...] = (),
-    ) -> tuple[list[StoredChunk], list[str]]:
-        """A document's chunks in one set (labelled ``labels``, else the target's) and the
-        texts to embed for them."""
-        chunks = [c for c in target.splitter.split(document) if c.text.strip()]
-        if self.settings.bypass_embedding_and_retrieval:
-            return [], []  # whole documents go to the LLM; nothing is chunked or embedded
-        enrichment = target.enricher.enrich(document.text, chunks) if chunks else Enrichment()
-        salt = "" if target.shared else target.label  # own sets never share a chunk id
-        stored = [
-            self._stored_chunk(
-                file_id,
-                labels or (target.label,),
-                i,
-                c,
-                name,
-                self._bm25_prefix(i, enrichment, name, document, target.bm25_enriched),
-                salt,
-            )
-            for i, c in enumerate(chunks)
-        ]
-        texts = [
-            embed_text(c.text, c.headings, document.title or "", enrichment.prefix(i))
-            for i, c in enumerate(chunks)
-        ]
-        return stored, texts
-
-    def _bm25_prefix(
-        self, index: int, enrichment: Enrichment, name: str, document: Document, enriched: bool
-    ) -> str:
-        """What BM25 indexes with a chunk besides its text and headings: the LLM's summary
-        and context, and with bm25_enriched_texts the file name (its words) and title."""
-        parts = [enrichment.prefix(index)]
-        if enriched:
-            parts += [re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]), document.title or ""]
-        return " ".join(p for p in parts if p)
-
-    def _stored_chunk(
-        self,
-        file_id: str,
-        labels: tuple[str, ...],
-        index: int,
-        chunk: Chunk,
-        name: str,
-        prefix: str,
-        salt: str = "",
-    ) -> StoredChunk:
-        """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it."""
-        key = f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}"
-        chunk_id = sha256(f"{salt}\0{key}".encode() if salt else key.encode())
-        enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
-        return StoredChunk(
-            id=chunk_id[:32],
-            file_id=file_id,
-            kb_ids=labels,
-            index=index,
-            text=chunk.text,
-            start=chunk.start,
-            end=chunk.end,
-            page=chunk.page,
-            headings=chunk.headings,
-            file_name=name,
-            terms=terms_string(enriched, self.settings.bm25_stemmer),
-        )
-
     def _flush(self, run: _Run) -> None:
         """Embed every pending chunk in one pass (full batches), then store them in one write."""
         if not run.pending:
@@ -460,7 +368,7 @@ class Ingestor:
         texts = [t for p in run.pending for t in p.embed_texts]
         vectors = self.embedder.embed(texts, "document")
         rows = [
-            _with_vector(chunk, vector)
+            with_vector(chunk, vector)
             for chunk, vector in zip(
                 (c for p in run.pending for c in p.chunks), vectors, strict=True
             )
@@ -528,11 +436,11 @@ class Ingestor:
         name: str,
         labels: tuple[str, ...] = (),
     ) -> int:
-        chunks, texts = self._chunks_for(file_id, document, target, name, labels)
+        chunks, texts = self.rows.make(file_id, document, target, name, labels)
         if not texts:
             return 0
         vectors = self.embedder.embed(texts, "document")
-        self.store.upsert([_with_vector(c, v) for c, v in zip(chunks, vectors, strict=True)])
+        self.store.upsert([with_vector(c, v) for c, v in zip(chunks, vectors, strict=True)])
         return len(chunks)
 
     def _stored_document(self, record: FileRecord) -> Document:
@@ -572,7 +480,3 @@ class Ingestor:
         self.store.delete(ChunkFilter(file_ids=(file_id,)))
         self.catalog.delete_file(file_id)
         self.storage.delete(file_id)
-
-
-def _with_vector(chunk: StoredChunk, vector: Sequence[float]) -> StoredChunk:
-    return replace(chunk, vector=tuple(float(x) for x in vector))

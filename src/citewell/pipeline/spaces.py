@@ -26,7 +26,7 @@ from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embe
 from citewell.enrich import ContextCache, stored_enrichment
 from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
-from citewell.pipeline.ingest import embed_text, space_table
+from citewell.pipeline.chunk_rows import embed_text, space_table
 from citewell.retrieval.retriever import SearchSpace
 from citewell.stores.base import ChunkStore, DropsTables, optimize_store, scanning
 from citewell.stores.registry import open_chunk_store

@@ -23,7 +23,7 @@ from citewell.api.schemas import (
 from citewell.auth.audit import AuditLog as Audit
 from citewell.catalog.kb_settings import NO_SETTINGS
 from citewell.errors import InvalidInput, PayloadTooLarge
-from citewell.pipeline.ingest import sha256
+from citewell.pipeline.chunk_rows import sha256
 from citewell.pipeline.scoped import Scoped
 from citewell.sources import SourceItem
 

@@ -1,0 +1,121 @@
+"""A document's chunks as the store keeps them: ids, labels, BM25 terms, and the texts the
+embedder reads. Shared by ingestion, re-chunking and re-indexing, so a chunk is made the
+same way whichever of them makes it."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from citewell.enrich import Enrichment
+from citewell.retrieval import terms_string
+from citewell.types import Chunk, Document, StoredChunk
+
+if TYPE_CHECKING:
+    from citewell.pipeline.chunk_sets import ChunkTarget
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def space_table(model_id: str, dimension: int) -> str:
+    """One chunk table per embedding space: changing the model never mixes vectors."""
+    return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
+
+
+def embed_text(text: str, headings: Sequence[str], title: str = "", prefix: str = "") -> str:
+    """A chunk as embedded: prefixed with its heading path (or the title) for context, and
+    with what the LLM wrote about it (``prefix``: its document's summary, its context).
+    Built from what the store, catalog and context cache keep, so a new model can re-embed
+    it the same way."""
+    context = " > ".join(headings) or title
+    if context and not text.lstrip("# ").startswith(headings[-1] if headings else context):
+        text = f"{context}\n\n{text}"
+    return f"{prefix}\n\n{text}" if prefix else text
+
+
+def with_vector(chunk: StoredChunk, vector: Sequence[float]) -> StoredChunk:
+    return replace(chunk, vector=tuple(float(x) for x in vector))
+
+
+class ChunkRows:
+    def __init__(self, stemmer: str, bypass: bool = False) -> None:
+        """``stemmer``: BM25's (bm25_stemmer); ``bypass``: nothing is chunked
+        (bypass_embedding_and_retrieval: whole documents go to the LLM)."""
+        self.stemmer = stemmer
+        self.bypass = bypass
+
+    def make(
+        self,
+        file_id: str,
+        document: Document,
+        target: ChunkTarget,
+        name: str,
+        labels: tuple[str, ...] = (),
+    ) -> tuple[list[StoredChunk], list[str]]:
+        """A document's chunks in one set (labelled ``labels``, else the target's) and the
+        texts to embed for them."""
+        chunks = [c for c in target.splitter.split(document) if c.text.strip()]
+        if self.bypass:
+            return [], []  # whole documents go to the LLM; nothing is chunked or embedded
+        enrichment = target.enricher.enrich(document.text, chunks) if chunks else Enrichment()
+        salt = "" if target.shared else target.label  # own sets never share a chunk id
+        stored = [
+            self._stored_chunk(
+                file_id,
+                labels or (target.label,),
+                i,
+                c,
+                name,
+                self._bm25_prefix(i, enrichment, name, document, target.bm25_enriched),
+                salt,
+            )
+            for i, c in enumerate(chunks)
+        ]
+        texts = [
+            embed_text(c.text, c.headings, document.title or "", enrichment.prefix(i))
+            for i, c in enumerate(chunks)
+        ]
+        return stored, texts
+
+    def _bm25_prefix(
+        self, index: int, enrichment: Enrichment, name: str, document: Document, enriched: bool
+    ) -> str:
+        """What BM25 indexes with a chunk besides its text and headings: the LLM's summary
+        and context, and with bm25_enriched_texts the file name (its words) and title."""
+        parts = [enrichment.prefix(index)]
+        if enriched:
+            parts += [re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]), document.title or ""]
+        return " ".join(p for p in parts if p)
+
+    def _stored_chunk(
+        self,
+        file_id: str,
+        labels: tuple[str, ...],
+        index: int,
+        chunk: Chunk,
+        name: str,
+        prefix: str,
+        salt: str = "",
+    ) -> StoredChunk:
+        """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it."""
+        key = f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}"
+        chunk_id = sha256(f"{salt}\0{key}".encode() if salt else key.encode())
+        enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
+        return StoredChunk(
+            id=chunk_id[:32],
+            file_id=file_id,
+            kb_ids=labels,
+            index=index,
+            text=chunk.text,
+            start=chunk.start,
+            end=chunk.end,
+            page=chunk.page,
+            headings=chunk.headings,
+            file_name=name,
+            terms=terms_string(enriched, self.stemmer),
+        )
