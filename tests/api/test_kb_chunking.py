@@ -168,6 +168,21 @@ def test_removing_the_file_from_one_kb_keeps_the_other_set(world):
     assert report.problems == 0, report
 
 
+def test_check_finds_a_missing_own_set_and_repair_rebuilds_it(world):
+    from citewell.types import ChunkFilter
+
+    label = world.app.chunk_sets.labels.of(world.fine).label
+    with world.client("alice") as alice:
+        before = _ids(_search(alice, [world.fine]))
+        world.app.store.delete(ChunkFilter(kb_ids=(label,)))  # as if a re-chunk missed it
+        assert _search(alice, [world.fine]) == []
+        report = world.app.check()
+        assert list(report.missing_chunks) == [world.file_id]
+        world.app.check(repair=True)
+        assert _ids(_search(alice, [world.fine])) == before
+    assert world.app.check().problems == 0
+
+
 def test_deleting_a_kb_deletes_its_own_chunks(world):
     from citewell.types import ChunkFilter
 
