@@ -196,6 +196,7 @@ class Rechunker:
         with self.ingestor.lock:
             sets = self.labels.of(kb_id)
             embedder = self.ingestor.embedder
+            target: ChunkTarget | None = None  # built once for the group, when first needed
             for job in group:
                 if job.batch_id != sets.batch or not sets.pending:
                     self.jobs.cancel(job.id)  # superseded by a later change
@@ -203,7 +204,7 @@ class Rechunker:
                 record = self.sets.catalog.get_file(job.key)
                 try:
                     if record is not None and kb_id in self.sets.catalog.kbs_of_file(record.id):
-                        target = self.sets.target(kb_id, sets.pending, embedder)
+                        target = target or self.sets.target(kb_id, sets.pending, embedder)
                         self.ingestor.add_set(record, kb_id, target)
                 except CitewellError as exc:  # its stored text is gone, the LLM is down, ...
                     self.jobs.fail(job.id, exc.message, exc.code, None, job.claim)

@@ -396,13 +396,14 @@ class Ingestor:
         self.storage.put(record.id, data, document.text, document.sections)
         self.store.delete(ChunkFilter(file_ids=(record.id,)))
         kb_ids = self.catalog.kbs_of_file(record.id)
-        shared = tuple(k for k in kb_ids if self.sets.labels.of(k).shared)
+        sets = {k: self.sets.labels.of(k) for k in kb_ids}
+        shared = tuple(k for k in kb_ids if sets[k].shared)
         counts = []
         if shared:
             target = self.sets.target(shared[0], shared[0], self.embedder)
             counts.append(self._write_set(record.id, document, target, record.name, shared))
         for kb_id in kb_ids:
-            for label in self.sets.labels.of(kb_id).writing:
+            for label in sets[kb_id].writing:
                 if label != kb_id:
                     target = self.sets.target(kb_id, label, self.embedder)
                     counts.append(self._write_set(record.id, document, target, record.name))
