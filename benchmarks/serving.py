@@ -68,13 +68,13 @@ def bench_key(data_dir: Path, kb: str) -> str:
 
 
 def start_server(
-    data_dir: Path, port: int, extra: list[str], env: dict[str, str]
+    data_dir: Path, port: int, extra: list[str], env: dict[str, str], log: Path | None = None
 ) -> subprocess.Popen:
     cmd = [*CLI, "--data-dir", str(data_dir), "serve", "--host", "127.0.0.1", "--port", str(port)]
     server = subprocess.Popen(
         [*cmd, *extra],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log.open("ab") if log else subprocess.DEVNULL,
         env={**os.environ, **env},
     )
     for _ in range(600):
@@ -214,6 +214,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="API processes")
     parser.add_argument("--database-url", default="", help="serve from PostgreSQL")
     parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--server-log", type=Path, help="append the server's stderr here")
     args = parser.parse_args()
     env = {"CITEWELL_WORKERS": str(args.workers)}
     if args.database_url:  # every process of this benchmark, this one's bench_key too
@@ -222,7 +223,7 @@ def main() -> None:
     queries = list(data.queries.values())
     key = bench_key(args.data_dir, kb)
     port = free_port()
-    server = start_server(args.data_dir, port, args.server_args.split(), env)
+    server = start_server(args.data_dir, port, args.server_args.split(), env, args.server_log)
     base = f"http://127.0.0.1:{port}"
     try:
         out: dict[str, Any] = {"data": str(SCIFACT.name), "kb": kb, "endpoint": args.endpoint}

@@ -14,8 +14,10 @@ A copy of a SciFact data dir (``--scifact``, made by ``citewell eval``) is serve
   process cannot serve while it restarts; behind a load balancer with two, the other would).
 
 Every 10 s it samples the server's memory (PSS, all its processes, from smaps_rollup) and
-its open files. It reports per kind of request: count, errors, p50/p99; and memory and open
-files at the start and end of each half (after a warm-up minute), so growth shows.
+its open files (counted by kind: Lance data and index files, SQLite, sockets...); the
+server's log goes to ``--work``/server-1.log and server-2.log. It reports per kind of
+request: count, errors, p50/p99; and memory and open files at the start and end of each
+half (after a warm-up minute), so growth shows.
 
     python benchmarks/soak.py --scifact /tmp/scifact --work /tmp/soak --minutes 20
 """
@@ -63,25 +65,49 @@ def tree(pid: int) -> list[int]:
     return [pid, *(p for kid in kids for p in tree(int(kid)))]
 
 
-def sample(pid: int) -> dict[str, float]:
-    pss = files = 0
+def kind_of(target: str) -> str:
+    """What an open file is, from its /proc/<pid>/fd link."""
+    for marker, kind in (
+        ("socket:", "socket"),
+        ("pipe:", "pipe"),
+        ("anon_inode:", "anon_inode"),
+        (".sqlite", "sqlite"),
+        ("/_indices/", "lance_index"),
+        (".lance", "lance_data"),
+        ("/lancedb/", "lance_other"),
+        ("/files/", "stored_file"),
+    ):
+        if marker in target:
+            return kind
+    return "other"
+
+
+def sample(pid: int) -> dict[str, Any]:
+    pss, kinds = 0, dict[str, int]()
     for p in tree(pid):
         try:
             for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     pss += int(line.split()[1])
-            files += len(os.listdir(f"/proc/{p}/fd"))
+            for fd in os.listdir(f"/proc/{p}/fd"):
+                kind = kind_of(os.readlink(f"/proc/{p}/fd/{fd}"))
+                kinds[kind] = kinds.get(kind, 0) + 1
         except OSError:
             continue
-    return {"t": time.monotonic(), "pss_mb": round(pss / 1024, 1), "open_files": files}
+    return {
+        "t": time.monotonic(),
+        "pss_mb": round(pss / 1024, 1),
+        "open_files": sum(kinds.values()),
+        "open_files_by_kind": kinds,
+    }
 
 
-def start(data: Path, port: int, env: dict[str, str], workers: int) -> subprocess.Popen:
+def start(data: Path, port: int, env: dict[str, str], workers: int, log: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve"]
     server = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log.open("ab"),  # tracebacks of failed requests, if any
         env={**os.environ, "CITEWELL_AUTH": "none", **env},
     )
     for _ in range(1200):
@@ -214,7 +240,7 @@ def main() -> None:
                      "CITEWELL_EMBEDDING_BASE_URL": fake + "/v1",
                      "CITEWELL_EMBEDDING_MODEL": "fake-64"}]  # fmt: skip
         for phase, env in enumerate(envs):
-            server = start(data, port, env, args.workers)
+            server = start(data, port, env, args.workers, args.work / f"server-{phase + 1}.log")
             sampler_stop = time.monotonic() + seconds
 
             async def run() -> None:
@@ -239,6 +265,8 @@ def main() -> None:
             "open_files_after_warmup": warm[0]["open_files"],
             "open_files_end": mine[-1]["open_files"],
             "open_files_max": max(s["open_files"] for s in mine),
+            "open_files_by_kind_after_warmup": warm[0]["open_files_by_kind"],
+            "open_files_by_kind_end": mine[-1]["open_files_by_kind"],
         }
     (args.work / "soak.json").write_text(json.dumps({**result, "samples": samples}, indent=1))
     print(json.dumps(result, indent=1))

@@ -49,3 +49,47 @@ def test_drop_removes_the_table(tmp_path):
     store.drop()
     assert LanceChunkStore(tmp_path / "lance", "t", DIM).count(ALL) == 0  # a new, empty table
     assert other.count(ALL) == 1
+
+
+def test_keyword_search_in_memory_scores_as_lancedb_does(tmp_path):
+    """Small tables answer keyword queries from the in-memory snapshot; LanceDB's own
+    full-text index answers once the table is large. Both give the same scores."""
+    import random
+
+    from citewell.retrieval.tokenize import terms_string
+    from citewell.stores.base import optimize_store
+    from citewell.testing.conformance import ALL, make_chunk
+
+    rng = random.Random(3)
+    words = [
+        "parental",
+        "leave",
+        "weeks",
+        "pay",
+        "sick",
+        "note",
+        "doctor",
+        "days",
+        "lunch",
+        "noon",
+        "remote",
+        "work",
+    ]
+    chunks = [
+        make_chunk(
+            f"c{i}", f"f{i % 7}", ("kb1",), " ".join(rng.choices(words, k=rng.randint(1, 40))), i
+        )
+        for i in range(120)
+    ]
+    small = LanceChunkStore(tmp_path / "lance", "t", DIM)  # snapshot below 50,000 rows
+    small.upsert(chunks)
+    optimize_store(small)
+    large = LanceChunkStore(tmp_path / "lance", "t", DIM, VectorIndexPolicy(min_rows=1))
+    for query in ("leav", "sick note doctor", "remot work week week"):
+        terms = terms_string(query)
+        memory = small.keyword_search(terms, 20, ALL)
+        lance = large.keyword_search(terms, 20, ALL)
+        assert [h.score for h in memory] == pytest.approx([h.score for h in lance], rel=1e-5)
+        assert {h.chunk_id for h in memory[:5]} == {h.chunk_id for h in lance[:5]} or (
+            memory[4].score == pytest.approx(memory[5].score)  # a tie at the cut
+        )

@@ -317,12 +317,16 @@ class Catalog:
         query = select(KnowledgeBaseFileRow).order_by(KnowledgeBaseFileRow.added_at)
         if file_ids is not None:
             query = query.where(KnowledgeBaseFileRow.file_id.in_(list(file_ids)))
-        if kb_ids is not None:
+        elif kb_ids is not None:
+            # Not both in SQL: given a KB too, SQLite walked the KB's whole key range (2 ms
+            # for a KB of 5,000 files, on every search) instead of the few rows of the files.
             query = query.where(KnowledgeBaseFileRow.kb_id.in_(list(kb_ids)))
+        in_kbs = None if kb_ids is None else set(kb_ids)
         with self._session() as session:
             return [
                 FileLink(r.kb_id, r.file_id, r.path, r.name, r.added_by, r.added_at)
                 for r in session.scalars(query)
+                if in_kbs is None or r.kb_id in in_kbs
             ]
 
     def unlink(self, kb_id: str, file_id: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,9 @@ class OnnxEmbedder:
         # Queries are one short text, embedded while BM25 runs on the other core: a
         # single-threaded session is as fast for them and leaves that core free.
         self._query_session = _session(path, 1)
+        # Fifty concurrent requests each running the model would share the cores fifty
+        # ways and evict each other's caches: as many runs at once as there are cores.
+        self._runs = threading.BoundedSemaphore(threads or (os.cpu_count() or 1))
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @property
@@ -127,7 +131,8 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
+        with self._runs:
+            hidden = session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalize(pooled.astype(np.float32))

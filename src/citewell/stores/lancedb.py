@@ -224,6 +224,10 @@ class LanceChunkStore:
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
         if not terms.strip() or not self._fts_ready:
             return []
+        snapshot = self._current_snapshot()
+        if snapshot is not None:
+            ranked = snapshot.keyword_search(terms.split(), k, where)
+            return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         query = self._table.search(terms, query_type="fts", fts_columns="terms")
         rows = self._run(query, k, where, "_score")
         return [SearchHit(r["id"], float(r["_score"]), i) for i, r in enumerate(rows)]
@@ -243,7 +247,7 @@ class LanceChunkStore:
             return []
         snapshot = self._current_snapshot()
         if snapshot is not None:
-            by_id = snapshot.chunks
+            by_id = snapshot.get(chunk_ids)
         else:
             found = self._addresses.take(chunk_ids, ROW_COLUMNS)
             rest = [i for i in chunk_ids if i not in found]

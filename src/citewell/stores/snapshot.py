@@ -1,7 +1,8 @@
-"""An in-memory snapshot of a small chunk table: exact vector search and row lookups.
+"""An in-memory snapshot of a small chunk table: exact vector and keyword search, row lookups.
 
 LanceDB costs a few milliseconds per query before it scans anything; a numpy matrix of a
-10,000-chunk table answers in well under one, and reading rows from a dict costs nothing.
+10,000-chunk table answers in well under one, BM25 over postings in memory (bm25_memory) in
+half a millisecond against LanceDB's 9-13, and rows are taken from an Arrow table in memory.
 The snapshot is a cache of the table at one version: the store rebuilds it whenever the
 table's version changes, so it never serves a stale chunk. Tables at or above the ANN
 threshold are not snapshotted.
@@ -15,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
+from citewell.stores.bm25_memory import KeywordPostings
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -27,12 +30,15 @@ class TableSnapshot:
     file_ids: npt.NDArray[np.object_]
     vectors: npt.NDArray[np.float32]
     kb_rows: dict[str, npt.NDArray[np.bool_]]
-    chunks: dict[str, StoredChunk]
+    rows: pa.Table  # ROW_COLUMNS, turned into chunks only when asked for
+    row_of: dict[str, int]
+    postings: KeywordPostings
 
     @classmethod
     def load(cls, table: Any, dimension: int) -> TableSnapshot:
         version = table.version
-        data = table.search().select([*ROW_COLUMNS, "vector"]).limit(None).to_arrow()
+        columns = [*ROW_COLUMNS, "terms", "vector"]
+        data = table.search().select(columns).limit(None).to_arrow()
         count = data.num_rows
         vectors = np.zeros((count, dimension), dtype=np.float32)
         if count:
@@ -42,10 +48,19 @@ class TableSnapshot:
         for row, kbs in enumerate(data["kb_ids"].to_pylist()):
             for kb in kbs or ():
                 kb_rows.setdefault(kb, np.zeros(count, dtype=bool))[row] = True
-        ids = np.array(data["id"].to_pylist(), dtype=object)
+        id_list = data["id"].to_pylist()
+        ids = np.array(id_list, dtype=object)
         file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
-        chunks = {row["id"]: to_chunk(row) for row in data.select(ROW_COLUMNS).to_pylist()}
-        return cls(version, ids, file_ids, vectors, kb_rows, chunks)
+        row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
+        postings = KeywordPostings.build(data["terms"])
+        rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
+        return cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings)
+
+    def get(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
+        """The chunks of those ids that the table holds."""
+        found = [self.row_of[i] for i in dict.fromkeys(chunk_ids) if i in self.row_of]
+        taken = self.rows.take(pa.array(found, type=pa.int64()))
+        return {row["id"]: to_chunk(row) for row in taken.to_pylist()}
 
     def mask(self, where: ChunkFilter) -> npt.NDArray[np.bool_] | None:
         """Rows the filter allows (None: all of them)."""
@@ -60,6 +75,16 @@ class TableSnapshot:
             allowed = in_files if allowed is None else allowed & in_files
         return allowed
 
+    def keyword_search(
+        self, words: list[str], k: int, where: ChunkFilter
+    ) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) of the k best allowed rows holding a query term."""
+        scores = self.postings.scores(words)
+        allowed = self.mask(where)
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)
+        return self._best(scores, k, lambda s: s > 0)
+
     def search(
         self, vector: Sequence[float], k: int, where: ChunkFilter
     ) -> list[tuple[str, float]]:
@@ -70,7 +95,13 @@ class TableSnapshot:
         allowed = self.mask(where)
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
-        k = min(k, int(np.isfinite(scores).sum()))
+        return self._best(scores, k, np.isfinite)
+
+    def _best(
+        self, scores: npt.NDArray[np.floating], k: int, counts: Any
+    ) -> list[tuple[str, float]]:
+        """The k highest of the rows ``counts(scores)`` admits, best first."""
+        k = min(k, int(counts(scores).sum()))
         if k <= 0:
             return []
         best = np.argpartition(-scores, k - 1)[:k]
