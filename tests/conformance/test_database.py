@@ -83,6 +83,7 @@ def test_a_stalled_worker_cannot_end_jobs_another_worker_took_over(database):
     (new,) = other.claim(1)
     assert new.claim != old.claim
     assert stalled.renew([job.id], old.claim) == 0  # its heartbeat learns it lost them
+    assert stalled.taken_over([job.id], old.claim) == 1
     stalled.advance_many([job.id], "embedding", old.claim)
     stalled.succeed(job.id, "f-old", old.claim)
     assert stalled.fail(job.id, "boom", "x", 1.0, old.claim) is False
@@ -92,6 +93,19 @@ def test_a_stalled_worker_cannot_end_jobs_another_worker_took_over(database):
     assert (now.state, now.file_id, now.claim) == ("parsing", "", new.claim)
     other.succeed(job.id, "f-new", new.claim)
     assert (other.get(job.id).state, other.get(job.id).file_id) == ("indexed", "f-new")
+
+
+def test_jobs_that_ended_in_a_batch_are_not_taken_over(database):
+    """A heartbeat renews fewer leases than its batch holds once some of its jobs ended;
+    that is no loss (the warning of a takeover counts only jobs another claim runs)."""
+    jobs = JobStore(database)
+    jobs.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(3)])
+    batch = jobs.claim(3)
+    claim, ids = batch[0].claim, [j.id for j in batch]
+    jobs.succeed(ids[0], "f0", claim)
+    assert jobs.fail(ids[1], "parser crashed", "extract_failed", 0.0, claim)  # a retry waits
+    assert jobs.renew(ids, claim) == 1
+    assert jobs.taken_over(ids, claim) == 0
 
 
 def test_a_job_whose_worker_dies_on_every_attempt_fails_with_the_reason(database):

@@ -144,11 +144,14 @@ class JobRunner:
             claim, held = self._held
             try:
                 kept = self.jobs.renew(held, claim)
-                if kept < len(held):
+                # Fewer kept is mostly jobs of the batch that already ended; only jobs that
+                # another claim runs now were lost.
+                lost = self.jobs.taken_over(held, claim) if kept < len(held) else 0
+                if lost:
                     logger.warning(
                         "%d jobs of this worker's batch are no longer its own (its lease "
                         "passed; another worker runs them); their results will not be marked",
-                        len(held) - kept,
+                        lost,
                     )
             except Exception:  # a database hiccup: the next beat tries again
                 logger.exception("renewing job leases failed")

@@ -343,6 +343,25 @@ class JobStore:
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
 
+    def taken_over(self, job_ids: Sequence[str], claim: str) -> int:
+        """How many of these jobs another claim is running now (jobs that ended or wait
+        for a retry are not counted)."""
+        if not job_ids:
+            return 0
+        with self._sessions() as session:
+            return int(
+                session.scalar(
+                    select(func.count())
+                    .select_from(JobRow)
+                    .where(
+                        JobRow.id.in_(job_ids)
+                        & JobRow.state.in_(RUNNING)
+                        & (JobRow.claim != claim)
+                    )
+                )
+                or 0
+            )
+
     def release(self, job_ids: Sequence[str], claim: str | None = None) -> int:
         """Hand running jobs back to the queue now (a worker shutting down mid-batch)."""
         if not job_ids:
