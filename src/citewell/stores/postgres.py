@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from citewell.types import ChunkFilter, StoredChunk
 
 ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS) + ", terms"
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
+SHARE_TTL = 30.0  # seconds a filter's share of the table is reused (it only picks a plan)
 
 
 def filter_sql(where: ChunkFilter, alias: str = "") -> tuple[str, dict[str, Any]]:
@@ -82,6 +84,7 @@ class PostgresChunkStore:
         self.stats = f"{table}_stats"
         self.bm25 = Postings(table)
         self._lock = threading.Lock()
+        self._shares: dict[Any, tuple[float, float]] = {}  # filter -> (when counted, share)
         with engine.begin() as db:
             self._create(db)
 
@@ -241,8 +244,26 @@ class PostgresChunkStore:
         condition, params = filter_sql(where, "c")
         with self.engine.begin() as db:
             _set_local(db, {"max_parallel_workers_per_gather": "0"})
-            rows = self.bm25.search(db, words, k, condition, params)
+            broad = condition != "TRUE" and self._share(db, where) >= 0.5
+            rows = self.bm25.search(db, words, k, condition, params, broad)
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(rows)]
+
+    def _share(self, db: Connection, where: ChunkFilter) -> float:
+        """The part of the table a filter keeps, counted at most once per SHARE_TTL."""
+        key = (where.kb_ids, where.file_ids)
+        now = time.monotonic()
+        known = self._shares.get(key)
+        if known is not None and now - known[0] < SHARE_TTL:
+            return known[1]
+        condition, params = filter_sql(where)
+        kept, rows = db.execute(
+            text(f"SELECT count(*) FILTER (WHERE {condition}), count(*) FROM {self.table}"),
+            params,
+        ).one()
+        if len(self._shares) > 1000:
+            self._shares.clear()
+        self._shares[key] = (now, kept / rows if rows else 0.0)
+        return self._shares[key][1]
 
     # --- reads ------------------------------------------------------------------------
     def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
