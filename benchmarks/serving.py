@@ -188,12 +188,22 @@ async def load(
     }
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy so far (/proc/stat: all but idle and iowait),
+    so a database server's own processes count too."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def measured(fn, server_pid: int) -> dict[str, Any]:
-    """``fn()``'s result with the CPU seconds the server and this process spent meanwhile."""
+    """``fn()``'s result with the CPU seconds the server, this process and the whole machine
+    spent meanwhile."""
     server_before, own_before = cpu_seconds(server_pid), resource.getrusage(resource.RUSAGE_SELF)
+    busy_before = busy_seconds()
     began = time.perf_counter()
     result = fn()
     wall = time.perf_counter() - began
+    result["machine_cores"] = round((busy_seconds() - busy_before) / wall, 2)
     own = resource.getrusage(resource.RUSAGE_SELF)
     own_cpu = own.ru_utime + own.ru_stime - own_before.ru_utime - own_before.ru_stime
     result["server_cores"] = round((cpu_seconds(server_pid) - server_before) / wall, 2)

@@ -61,9 +61,11 @@ class Settings(BaseSettings):
     )
     vector_index_min_rows: int = _setting(
         50000,
-        "Below this many chunks, vector search is exact, in memory (rows x dimension x 4 "
-        "bytes); from it on, LanceDB builds and uses an IVF index of 8-bit vectors, trained "
-        "anew each time the table doubles ('citewell check' reports its measured recall).",
+        "Below this many chunks, vector and keyword search run on a copy of the table in "
+        "memory (vectors: rows x dimension x 4 bytes, plus text and BM25 postings); from it "
+        "on, LanceDB builds and uses an IVF index of 8-bit vectors, trained anew each time "
+        "the table doubles ('citewell check' reports its measured recall), and its "
+        "full-text index.",
     )
 
     # --- chunking --------------------------------------------------------------

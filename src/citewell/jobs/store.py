@@ -354,9 +354,7 @@ class JobStore:
                     select(func.count())
                     .select_from(JobRow)
                     .where(
-                        JobRow.id.in_(job_ids)
-                        & JobRow.state.in_(RUNNING)
-                        & (JobRow.claim != claim)
+                        JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING) & (JobRow.claim != claim)
                     )
                 )
                 or 0

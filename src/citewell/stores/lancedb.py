@@ -7,7 +7,6 @@ column so one copy of a file's chunks serves every knowledge base it belongs to.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -22,9 +21,8 @@ from citewell.stores.lance_reads import FilterCounts, RowAddresses
 from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.stores.snapshot import TableSnapshot
+from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
-
-CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes
 
 
 def schema(dimension: int) -> pa.Schema:
@@ -92,9 +90,7 @@ class LanceChunkStore:
             threading.Thread(
                 target=self._upkeep.prewarm, name="citewell-prewarm", daemon=True
             ).start()
-        self._snapshot: TableSnapshot | None = None
-        self._snapshot_checked = 0.0
-        self._snapshot_lock = threading.Lock()
+        self._snapshots = SnapshotKeeper(self._table, dimension, self.vector_index.min_rows)
 
     def _open_or_create(self) -> Any:
         if self._name in self._db.list_tables().tables:
@@ -196,29 +192,11 @@ class LanceChunkStore:
         return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
 
     def _current_snapshot(self) -> TableSnapshot | None:
-        """The in-memory snapshot (rebuilt when the table changed), or None when the table
-        is large enough for the ANN index.
-
-        Reading the table's version goes through LanceDB's event loop, where it would queue
-        behind a running full-text query; so it is read at most once per CHECK_INTERVAL, and
-        this store's own writes drop the snapshot at once.
-        """
-        with self._snapshot_lock:
-            now = time.monotonic()
-            if self._snapshot is not None and now - self._snapshot_checked < CHECK_INTERVAL:
-                return self._snapshot
-            version = self._table.version
-            self._snapshot_checked = now
-            if self._snapshot is not None and self._snapshot.version == version:
-                return self._snapshot
-            self._snapshot = None
-            if self._table.count_rows() < self.vector_index.min_rows:
-                self._snapshot = TableSnapshot.load(self._table, self.dimension)
-            return self._snapshot
+        """The in-memory snapshot, when the table is small and it holds the latest version."""
+        return self._snapshots.current()
 
     def _changed(self) -> None:
-        with self._snapshot_lock:
-            self._snapshot = None
+        self._snapshots.changed()
         self._addresses.forget()
 
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:

@@ -3,9 +3,9 @@
 LanceDB costs a few milliseconds per query before it scans anything; a numpy matrix of a
 10,000-chunk table answers in well under one, BM25 over postings in memory (bm25_memory) in
 half a millisecond against LanceDB's 9-13, and rows are taken from an Arrow table in memory.
-The snapshot is a cache of the table at one version: the store rebuilds it whenever the
-table's version changes, so it never serves a stale chunk. Tables at or above the ANN
-threshold are not snapshotted.
+The snapshot is a cache of the table at one version, used only while the table is at that
+version (snapshot_keeper builds the next one), so it never serves a stale chunk. Tables at
+or above the ANN threshold are not snapshotted.
 """
 
 from __future__ import annotations
