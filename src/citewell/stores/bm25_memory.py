@@ -33,8 +33,11 @@ class KeywordPostings:
     documents: int
 
     @classmethod
-    def build(cls, terms: pa.ChunkedArray | pa.Array) -> KeywordPostings:
-        """Postings of a column of space-separated terms (one row per chunk)."""
+    def build(
+        cls, terms: pa.ChunkedArray | pa.Array, k1: float = K1, b: float = B
+    ) -> KeywordPostings:
+        """Postings of a column of space-separated terms (one row per chunk). ``k1`` and
+        ``b`` other than the stores' are for tuning experiments (benchmarks/tune_bm25.py)."""
         documents = len(terms)
         lists = pc.utf8_split_whitespace(pc.fill_null(terms, ""))
         if isinstance(lists, pa.ChunkedArray):
@@ -55,8 +58,8 @@ class KeywordPostings:
         term, rows = np.divmod(keys, documents)
         start = np.searchsorted(term, np.arange(len(vocabulary) + 1)).astype(np.int64)
         average = max(float(lengths.mean()), 1.0)
-        norm = K1 * (1 - B + B * lengths[rows] / average)
-        impact = (tf * (K1 + 1) / (tf + norm)).astype(np.float32)
+        norm = k1 * (1 - b + b * lengths[rows] / average)
+        impact = (tf * (k1 + 1) / (tf + norm)).astype(np.float32)
         return cls(vocabulary, start, rows.astype(np.int32), impact, documents)
 
     def scores(self, words: list[str]) -> npt.NDArray[np.float32]:
