@@ -256,10 +256,8 @@ class PostgresChunkStore:
         if known is not None and now - known[0] < SHARE_TTL:
             return known[1]
         condition, params = filter_sql(where)
-        kept, rows = db.execute(
-            text(f"SELECT count(*) FILTER (WHERE {condition}), count(*) FROM {self.table}"),
-            params,
-        ).one()
+        kept = db.execute(text(f"SELECT count(*) FROM {self.table} WHERE {condition}"), params)
+        kept, rows = kept.scalar_one(), self._rows(db)  # the total from the stats row
         if len(self._shares) > 1000:
             self._shares.clear()
         self._shares[key] = (now, kept / rows if rows else 0.0)
