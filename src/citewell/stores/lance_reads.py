@@ -1,19 +1,16 @@
-"""Read helpers for a large LanceDB chunk table: row addresses and filter sizes.
+"""Read helpers for a large LanceDB chunk table: row addresses.
 
-Both are caches of hints, never of answers: a row fetched by address is checked against the
-id asked for (an address from before a compaction falls back to a lookup by id), and a
-filter's row count only decides how many index partitions a search probes.
+A cache of hints, never of answers: a row fetched by address is checked against the id
+asked for (an address from before a compaction falls back to a lookup by id).
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
-COUNT_TTL = 30.0  # seconds a filter's row count is reused
 
 
 class RowAddresses:
@@ -69,22 +66,3 @@ class RowAddresses:
             if self._dataset is None:
                 self._dataset = lance.dataset(self.uri)
             return self._dataset
-
-
-class FilterCounts:
-    """How many rows a filter keeps, counted at most once per COUNT_TTL per filter."""
-
-    def __init__(self, count: Callable[[str | None], int]) -> None:
-        self._count = count
-        self._known: dict[str | None, tuple[float, int]] = {}
-
-    def __call__(self, predicate: str | None) -> int:
-        now = time.monotonic()
-        known = self._known.get(predicate)
-        if known is not None and now - known[0] < COUNT_TTL:
-            return known[1]
-        if len(self._known) > 1000:
-            self._known.clear()
-        rows = self._count(predicate)
-        self._known[predicate] = (now, rows)
-        return rows

@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
-from citewell.stores.lance_reads import FilterCounts, RowAddresses
+from citewell.stores.filter_counts import FilterCounts
+from citewell.stores.lance_reads import RowAddresses
 from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.stores.snapshot import TableSnapshot
@@ -81,7 +82,7 @@ class LanceChunkStore:
         self._table = self._open_or_create()
         self._upkeep = TableUpkeep(self._table, self.vector_index)
         self._addresses = RowAddresses(self._table.uri)
-        self._counts = FilterCounts(self._table.count_rows)
+        self._counts: FilterCounts[str | None] = FilterCounts(self._table.count_rows)
         self._fts_ready = "terms" in self._upkeep.index_names()
         if self._fts_ready:
             with self._write_lock:  # a table from an older release may lack newer indexes

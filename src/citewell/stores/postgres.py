@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -21,13 +20,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
+from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.postgres_bm25 import Postings
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
 ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS) + ", terms"
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
-SHARE_TTL = 30.0  # seconds a filter's share of the table is reused (it only picks a plan)
 
 
 def filter_sql(where: ChunkFilter, alias: str = "") -> tuple[str, dict[str, Any]]:
@@ -84,7 +83,7 @@ class PostgresChunkStore:
         self.stats = f"{table}_stats"
         self.bm25 = Postings(table)
         self._lock = threading.Lock()
-        self._shares: dict[Any, tuple[float, float]] = {}  # filter -> (when counted, share)
+        self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
             self._create(db)
 
@@ -249,19 +248,9 @@ class PostgresChunkStore:
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(rows)]
 
     def _share(self, db: Connection, where: ChunkFilter) -> float:
-        """The part of the table a filter keeps, counted at most once per SHARE_TTL."""
-        key = (where.kb_ids, where.file_ids)
-        now = time.monotonic()
-        known = self._shares.get(key)
-        if known is not None and now - known[0] < SHARE_TTL:
-            return known[1]
-        condition, params = filter_sql(where)
-        kept = db.execute(text(f"SELECT count(*) FROM {self.table} WHERE {condition}"), params)
-        kept, rows = kept.scalar_one(), self._rows(db)  # the total from the stats row
-        if len(self._shares) > 1000:
-            self._shares.clear()
-        self._shares[key] = (now, kept / rows if rows else 0.0)
-        return self._shares[key][1]
+        """The part of the table a filter keeps (its rows counted at most every 30 s)."""
+        rows = self._rows(db)
+        return self._counts(where) / rows if rows else 0.0
 
     # --- reads ------------------------------------------------------------------------
     def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
