@@ -68,6 +68,16 @@ class Settings(BaseSettings):
         "full-text index.",
     )
 
+    lance_cache_mb: int = _setting(
+        1024,
+        "Memory LanceDB may keep for the chunk table's index cache (its default is 6 GB): "
+        "search indexes read from disk stay here. A million 384-dimensional chunks need "
+        "about CACHE_AT_1M MB to keep every index warm; below vector_index_min_rows the indexes "
+        "are read only while a changed table's copy in memory is being rebuilt. File metadata "
+        "gets an eighth of this on top.",
+        ge=16,
+    )
+
     # --- chunking --------------------------------------------------------------
     text_splitter: Literal[
         "character",

@@ -153,3 +153,66 @@ def test_ef_search_widens_with_the_table():
     assert ef_search(10_000, 8) == 100
     assert ef_search(10_000, 80) == 160
     assert ef_search(1_000_000, 8) == 400
+
+
+def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
+    """A KB of a few rows is searched from its rows (exact vectors, exact BM25), a wider one
+    through the HNSW graph and each term's best postings: both give the same answers here,
+    and the same as an unfiltered search restricted to the KB afterwards."""
+    import numpy as np
+
+    from citewell.retrieval.tokenize import terms_string
+    from citewell.stores import postgres
+    from citewell.types import ChunkFilter, StoredChunk
+
+    rng = np.random.default_rng(3)
+    words = ["leave", "policy", "remote", "work", "weeks", "office", "travel", "team"]
+    rows = []
+    for i in range(400):
+        vector = rng.normal(size=DIM)
+        text_ = " ".join(rng.choice(words, size=int(rng.integers(3, 12))))
+        rows.append(
+            StoredChunk(
+                id=f"r{i}",
+                file_id=f"f{i // 5}",
+                kb_ids=("all", "few") if i % 20 == 0 else ("all",),
+                index=i % 5,
+                text=text_,
+                start=0,
+                end=len(text_),
+                page=None,
+                headings=(),
+                file_name="f.md",
+                terms=terms_string(text_),
+                vector=tuple((vector / np.linalg.norm(vector)).tolist()),
+            )  # fmt: skip
+        )
+    store = PostgresChunkStore(engine, "plans", DIM)
+    store.upsert(rows)
+    store.optimize()
+    few = ChunkFilter(kb_ids=("few",))
+    members = {r.id for r in rows if "few" in r.kb_ids}
+    queries = [(terms_string(q), rows[n].vector) for n, q in ((3, "leave weeks"), (40, "team"))]
+
+    def answers() -> list[list[str]]:
+        found = []
+        for terms, vector in queries:
+            found.append([h.chunk_id for h in store.keyword_search(terms, 5, few)])
+            found.append([h.chunk_id for h in store.vector_search(vector, 5, few)])
+        return found
+
+    with engine.connect() as db:
+        assert store._plan(db, few) == (400, "few")
+    exact = answers()
+    monkeypatch.setattr(postgres, "EXACT_ROWS", 0)
+    store._counts = postgres.FilterCounts(store.count)
+    with engine.connect() as db:
+        assert store._plan(db, few) == (400, "some")
+    assert answers() == exact
+    everything = ChunkFilter()
+    pairs = zip(exact[::2], exact[1::2], strict=True)
+    for (terms, vector), (keyword, vectors) in zip(queries, pairs, strict=True):
+        wide = [h.chunk_id for h in store.keyword_search(terms, 400, everything)]
+        assert keyword == [i for i in wide if i in members][:5]
+        near = [h.chunk_id for h in store.vector_search(vector, 400, everything)]
+        assert vectors == [i for i in near if i in members][:5]

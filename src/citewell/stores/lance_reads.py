@@ -64,5 +64,8 @@ class RowAddresses:
 
         with self._lock:
             if self._dataset is None:
-                self._dataset = lance.dataset(self.uri)
+                # Takes by address need file metadata, no index: a small cache of its own.
+                self._dataset = lance.dataset(
+                    self.uri, index_cache_size_bytes=1 << 20, metadata_cache_size_bytes=64 << 20
+                )
             return self._dataset

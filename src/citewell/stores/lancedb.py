@@ -68,6 +68,7 @@ class LanceChunkStore:
         table: str,
         dimension: int,
         vector_index: VectorIndexPolicy | None = None,
+        cache_mb: int = 1024,
     ):
         import lancedb
 
@@ -76,7 +77,15 @@ class LanceChunkStore:
         self.vector_index = vector_index or VectorIndexPolicy()
         # Re-read the table's latest version at most once a second, so writes made by other
         # processes (a CLI ingest while a server runs) become visible.
-        self._db = lancedb.connect(str(path), read_consistency_interval=timedelta(seconds=1))
+        # LanceDB's own cache bounds (6 GB of index, 1 GB of metadata) are sized for a
+        # database server, not for a process that also runs the encoder.
+        session = lancedb.Session(
+            index_cache_size_bytes=cache_mb << 20, metadata_cache_size_bytes=cache_mb << 17
+        )
+        self._db = lancedb.connect(
+            str(path), read_consistency_interval=timedelta(seconds=1), session=session
+        )
+        self.session = session
         self._name = table
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()

@@ -17,6 +17,9 @@ common term has 100,000 postings and a query took 2 s. So a search works in thre
 3. Exact scores for the best ``rescore`` candidates, over all query terms, from the
    postings' primary key (chunk, term); df comes from a table kept in each write.
 
+A filter that keeps few rows (at most ``EXACT_ROWS`` in postgres.py) skips all that: its rows
+are found through the KB index and scored exactly from their postings by primary key.
+
 A chunk can be missed only if it is in no query term's top ``depth``, or its partial score
 leaves it outside the best ``rescore`` (measured in BENCHMARKS.md: SciFact's nDCG@10 is
 unchanged, and at a million chunks the top 10 match an exhaustive search).
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -34,6 +37,9 @@ from sqlalchemy.engine import Connection
 from citewell.types import StoredChunk
 
 K1, B = 1.2, 0.75
+
+# How a search applies its access filter, by the share of the table it keeps.
+FilterPlan = Literal["all", "most", "some", "few"]
 
 
 def impact(tf: int, length: int, average: float) -> float:
@@ -135,28 +141,24 @@ class Postings:
         k: int,
         condition: str,
         params: dict[str, Any],
-        broad: bool = False,
+        plan: FilterPlan = "some",
     ) -> list[Any]:
-        """(id, score) rows, best first; ``condition`` is the access filter on alias c.
+        """(id, score) rows, best first; ``condition`` is the access filter on alias c, and
+        ``plan`` says how much of the table it keeps (PostgresChunkStore._plan).
 
-        A filter that keeps most rows (``broad``) or none at all is applied to the scored
-        candidates only: checking it on every posting read cost a primary-key lookup each
-        (1,800 of them, 10 ms, for a SciFact query whose KB holds the whole table)."""
-        narrow = condition != "TRUE" and not broad
+        "few": exact scores over the rows the filter keeps (their postings by primary key).
+        "most" (or "all"): candidates are not checked, the filter is applied to the scored
+        ones only: checking it on every posting read cost a primary-key lookup each (1,800
+        of them, 10 ms, for a SciFact query whose KB holds the whole table). "some": each
+        candidate posting is checked."""
+        if plan == "few":
+            return self._search_rows(db, words, k, condition, params)
+        narrow = plan == "some"
         allowed = f"EXISTS (SELECT 1 FROM {self.chunks} c WHERE c.id = {{id}} AND {condition})"
-        score = (
-            f"qd.times * qd.idf * {{p}}.tf * {K1 + 1} / ({{p}}.tf + {K1} * "
-            f"({1 - B} + {B} * {{p}}.length::float8 * st.chunks / st.length))"
-        )
         query = f"""
-            WITH st AS MATERIALIZED (SELECT chunks, length FROM {self.stats}),
-            q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
-                  GROUP BY term),
-            qd AS MATERIALIZED (
-                SELECT q.term, q.times, ln((st.chunks + 1)::float8 / (d.df + 0.5)) AS idf
-                FROM q JOIN {self.df} d ON d.term = q.term CROSS JOIN st WHERE d.df > 0),
+            WITH {self._terms_sql()},
             cand AS MATERIALIZED (
-                SELECT top.chunk_id, sum({score.format(p="top")}) AS partial
+                SELECT top.chunk_id, sum({_score("top")}) AS partial
                 FROM qd CROSS JOIN st CROSS JOIN LATERAL (
                     SELECT s.chunk_id, s.tf, s.length FROM (
                         SELECT chunk_id, tf, length FROM {self.table} p WHERE p.term = qd.term
@@ -165,13 +167,13 @@ class Postings:
                     LIMIT :depth) top
                 GROUP BY top.chunk_id ORDER BY partial DESC LIMIT :rescore),
             scored AS (
-                SELECT p.chunk_id, sum({score.format(p="p")}) AS score
+                SELECT p.chunk_id, sum({_score("p")}) AS score
                 FROM {self.table} p JOIN qd ON qd.term = p.term CROSS JOIN st
                 WHERE p.chunk_id IN (SELECT chunk_id FROM cand)
                   AND p.term = ANY(CAST(:words AS text[]))
                 GROUP BY p.chunk_id)
             SELECT chunk_id AS id, score FROM scored
-            WHERE {"TRUE" if narrow or condition == "TRUE" else allowed.format(id="chunk_id")}
+            WHERE {"TRUE" if narrow or plan == "all" else allowed.format(id="chunk_id")}
             ORDER BY score DESC, chunk_id LIMIT :k"""
         values = {
             **params,
@@ -183,3 +185,38 @@ class Postings:
             "rescore": max(self.rescore, 2 * k),
         }
         return list(db.execute(text(query), values).all())
+
+    def _search_rows(
+        self, db: Connection, words: list[str], k: int, condition: str, params: dict[str, Any]
+    ) -> list[Any]:
+        """Exact BM25 over the rows a narrow filter keeps: the KB index finds them, the
+        postings' primary key (chunk, term) gives each one's query terms."""
+        query = f"""
+            WITH {self._terms_sql()},
+            allowed AS MATERIALIZED (SELECT c.id FROM {self.chunks} c WHERE {condition}),
+            scored AS (
+                SELECT p.chunk_id, sum({_score("p")}) AS score
+                FROM allowed a CROSS JOIN LATERAL (
+                    SELECT chunk_id, term, tf, length FROM {self.table}
+                    WHERE chunk_id = a.id AND term = ANY(CAST(:words AS text[]))) p
+                JOIN qd ON qd.term = p.term CROSS JOIN st
+                GROUP BY p.chunk_id)
+            SELECT chunk_id AS id, score FROM scored ORDER BY score DESC, chunk_id LIMIT :k"""
+        return list(db.execute(text(query), {**params, "words": words, "k": k}).all())
+
+    def _terms_sql(self) -> str:
+        """CTEs st (the table's statistics), qd (each query term: times asked, idf)."""
+        return f"""st AS MATERIALIZED (SELECT chunks, length FROM {self.stats}),
+            q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
+                  GROUP BY term),
+            qd AS MATERIALIZED (
+                SELECT q.term, q.times, ln((st.chunks + 1)::float8 / (d.df + 0.5)) AS idf
+                FROM q JOIN {self.df} d ON d.term = q.term CROSS JOIN st WHERE d.df > 0)"""
+
+
+def _score(p: str) -> str:
+    """One posting's BM25 contribution in SQL (posting alias ``p``; needs qd and st)."""
+    return (
+        f"qd.times * qd.idf * {p}.tf * {K1 + 1} / ({p}.tf + {K1} * "
+        f"({1 - B} + {B} * {p}.length::float8 * st.chunks / st.length))"
+    )

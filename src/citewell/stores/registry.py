@@ -15,7 +15,9 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
     from citewell.stores.lancedb import LanceChunkStore
 
     policy = VectorIndexPolicy(min_rows=settings.vector_index_min_rows)
-    return LanceChunkStore(settings.data_dir / "lancedb", table, dimension, policy)
+    return LanceChunkStore(
+        settings.data_dir / "lancedb", table, dimension, policy, settings.lance_cache_mb
+    )
 
 
 def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
