@@ -380,8 +380,20 @@ class PostgresChunkStore:
 
     def optimize(self) -> None:
         """PostgreSQL keeps its indexes current on every write; refresh the planner's
-        statistics so the filters and joins keep good plans as the table grows."""
+        statistics of the tables that changed by a tenth since they were last counted (so
+        filters and joins keep good plans as a table grows from empty). ANALYZE samples
+        each table whatever its size: after every ingested batch it cost seconds at a
+        million chunks, for statistics that had barely moved."""
         with self.engine.connect() as db:
-            db.execution_options(isolation_level="AUTOCOMMIT").execute(
-                text(f"ANALYZE {self.table}, {self.bm25.table}, {self.bm25.df}, {self.stats}")
-            )
+            stale = db.execute(
+                text(
+                    "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(:names) AND "
+                    "(last_analyze IS NULL AND last_autoanalyze IS NULL "
+                    "OR n_mod_since_analyze > 0.1 * greatest(n_live_tup, 1000))"
+                ),
+                {"names": [self.table, self.bm25.table, self.bm25.df, self.stats]},
+            ).scalars()
+            names = ", ".join(sorted(stale))
+        if names:
+            with self.engine.connect() as db:
+                db.execution_options(isolation_level="AUTOCOMMIT").execute(text(f"ANALYZE {names}"))
