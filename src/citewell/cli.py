@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 # Native runtime defaults, set before numpy/onnxruntime/lance load (an operator's own values
 # win). Spinning OpenMP/OpenBLAS threads fight the query path for the CPU on small machines:
@@ -16,8 +15,6 @@ for _name, _value in (
     ("RUST_LOG", "error"),
 ):
     os.environ.setdefault(_name, _value)
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,38 +23,11 @@ import click
 
 from citewell.auth.access import Access
 from citewell.chat.context import source_public
-from citewell.errors import CitewellError
+from citewell.cli_common import MODES, Context, click_errors, pass_app
+from citewell.cli_ingest import progress
 from citewell.llm.base import ChatMessage
 from citewell.pipeline.chat import EXTRACTIVE_MODEL, ChatRequest, ChatResult
 from citewell.types import ScoredChunk, SearchMode
-
-MODES = click.Choice(["hybrid", "vector", "bm25"])
-
-
-class Context:
-    def __init__(self, data_dir: Path | None, config: Path | None) -> None:
-        self.data_dir = data_dir
-        self.config = config
-        self._app: Any = None
-
-    def app(self, switch_models: bool = False) -> Any:
-        """The Citewell of this data dir. Only the server and workers (``switch_models``)
-        start re-embedding when the settings name another embedding model."""
-        if self._app is None:
-            from citewell.config import Settings
-            from citewell.pipeline import Citewell
-
-            settings = Settings.load(self.config, data_dir=self.data_dir)
-            self._app = Citewell.from_settings(settings, switch_models=switch_models)
-        return self._app
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except CitewellError as exc:
-        raise click.ClickException(f"{exc.message} [{exc.code}]") from exc
 
 
 @click.group()
@@ -78,194 +48,6 @@ def _errors() -> Iterator[None]:
 def main(ctx: click.Context, data_dir: Path | None, config: Path | None) -> None:
     """Citewell: answers from your documents, citing the exact passage."""
     ctx.obj = Context(data_dir, config)
-
-
-pass_app = click.make_pass_decorator(Context)
-
-
-@main.command()
-@click.argument("targets", nargs=-1, required=True, metavar="PATH|URL...")
-@click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
-@click.option(
-    "--queue",
-    is_flag=True,
-    help="Queue the files as durable jobs and run them here, showing the batch's progress; "
-    "what is left when interrupted runs in the server or `citewell worker`.",
-)
-@click.option(
-    "--estimate",
-    is_flag=True,
-    help="Only say what it would take (chunks; LLM calls and prompt tokens of "
-    "contextual_chunks and document_summary); store nothing.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@pass_app
-def ingest(
-    ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, estimate: bool, as_json: bool
-) -> None:
-    """Add files, folders (recursively) and web pages to a knowledge base.
-
-    A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
-    if estimate:
-        _estimate(ctx, targets, kb, as_json)
-        return
-    if queue:
-        _ingest_queued(ctx, targets, kb, as_json)
-        return
-    with _errors(), _progress("Ingesting") as progress:
-        report = ctx.app().ingest(list(targets), kb, progress)
-    if as_json:
-        click.echo(json.dumps(asdict(report), indent=2))
-        return
-    click.echo(
-        f"{report.files_seen} files: {report.files_indexed} indexed, "
-        f"{report.files_linked} linked (same bytes already stored), "
-        f"{report.files_unchanged} unchanged, {report.files_failed} failed; "
-        f"{report.chunks_stored} chunks stored, {report.chunks_embedded} embedded."
-    )
-    for error in report.errors:
-        click.echo(f"  failed: {error}", err=True)
-
-
-def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
-    from citewell.pipeline.web import is_url
-
-    if any(is_url(t) for t in targets):
-        raise click.UsageError("--estimate takes files and folders, not URLs.")
-    with _errors():
-        app = ctx.app()
-        items, _ = app.items(list(targets))
-        found = app.estimate(items, kb=kb if app.catalog.find_kb(kb) else None)
-    cost = found.enrich
-    if as_json:
-        click.echo(json.dumps({"files": found.files, "chunks": found.chunks, **asdict(cost)}))
-        return
-    click.echo(f"{found.files} files, {found.chunks} chunks.")
-    if app.enricher.active:
-        click.echo(
-            f"LLM: {cost.llm_calls} calls, about {cost.prompt_tokens} prompt tokens "
-            f"({cost.cached} contexts or summaries already cached)."
-        )
-    else:
-        click.echo("No LLM calls: contextual_chunks and document_summary are off.")
-
-
-def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
-    from citewell.pipeline.web import is_url
-
-    if any(is_url(t) for t in targets):
-        raise click.UsageError("--queue takes files and folders; ingest URLs without it.")
-    with _errors():
-        app = ctx.app()
-        app.catalog.ensure_kb(kb)
-        items, _ = app.items(list(targets))
-        jobs = app.enqueue(kb, items) if items else []
-    if not jobs:
-        click.echo("No files to ingest.", err=True)
-        return
-    batch = jobs[0].batch_id
-    app.start_workers()
-    try:
-        with _job_progress(app, batch) as watch:
-            watch()
-    except KeyboardInterrupt:
-        click.echo(f"Stopped; the batch's unfinished jobs stay queued (batch {batch}).", err=True)
-    finally:
-        app.close()
-    _print_batch(app, batch, as_json)
-
-
-def _print_batch(app: Any, batch: str, as_json: bool) -> None:
-    counts: dict[str, int] = app.jobs.counts(batch)
-    failed = [f"{j.name}: {j.last_error}" for j in app.jobs.find(batch_id=batch, state="failed")]
-    if as_json:
-        click.echo(json.dumps({"batch_id": batch, "counts": counts, "errors": failed}, indent=2))
-        return
-    summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    click.echo(f"{sum(counts.values())} files (batch {batch}): {summary}.")
-    for error in failed:
-        click.echo(f"  failed: {error}", err=True)
-
-
-def _progress_bar() -> Any:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = [
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]} chunks/s"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    ]
-    return Progress(*columns, console=Console(stderr=True), transient=False)
-
-
-@contextmanager
-def _progress(label: str) -> Iterator[Callable[[Any], None]]:
-    """A progress bar fed by the ingestor's progress callback (in-process ingestion)."""
-    with _progress_bar() as bar:
-        task = bar.add_task(label, total=None, chunks=0, rate="0.0")
-
-        def update(state: Any) -> None:
-            elapsed = bar.tasks[0].elapsed or 1e-9
-            bar.update(
-                task,
-                total=state.files_total,
-                completed=state.files_done,
-                chunks=state.chunks_done,
-                rate=f"{state.chunks_done / elapsed:.1f}",
-            )
-
-        yield update
-
-
-@contextmanager
-def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
-    """A progress bar fed by the batch's jobs, as the job event streams are: it counts work
-    done by any worker, this process's or a server's."""
-    from citewell.jobs import FINAL
-    from citewell.jobs.progress import ProgressTracker
-
-    chunks: dict[str, int] = {}  # job id → chunks of its indexed file
-    tracker = ProgressTracker()
-    with _progress_bar() as bar:
-        task = bar.add_task("Ingesting", total=None, chunks=0, rate="0.0")
-
-        def watch() -> None:
-            while True:
-                counts = app.jobs.counts(batch)
-                if counts.get("indexed", 0) > len(chunks):
-                    for job in app.jobs.find(batch_id=batch, state="indexed"):
-                        if job.id not in chunks:
-                            record = app.catalog.get_file(job.file_id)
-                            chunks[job.id] = record.chunk_count if record else 0
-                finished = sum(n for state, n in counts.items() if state in FINAL)
-                progress = tracker.update(finished, sum(counts.values()))
-                elapsed = bar.tasks[0].elapsed or 1e-9
-                total_chunks = sum(chunks.values())
-                rate = f"{total_chunks / elapsed:.1f}"
-                bar.update(
-                    task,
-                    total=progress.total,
-                    completed=progress.finished,
-                    chunks=total_chunks,
-                    rate=rate,
-                )
-                if progress.finished == progress.total:
-                    return
-                time.sleep(0.25)
-
-        yield watch
 
 
 def _result_json(r: ScoredChunk, n: int) -> dict[str, Any]:
@@ -305,7 +87,7 @@ def search(
     ctx: Context, query: str, kbs: tuple[str, ...], mode: str | None, k: int | None, as_json: bool
 ) -> None:
     """Find the chunks that best match QUERY."""
-    with _errors():
+    with click_errors():
         results = ctx.app().search(query, list(kbs), SearchMode(mode) if mode else None, k)
     if as_json:
         click.echo(json.dumps([_result_json(r, i) for i, r in enumerate(results, 1)], indent=2))
@@ -354,7 +136,7 @@ def ask(
     """Answer QUESTION from the knowledge bases, with numbered sources: with the configured
     LLM (and its builtin tools in native function calling), else extractively."""
 
-    with _errors():
+    with click_errors():
         app = ctx.app()
         chosen = model or app.settings.llm_model or EXTRACTIVE_MODEL
         request = ChatRequest(
@@ -402,8 +184,8 @@ def evaluate(ctx: Context, folder: Path, split: str, mode: str, as_json: bool) -
     from citewell.evaluation.beir import run_eval
 
     modes = list(SearchMode) if mode == "all" else [SearchMode(mode)]
-    with _errors(), _progress("Indexing corpus") as progress:
-        report = run_eval(ctx.app(), folder, split, modes, progress)
+    with click_errors(), progress("Indexing corpus") as report_progress:
+        report = run_eval(ctx.app(), folder, split, modes, report_progress)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -443,7 +225,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
     from citewell.cli_auth import announce_access
     from citewell.config import Settings
 
-    with _errors():
+    with click_errors():
         settings = Settings.load(ctx.config, data_dir=ctx.data_dir, workers=workers)
         bind, listen = host or settings.host, port or settings.port
         check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
@@ -496,7 +278,7 @@ def migrate(ctx: Context, target: str, force: bool) -> None:
     from citewell.config import Settings
     from citewell.pipeline.move import Move
 
-    with _errors():
+    with click_errors():
         settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
         report = Move(settings, target, lambda line: click.echo(line, err=True)).run(force)
     click.echo(
@@ -521,7 +303,7 @@ def worker(ctx: Context) -> None:
     import signal
     import threading
 
-    with _errors():
+    with click_errors():
         app = ctx.app(switch_models=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -551,7 +333,7 @@ def check(ctx: Context, repair: bool, recall_samples: int, as_json: bool) -> Non
     chunk indexes (with the vector index's measured recall).
 
     Exits 1 when differences remain (run again with --repair to fix them)."""
-    with _errors():
+    with click_errors():
         report = ctx.app().check(repair, recall_samples)
     if as_json:
         click.echo(json.dumps({**asdict(report), "problems": report.problems}, indent=2))
@@ -596,48 +378,13 @@ def _index_line(health: Any) -> str:
     return line
 
 
-@main.group()
-def kb() -> None:
-    """Create, list and delete knowledge bases."""
-
-
-@kb.command(name="list")
-@click.option("--json", "as_json", is_flag=True)
-@pass_app
-def kb_list(ctx: Context, as_json: bool) -> None:
-    kbs = ctx.app().list_kbs()
-    if as_json:
-        click.echo(json.dumps([asdict(k) for k in kbs], indent=2))
-        return
-    for k in kbs:
-        click.echo(f"{k.name}\t{k.file_count} files\t{k.id}")
-    if not kbs:
-        click.echo("No knowledge bases yet: 'citewell ingest PATH --kb NAME' makes one.")
-
-
-@kb.command(name="create")
-@click.argument("name")
-@click.option("--description", default="")
-@pass_app
-def kb_create(ctx: Context, name: str, description: str) -> None:
-    with _errors():
-        created = ctx.app().create_kb(name, description)
-    click.echo(f"Created {created.name} ({created.id}).")
-
-
-@kb.command(name="delete")
-@click.argument("name")
-@pass_app
-def kb_delete(ctx: Context, name: str) -> None:
-    """Delete a knowledge base and every chunk no other knowledge base uses."""
-    with _errors():
-        ctx.app().delete_kb(name)
-    click.echo(f"Deleted {name}.")
-
-
 from citewell.cli_auth import group, key, share, user  # noqa: E402 (in their own module)
 from citewell.cli_config import config  # noqa: E402
+from citewell.cli_ingest import ingest  # noqa: E402
+from citewell.cli_kb import kb  # noqa: E402
 
+main.add_command(ingest)
+main.add_command(kb)
 main.add_command(config)
 main.add_command(user)
 main.add_command(key)

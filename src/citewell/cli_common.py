@@ -1,0 +1,44 @@
+"""What the ``citewell`` command's modules share: the per-invocation context, the decorator
+that passes it, and CitewellError shown as a click error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from citewell.errors import CitewellError
+
+MODES = click.Choice(["hybrid", "vector", "bm25"])
+
+
+class Context:
+    def __init__(self, data_dir: Path | None, config: Path | None) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self._app: Any = None
+
+    def app(self, switch_models: bool = False) -> Any:
+        """The Citewell of this data dir. Only the server and workers (``switch_models``)
+        start re-embedding when the settings name another embedding model."""
+        if self._app is None:
+            from citewell.config import Settings
+            from citewell.pipeline import Citewell
+
+            settings = Settings.load(self.config, data_dir=self.data_dir)
+            self._app = Citewell.from_settings(settings, switch_models=switch_models)
+        return self._app
+
+
+@contextmanager
+def click_errors() -> Iterator[None]:
+    try:
+        yield
+    except CitewellError as exc:
+        raise click.ClickException(f"{exc.message} [{exc.code}]") from exc
+
+
+pass_app = click.make_pass_decorator(Context)

@@ -1,0 +1,199 @@
+"""`citewell ingest`: files, folders and web pages into a knowledge base, with progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from citewell.cli_common import Context, click_errors, pass_app
+
+
+@click.command()
+@click.argument("targets", nargs=-1, required=True, metavar="PATH|URL...")
+@click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
+@click.option(
+    "--queue",
+    is_flag=True,
+    help="Queue the files as durable jobs and run them here, showing the batch's progress; "
+    "what is left when interrupted runs in the server or `citewell worker`.",
+)
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Only say what it would take (chunks; LLM calls and prompt tokens of "
+    "contextual_chunks and document_summary); store nothing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@pass_app
+def ingest(
+    ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, estimate: bool, as_json: bool
+) -> None:
+    """Add files, folders (recursively) and web pages to a knowledge base.
+
+    A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
+    if estimate:
+        _estimate(ctx, targets, kb, as_json)
+        return
+    if queue:
+        _ingest_queued(ctx, targets, kb, as_json)
+        return
+    with click_errors(), progress("Ingesting") as report_progress:
+        report = ctx.app().ingest(list(targets), kb, report_progress)
+    if as_json:
+        click.echo(json.dumps(asdict(report), indent=2))
+        return
+    click.echo(
+        f"{report.files_seen} files: {report.files_indexed} indexed, "
+        f"{report.files_linked} linked (same bytes already stored), "
+        f"{report.files_unchanged} unchanged, {report.files_failed} failed; "
+        f"{report.chunks_stored} chunks stored, {report.chunks_embedded} embedded."
+    )
+    for error in report.errors:
+        click.echo(f"  failed: {error}", err=True)
+
+
+def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+    from citewell.pipeline.web import is_url
+
+    if any(is_url(t) for t in targets):
+        raise click.UsageError("--estimate takes files and folders, not URLs.")
+    with click_errors():
+        app = ctx.app()
+        items, _ = app.items(list(targets))
+        found = app.estimate(items, kb=kb if app.catalog.find_kb(kb) else None)
+    cost = found.enrich
+    if as_json:
+        click.echo(json.dumps({"files": found.files, "chunks": found.chunks, **asdict(cost)}))
+        return
+    click.echo(f"{found.files} files, {found.chunks} chunks.")
+    if app.enricher.active:
+        click.echo(
+            f"LLM: {cost.llm_calls} calls, about {cost.prompt_tokens} prompt tokens "
+            f"({cost.cached} contexts or summaries already cached)."
+        )
+    else:
+        click.echo("No LLM calls: contextual_chunks and document_summary are off.")
+
+
+def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+    from citewell.pipeline.web import is_url
+
+    if any(is_url(t) for t in targets):
+        raise click.UsageError("--queue takes files and folders; ingest URLs without it.")
+    with click_errors():
+        app = ctx.app()
+        app.catalog.ensure_kb(kb)
+        items, _ = app.items(list(targets))
+        jobs = app.enqueue(kb, items) if items else []
+    if not jobs:
+        click.echo("No files to ingest.", err=True)
+        return
+    batch = jobs[0].batch_id
+    app.start_workers()
+    try:
+        with _job_progress(app, batch) as watch:
+            watch()
+    except KeyboardInterrupt:
+        click.echo(f"Stopped; the batch's unfinished jobs stay queued (batch {batch}).", err=True)
+    finally:
+        app.close()
+    _print_batch(app, batch, as_json)
+
+
+def _print_batch(app: Any, batch: str, as_json: bool) -> None:
+    counts: dict[str, int] = app.jobs.counts(batch)
+    failed = [f"{j.name}: {j.last_error}" for j in app.jobs.find(batch_id=batch, state="failed")]
+    if as_json:
+        click.echo(json.dumps({"batch_id": batch, "counts": counts, "errors": failed}, indent=2))
+        return
+    summary = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    click.echo(f"{sum(counts.values())} files (batch {batch}): {summary}.")
+    for error in failed:
+        click.echo(f"  failed: {error}", err=True)
+
+
+def _progress_bar() -> Any:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]} chunks/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    ]
+    return Progress(*columns, console=Console(stderr=True), transient=False)
+
+
+@contextmanager
+def progress(label: str) -> Iterator[Callable[[Any], None]]:
+    """A progress bar fed by the ingestor's progress callback (in-process ingestion)."""
+    with _progress_bar() as bar:
+        task = bar.add_task(label, total=None, chunks=0, rate="0.0")
+
+        def update(state: Any) -> None:
+            elapsed = bar.tasks[0].elapsed or 1e-9
+            bar.update(
+                task,
+                total=state.files_total,
+                completed=state.files_done,
+                chunks=state.chunks_done,
+                rate=f"{state.chunks_done / elapsed:.1f}",
+            )
+
+        yield update
+
+
+@contextmanager
+def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
+    """A progress bar fed by the batch's jobs, as the job event streams are: it counts work
+    done by any worker, this process's or a server's."""
+    from citewell.jobs import FINAL
+    from citewell.jobs.progress import ProgressTracker
+
+    chunks: dict[str, int] = {}  # job id → chunks of its indexed file
+    tracker = ProgressTracker()
+    with _progress_bar() as bar:
+        task = bar.add_task("Ingesting", total=None, chunks=0, rate="0.0")
+
+        def watch() -> None:
+            while True:
+                counts = app.jobs.counts(batch)
+                if counts.get("indexed", 0) > len(chunks):
+                    for job in app.jobs.find(batch_id=batch, state="indexed"):
+                        if job.id not in chunks:
+                            record = app.catalog.get_file(job.file_id)
+                            chunks[job.id] = record.chunk_count if record else 0
+                finished = sum(n for state, n in counts.items() if state in FINAL)
+                progress = tracker.update(finished, sum(counts.values()))
+                elapsed = bar.tasks[0].elapsed or 1e-9
+                total_chunks = sum(chunks.values())
+                rate = f"{total_chunks / elapsed:.1f}"
+                bar.update(
+                    task,
+                    total=progress.total,
+                    completed=progress.finished,
+                    chunks=total_chunks,
+                    rate=rate,
+                )
+                if progress.finished == progress.total:
+                    return
+                time.sleep(0.25)
+
+        yield watch
