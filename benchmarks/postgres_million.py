@@ -184,40 +184,55 @@ def bm25_agreement(store: PostgresChunkStore, queries: list[str], k: int = 10) -
 
 
 def latency(stores: dict[str, Any], embedder, queries, warmup: int, rng) -> dict[str, Any]:
+    """Hybrid p50/p95 per store and layout, with the median of each step (retrieval trace)."""
+    from citewell.retrieval.retriever import RetrievalTrace
+
     retrievers = {n: HybridRetriever(s, embedder, RetrievalSettings()) for n, s in stores.items()}
     for query in queries[len(queries) - warmup :]:
         for retriever in retrievers.values():
             retriever.search(query, ChunkFilter(kb_ids=("kb-all",)), 8, SearchMode.HYBRID)
     times: dict[str, list[float]] = {}
+    steps: dict[str, dict[str, list[float]]] = {}
     for query in queries[: len(queries) - warmup]:
         kb = f"kb-{rng.randrange(KBS):02d}"
         for name, retriever in retrievers.items():
             for layout, where in (("kb_all", ("kb-all",)), ("one_of_100", (kb,))):
+                trace = RetrievalTrace()
                 began = time.perf_counter()
-                retriever.search(query, ChunkFilter(kb_ids=where), 8, SearchMode.HYBRID)
-                times.setdefault(f"{name}_{layout}", []).append(
-                    (time.perf_counter() - began) * 1000
-                )
+                retriever.search(query, ChunkFilter(kb_ids=where), 8, SearchMode.HYBRID, trace)
+                key = f"{name}_{layout}"
+                times.setdefault(key, []).append((time.perf_counter() - began) * 1000)
+                for step, ms in trace.timings.items():
+                    steps.setdefault(key, {}).setdefault(step, []).append(ms)
     return {
         key: {
             "hybrid_p50_ms": round(statistics.median(v), 1),
             "hybrid_p95_ms": round(sorted(v)[int(len(v) * 0.95)], 1),
+            "steps_p50_ms": {s: round(statistics.median(t), 1) for s, t in steps[key].items()},
         }
         for key, v in times.items()
     }
 
 
 def writes(stores: dict[str, PostgresChunkStore], rows, vectors, rounds: int) -> dict[str, Any]:
+    """Median seconds of a 256-chunk upsert and of the optimize after it, per store."""
     fresh = 30_000_000 + int(time.time()) % 100_000 * 100_000
-    spent: dict[str, list[float]] = {name: [] for name in stores}
+    spent: dict[str, dict[str, list[float]]] = {
+        name: {"upsert_256_s": [], "optimize_s": []} for name in stores
+    }
     for n in range(rounds):
         for i, (name, store) in enumerate(stores.items()):
             batch = copies(rows, vectors, fresh + 1000 * n + 500 * i, 256, 11)
             began = time.perf_counter()
             store.upsert(batch)
+            spent[name]["upsert_256_s"].append(time.perf_counter() - began)
+            began = time.perf_counter()
             store.optimize()
-            spent[name].append(time.perf_counter() - began)
-    return {name: round(statistics.median(v), 3) for name, v in spent.items()}
+            spent[name]["optimize_s"].append(time.perf_counter() - began)
+    return {
+        name: {step: round(statistics.median(v), 3) for step, v in steps.items()}
+        for name, steps in spent.items()
+    }
 
 
 def disk(engine) -> dict[str, float]:

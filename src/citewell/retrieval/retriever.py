@@ -113,7 +113,8 @@ class HybridRetriever:
         widen = mode is SearchMode.HYBRID or reranker is not None
         pool = max(k, settings.candidate_k) if widen else k
         if mode is SearchMode.BM25:
-            ranked = _single(self._keyword(space, settings, query, pool, where), bm25=True)
+            keyword = self._keyword(space, settings, query, pool, where, trace)
+            ranked = _single(keyword, bm25=True)
         elif mode is SearchMode.VECTOR:
             ranked = _single(self._vector(space, query, pool, where, trace), bm25=False)
         else:
@@ -153,9 +154,13 @@ class HybridRetriever:
         query: str,
         k: int,
         where: ChunkFilter,
+        trace: RetrievalTrace,
     ) -> list[SearchHit]:
+        began = time.perf_counter()
         terms = terms_string(query, settings.stemmer)
-        return space.store.keyword_search(terms, k, where)
+        hits = space.store.keyword_search(terms, k, where)
+        trace.timings["keyword"] = _ms(began)  # beside the vector search, on its own thread
+        return hits
 
     def _vector(
         self, space: SearchSpace, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
@@ -177,7 +182,7 @@ class HybridRetriever:
         where: ChunkFilter,
         trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
-        keyword = self._pool.submit(self._keyword, space, settings, query, k, where)
+        keyword = self._pool.submit(self._keyword, space, settings, query, k, where, trace)
         vector_hits = self._vector(space, query, k, where, trace)
         keyword_hits = keyword.result()
         lists = [
