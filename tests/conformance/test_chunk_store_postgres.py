@@ -242,3 +242,26 @@ def test_optimize_refreshes_statistics_only_of_tables_that_changed_enough(engine
     store.upsert([replace(c, id=f"more-{c.id}") for c in CORPUS[:2]])
     store.optimize()
     assert analysed() == first
+
+
+def test_vectors_are_kept_in_the_rows_also_in_tables_made_before(engine):
+    """Out of line (pgvector's default), every exact comparison reads a second relation."""
+    from sqlalchemy import text
+
+    def storage() -> str:
+        with engine.connect() as db:
+            return str(
+                db.execute(
+                    text("SELECT attstorage FROM pg_attribute WHERE attrelid = 'vt'::regclass "
+                         "AND attname = 'vector'")
+                ).scalar_one()
+            )  # fmt: skip
+
+    store = PostgresChunkStore(engine, "vt", DIM)
+    assert storage() == "m"
+    with engine.begin() as db:
+        db.execute(text("ALTER TABLE vt ALTER COLUMN vector SET STORAGE EXTERNAL"))
+    store = PostgresChunkStore(engine, "vt", DIM)
+    assert storage() == "m"
+    store.upsert(CORPUS)
+    assert store.vector_search(CORPUS[2].vector, 1, ALL)[0].chunk_id == CORPUS[2].id
