@@ -156,9 +156,9 @@ def test_ef_search_widens_with_the_table():
 
 
 def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
-    """A KB of a few rows is searched from its rows (exact vectors, exact BM25), a wider one
-    through the HNSW graph and each term's best postings: both give the same answers here,
-    and the same as an unfiltered search restricted to the KB afterwards."""
+    """A KB of a few rows is searched from its rows (exact vectors, candidates checked in
+    memory), a wider one through the HNSW graph and a lookup per candidate: both give the
+    same answers here, and the same as an unfiltered search restricted to the KB after."""
     import numpy as np
 
     from citewell.retrieval.tokenize import terms_string

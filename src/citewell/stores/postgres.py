@@ -29,7 +29,8 @@ from citewell.types import ChunkFilter, StoredChunk
 ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS) + ", terms"
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
 # A filter keeping at most this many rows (and under half the table) is searched from its
-# rows rather than from the HNSW graph or each term's best postings.
+# rows: vectors compared exactly instead of walking the HNSW graph, keyword candidates
+# checked against the rows in memory instead of by a lookup each.
 EXACT_ROWS = 20_000
 
 
