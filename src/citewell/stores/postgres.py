@@ -4,8 +4,8 @@ One table of chunks per embedding space (the same rows as the embedded store, pl
 chunk's term count), with postings, document frequencies and a one-row statistics table
 beside it (stores/postgres_bm25.py: Okapi BM25 scored as the embedded store scores it, not
 ``ts_rank``). The access filter is part of every query. Vectors: an HNSW index (cosine),
-searched with pgvector's iterative scan so a filter still fills the top k; a filter that
-keeps only a few thousand rows is searched exactly from those rows instead (both searches).
+searched with pgvector's iterative scan so a filter still fills the top k; under a filter
+that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows instead.
 """
 
 from __future__ import annotations
