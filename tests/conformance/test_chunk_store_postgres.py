@@ -266,3 +266,12 @@ def test_vectors_are_kept_in_the_rows_also_in_tables_made_before(engine):
     assert storage() == "m"
     store.upsert(CORPUS)
     assert store.vector_search(CORPUS[2].vector, 1, ALL)[0].chunk_id == CORPUS[2].id
+
+
+def test_keyword_candidates_reach_deeper_in_bigger_tables():
+    from citewell.stores.postgres_bm25 import Postings
+
+    postings = Postings("t")
+    assert postings.depths(10_000) == (400, 200)
+    assert postings.depths(250_000) == (800, 200)
+    assert postings.depths(1_000_000) == (1600, 400)

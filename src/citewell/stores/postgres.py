@@ -271,8 +271,8 @@ class PostgresChunkStore:
         condition, params = filter_sql(where, "c")
         with self.engine.begin() as db:
             _set_local(db, {"max_parallel_workers_per_gather": "0"})
-            _rows, plan = self._plan(db, where)
-            found = self.bm25.search(db, words, k, condition, params, plan)
+            rows, plan = self._plan(db, where)
+            found = self.bm25.search(db, words, k, condition, params, plan, rows)
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(found)]
 
     def _plan(self, db: Connection, where: ChunkFilter) -> tuple[int, FilterPlan]:
