@@ -63,14 +63,14 @@ def child(lance: Path, work: Path, cache_mb: int, table: str, seconds_to_warm: f
     times: dict[str, list[float]] = {"kb_all": [], "one_of_100": []}
     for rounds in range(2):  # the first round is not timed: it fills the caches
         for vector, text in zip(vectors, texts, strict=True):
-            for layout in times:
+            for layout, spent in times.items():
                 kb = "kb-all" if layout == "kb_all" else f"kb-{rng.randrange(KBS):02d}"
                 where = ChunkFilter(kb_ids=(kb,))
                 start = time.perf_counter()
                 store.vector_search(vector.tolist(), 50, where)
                 store.keyword_search(text, 50, where)
                 if rounds:
-                    times[layout].append((time.perf_counter() - start) * 1000)
+                    spent.append((time.perf_counter() - start) * 1000)
     result = {"cache_setting_mb": cache_mb, "after_prewarm": warm}
     for layout, values in times.items():
         ordered = sorted(values)
