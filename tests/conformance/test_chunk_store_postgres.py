@@ -203,12 +203,12 @@ def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
         return found
 
     with engine.connect() as db:
-        assert store._plan(db, few) == (400, "few")
+        assert store._plan(db, few) == (400, 20, "few")
     exact = answers()
     monkeypatch.setattr(postgres, "EXACT_ROWS", 0)
     store._counts = postgres.FilterCounts(store.count)
     with engine.connect() as db:
-        assert store._plan(db, few) == (400, "some")
+        assert store._plan(db, few) == (400, 20, "some")
     assert answers() == exact
     everything = ChunkFilter()
     pairs = zip(exact[::2], exact[1::2], strict=True)

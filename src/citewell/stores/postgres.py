@@ -240,7 +240,7 @@ class PostgresChunkStore:
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
         condition, params = filter_sql(where)
         with self.engine.begin() as db:
-            rows, plan = self._plan(db, where)
+            rows, _kept, plan = self._plan(db, where)
             # A filter that keeps few rows is searched exactly, from the rows the KB index
             # finds: the graph would have to be walked far (and every step checked against
             # the filter) to fill the top k, at a million chunks for 1 % of them 0.79 recall.
@@ -271,21 +271,23 @@ class PostgresChunkStore:
         condition, params = filter_sql(where, "c")
         with self.engine.begin() as db:
             _set_local(db, {"max_parallel_workers_per_gather": "0"})
-            rows, plan = self._plan(db, where)
-            found = self.bm25.search(db, words, k, condition, params, plan, rows)
+            _rows, kept, plan = self._plan(db, where)
+            # Candidates reach as deep as the rows searched call for: a small KB in a big
+            # table needs no more than a small table (and rescoring more costs lookups).
+            found = self.bm25.search(db, words, k, condition, params, plan, kept)
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(found)]
 
-    def _plan(self, db: Connection, where: ChunkFilter) -> tuple[int, FilterPlan]:
-        """The table's rows, and how a search should apply this filter: "all" (none),
-        "most" (it keeps at least half the table), "few" (at most EXACT_ROWS rows and under
-        half) or "some". Rows a filter keeps are counted at most every 30 s."""
+    def _plan(self, db: Connection, where: ChunkFilter) -> tuple[int, int, FilterPlan]:
+        """The table's rows, the rows this filter keeps (counted at most every 30 s), and
+        how a search should apply it: "all" (no filter), "most" (it keeps at least half
+        the table), "few" (at most EXACT_ROWS rows and under half) or "some"."""
         rows = self._rows(db)
         if where.kb_ids is None and where.file_ids is None:
-            return rows, "all"
-        matching = self._counts(where)
-        if rows and matching >= rows / 2:
-            return rows, "most"
-        return rows, "few" if matching <= EXACT_ROWS else "some"
+            return rows, rows, "all"
+        kept = self._counts(where)
+        if rows and kept >= rows / 2:
+            return rows, kept, "most"
+        return rows, kept, "few" if kept <= EXACT_ROWS else "some"
 
     # --- reads ------------------------------------------------------------------------
     def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:

@@ -155,7 +155,7 @@ class Postings:
     ) -> list[Any]:
         """(id, score) rows, best first; ``condition`` is the access filter on alias c, and
         ``plan`` says how much of the table it keeps (PostgresChunkStore._plan), ``rows``
-        how many chunks the table holds.
+        how many chunks it keeps (which sets the candidates' depth).
 
         "most" (or "all"): candidates are not checked, the filter is applied to the scored
         ones only: checking it on every posting read cost a primary-key lookup each (1,800
