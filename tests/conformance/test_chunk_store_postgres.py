@@ -224,16 +224,9 @@ def test_optimize_refreshes_statistics_only_of_tables_that_changed_enough(engine
     at a million chunks. A new table is analysed; a few more rows later it is not."""
     from dataclasses import replace
 
-    from sqlalchemy import text
-
     def analysed() -> dict[str, object]:
-        with engine.connect() as db:
-            return dict(
-                db.execute(
-                    text("SELECT relname, last_analyze FROM pg_stat_user_tables "
-                         "WHERE relname LIKE 'stat%'")
-                ).all()
-            )  # fmt: skip
+        sql = "SELECT relname, last_analyze FROM pg_stat_user_tables WHERE relname LIKE 'stat%'"
+        return dict(_read(engine, sql))
 
     store = PostgresChunkStore(engine, "stat", DIM)
     store.upsert(CORPUS)
@@ -250,13 +243,9 @@ def test_vectors_are_kept_in_the_rows_also_in_tables_made_before(engine):
     from sqlalchemy import text
 
     def storage() -> str:
-        with engine.connect() as db:
-            return str(
-                db.execute(
-                    text("SELECT attstorage FROM pg_attribute WHERE attrelid = 'vt'::regclass "
-                         "AND attname = 'vector'")
-                ).scalar_one()
-            )  # fmt: skip
+        sql = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'vt'::regclass"
+        sql += " AND attname = 'vector'"
+        return str(_read(engine, sql)[0][0])
 
     store = PostgresChunkStore(engine, "vt", DIM)
     assert storage() == "m"
@@ -275,3 +264,10 @@ def test_keyword_candidates_reach_deeper_in_bigger_tables():
     assert postings.depths(10_000) == (400, 200)
     assert postings.depths(250_000) == (800, 200)
     assert postings.depths(1_000_000) == (1600, 400)
+
+
+def _read(engine, sql: str) -> list:
+    from sqlalchemy import text
+
+    with engine.connect() as db:
+        return list(db.execute(text(sql)).all())
