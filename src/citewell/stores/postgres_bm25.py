@@ -21,7 +21,7 @@ A filter that keeps few rows (at most ``EXACT_ROWS`` in postgres.py) is checked 
 rows read once through the KB index, not by a lookup per posting read.
 
 A chunk can be missed only if it is in no query term's top ``depth``, or its partial score
-leaves it outside the best ``rescore``. Both grow with the table (``depths``): on SciFact
+leaves it outside the best ``rescore``. Both grow with the rows searched (``depths``): on SciFact
 (10,857 chunks) nDCG@10 is the embedded store's; at a million chunks 400 / 200 kept only
 0.66 of the exhaustive top 10 (scores 0.93), 1,600 / 400 keeps 0.89 (scores 0.99).
 """
@@ -173,7 +173,12 @@ class Postings:
         )
         on_read = {"few": "s.chunk_id IN (SELECT id FROM allowed)", "some": exists}
         query = f"""
-            WITH {self._terms_sql()}{kept},
+            WITH st AS MATERIALIZED (SELECT chunks, length FROM {self.stats}),
+            q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
+                  GROUP BY term),
+            qd AS MATERIALIZED (
+                SELECT q.term, q.times, ln((st.chunks + 1)::float8 / (d.df + 0.5)) AS idf
+                FROM q JOIN {self.df} d ON d.term = q.term CROSS JOIN st WHERE d.df > 0){kept},
             cand AS MATERIALIZED (
                 SELECT top.chunk_id, sum({_score("top")}) AS partial
                 FROM qd CROSS JOIN st CROSS JOIN LATERAL (
@@ -203,15 +208,6 @@ class Postings:
             "rescore": max(rescore, 2 * k),
         }
         return list(db.execute(text(query), values).all())
-
-    def _terms_sql(self) -> str:
-        """CTEs st (the table's statistics), qd (each query term: times asked, idf)."""
-        return f"""st AS MATERIALIZED (SELECT chunks, length FROM {self.stats}),
-            q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
-                  GROUP BY term),
-            qd AS MATERIALIZED (
-                SELECT q.term, q.times, ln((st.chunks + 1)::float8 / (d.df + 0.5)) AS idf
-                FROM q JOIN {self.df} d ON d.term = q.term CROSS JOIN st WHERE d.df > 0)"""
 
 
 def _score(p: str) -> str:
