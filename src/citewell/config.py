@@ -62,10 +62,12 @@ class Settings(BaseSettings):
     vector_index_min_rows: int = _setting(
         50000,
         "Below this many chunks, vector and keyword search run on a copy of the table in "
-        "memory (vectors: rows x dimension x 4 bytes, plus text and BM25 postings); from it "
-        "on, LanceDB builds and uses an IVF index of 8-bit vectors, trained anew each time "
-        "the table doubles ('citewell check' reports its measured recall), and its "
-        "full-text index.",
+        "memory (vectors: rows x dimension x 4 bytes, plus text and BM25 postings; with "
+        "PostgreSQL each API process keeps its own, used only while the table's version is "
+        "the one it was read at, so no write of any process is missed; 0 turns it off); "
+        "from it on, LanceDB builds and uses an IVF index of 8-bit vectors, trained anew "
+        "each time the table doubles ('citewell check' reports its measured recall), and its "
+        "full-text index, PostgreSQL its HNSW index and BM25 postings.",
     )
 
     lance_cache_mb: int = _setting(

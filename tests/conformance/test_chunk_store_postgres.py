@@ -1,9 +1,12 @@
 """PostgresChunkStore on a real PostgreSQL 18 + pgvector (citewell/testing/postgres.py)."""
 
+import time
+
 import pytest
 
 from citewell.db.engine import url_engine
 from citewell.stores.postgres import PostgresChunkStore
+from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance
 
 pytestmark = pytest.mark.conformance
@@ -20,6 +23,84 @@ class TestPostgresChunkStore(ScanConformance):
     @pytest.fixture
     def store(self, engine):
         return PostgresChunkStore(engine, "chunks_test", DIM)
+
+
+class WaitingKeeper(SnapshotKeeper):
+    """Waits for the background build instead of sending the search to SQL meanwhile, so
+    every search of the conformance suite is answered from the snapshot."""
+
+    def current(self):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            snapshot = super().current()
+            if snapshot is not None or not self._building:
+                return snapshot
+            time.sleep(0.002)
+        raise AssertionError("the snapshot was not built in 10 s")
+
+
+def in_memory(engine, table: str) -> PostgresChunkStore:
+    store = PostgresChunkStore(engine, table, DIM, memory_rows=50_000)
+    store._snapshots = WaitingKeeper(store._snapshots._source, 50_000, check_interval=0.0)
+    return store
+
+
+class TestPostgresChunkStoreInMemory(ScanConformance):
+    """The same behaviour with searches and reads answered from the in-memory snapshot."""
+
+    @pytest.fixture
+    def store(self, engine):
+        return in_memory(engine, "chunks_test")
+
+
+def test_small_tables_are_searched_in_memory_with_the_same_results(engine):
+    from citewell.retrieval.tokenize import terms_string
+
+    memory, sql = in_memory(engine, "t"), PostgresChunkStore(engine, "t", DIM)
+    memory.upsert(CORPUS)
+    assert memory._snapshots.current() is not None
+    kb = ALL.__class__(kb_ids=(CORPUS[0].kb_ids[0],))
+    for where in (ALL, kb):
+        for query in ("leave", "sick leave leave weeks", "remote work days", "北京 图书馆"):
+            terms = terms_string(query)
+            ours = [(h.chunk_id, round(h.score, 4)) for h in memory.keyword_search(terms, 5, where)]
+            theirs = [(h.chunk_id, round(h.score, 4)) for h in sql.keyword_search(terms, 5, where)]
+            assert ours == theirs, query
+        for chunk in CORPUS[:4]:  # unit vectors: the nearest is exact, the rest tie at 0
+            ours, theirs = (
+                memory.vector_search(chunk.vector, 3, where),
+                sql.vector_search(chunk.vector, 3, where),
+            )
+            assert ours[0].chunk_id == theirs[0].chunk_id
+            assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], abs=1e-6)
+    assert memory.get([CORPUS[1].id]) == sql.get([CORPUS[1].id])
+
+
+def test_a_write_by_another_process_is_seen_by_the_next_search(engine):
+    """Each API process keeps its own snapshot; the table's version, read before each use,
+    retires it the moment another process commits a write."""
+    reader, writer = in_memory(engine, "t"), PostgresChunkStore(engine, "t", DIM)
+    writer.upsert(CORPUS)
+    first = CORPUS[0]
+    assert reader.vector_search(first.vector, 1, ALL)[0].chunk_id == first.id
+    writer.delete(ALL.__class__(file_ids=(first.file_id,)))
+    assert first.id not in {h.chunk_id for h in reader.vector_search(first.vector, 3, ALL)}
+    assert reader.get([first.id]) == []
+    writer.unlink(CORPUS[1].file_id, CORPUS[1].kb_ids[0])
+    kb = ALL.__class__(kb_ids=(CORPUS[1].kb_ids[0],))
+    assert CORPUS[1].id not in {h.chunk_id for h in reader.vector_search(CORPUS[1].vector, 3, kb)}
+
+
+def test_statistics_made_before_versions_get_one(engine):
+    from sqlalchemy import text
+
+    PostgresChunkStore(engine, "old", DIM).upsert(CORPUS)
+    with engine.begin() as db:
+        db.execute(text("ALTER TABLE old_stats DROP COLUMN version"))
+    store = in_memory(engine, "old")
+    assert _read(engine, "SELECT version FROM old_stats") == [(0,)]
+    assert store.count(ALL) == len(CORPUS)
+    assert store._snapshots.current() is not None
 
 
 def test_reopening_with_another_dimension_is_refused(engine):

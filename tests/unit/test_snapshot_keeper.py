@@ -3,21 +3,9 @@ for it, and never gets one that misses a write of this process."""
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import pytest
-
-from citewell.stores import snapshot_keeper
 from citewell.stores.snapshot_keeper import SnapshotKeeper
-
-
-@dataclass
-class FakeTable:
-    version: int = 1
-    rows: int = 10
-
-    def count_rows(self) -> int:
-        return self.rows
 
 
 @dataclass(frozen=True)
@@ -25,19 +13,29 @@ class FakeSnapshot:
     version: int
 
 
-@pytest.fixture
-def loads(monkeypatch):
-    """Builds block until the test lets them go; each records the version it read."""
-    gate, started = threading.Semaphore(0), []
+@dataclass
+class FakeTable:
+    """A SnapshotSource whose loads block until the test lets them go; each records the
+    version it read."""
 
-    def load(table, dimension):
-        started.append(table.version)
-        version = table.version
-        assert gate.acquire(timeout=5)
+    gate: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    started: list[int] = field(default_factory=list)
+    at: int = 1
+    rows: int = 10
+    reads: int = 0
+
+    def version(self) -> int:
+        self.reads += 1
+        return self.at
+
+    def count_rows(self) -> int:
+        return self.rows
+
+    def load(self) -> FakeSnapshot:
+        self.started.append(self.at)
+        version = self.at
+        assert self.gate.acquire(timeout=5)
         return FakeSnapshot(version)
-
-    monkeypatch.setattr(snapshot_keeper.TableSnapshot, "load", load)
-    return gate, started
 
 
 def settled(keeper: SnapshotKeeper):
@@ -48,39 +46,51 @@ def settled(keeper: SnapshotKeeper):
     raise AssertionError("the build did not finish")
 
 
-def test_searches_do_not_wait_for_a_build(loads):
-    gate, started = loads
-    keeper = SnapshotKeeper(FakeTable(), 8, max_rows=100)
+def test_searches_do_not_wait_for_a_build():
+    table = FakeTable()
+    keeper = SnapshotKeeper(table, max_rows=100)
     began = time.perf_counter()
     assert keeper.current() is None  # building: the caller reads the table itself
     assert keeper.current() is None
     assert time.perf_counter() - began < 0.5
-    gate.release()
+    table.gate.release()
     assert settled(keeper) == FakeSnapshot(1)
-    assert started == [1]
+    assert table.started == [1]
 
 
-def test_a_write_during_a_build_makes_it_build_again(loads):
-    gate, started = loads
+def test_a_write_during_a_build_makes_it_build_again():
     table = FakeTable()
-    keeper = SnapshotKeeper(table, 8, max_rows=100)
+    keeper = SnapshotKeeper(table, max_rows=100)
     assert keeper.current() is None
     for _ in range(100):
-        if started:
+        if table.started:
             break
         time.sleep(0.01)
-    table.version = 2
+    table.at = 2
     keeper.changed()  # this process wrote while version 1 was being read
-    gate.release()
-    gate.release()
+    table.gate.release()
+    table.gate.release()
     assert settled(keeper) == FakeSnapshot(2)
-    assert started == [1, 2]
+    assert table.started == [1, 2]
 
 
-def test_a_large_table_gets_no_snapshot_and_no_rebuilds(loads):
+def test_a_large_table_gets_no_snapshot_and_no_rebuilds():
     table = FakeTable(rows=500)
-    keeper = SnapshotKeeper(table, 8, max_rows=100)
+    keeper = SnapshotKeeper(table, max_rows=100)
     assert keeper.current() is None
     assert settled(keeper) is None
     assert keeper.current() is None and not keeper._building
-    assert loads[1] == []  # never read whole
+    assert table.started == []  # never read whole
+
+
+def test_another_process_write_is_seen_within_the_check_interval():
+    """PostgreSQL's keeper reads the version before every use: a write committed by any
+    process retires the snapshot at once; LanceDB's reads it at most once a second."""
+    for interval, seen_at_once in ((0.0, True), (60.0, False)):
+        table = FakeTable()
+        keeper = SnapshotKeeper(table, max_rows=100, check_interval=interval)
+        keeper.current()
+        table.gate.release()
+        assert settled(keeper) == FakeSnapshot(1)
+        table.at = 2  # written elsewhere: no changed() in this process
+        assert (keeper.current() is None) is seen_at_once

@@ -1,7 +1,8 @@
-"""Read helpers for a large LanceDB chunk table: row addresses.
+"""Read helpers for a LanceDB chunk table: row addresses (large tables) and the snapshot
+source (small ones).
 
-A cache of hints, never of answers: a row fetched by address is checked against the id
-asked for (an address from before a compaction falls back to a lookup by id).
+Addresses are a cache of hints, never of answers: a row fetched by address is checked
+against the id asked for (an address from before a compaction falls back to a lookup by id).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from citewell.stores.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
 
@@ -69,3 +72,21 @@ class RowAddresses:
                     self.uri, index_cache_size_bytes=1 << 20, metadata_cache_size_bytes=64 << 20
                 )
             return self._dataset
+
+
+class LanceSnapshotSource:
+    """A LanceDB table as snapshot_keeper sees it (``SnapshotSource``)."""
+
+    def __init__(self, table: Any, dimension: int) -> None:
+        self._table, self._dimension = table, dimension
+
+    def version(self) -> int:
+        return int(self._table.version)
+
+    def count_rows(self) -> int:
+        return int(self._table.count_rows())
+
+    def load(self) -> TableSnapshot:
+        version = self._table.version
+        data = self._table.search().select(SNAPSHOT_COLUMNS).limit(None).to_arrow()
+        return TableSnapshot.from_arrow(version, data, self._dimension)

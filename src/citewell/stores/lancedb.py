@@ -18,7 +18,7 @@ import pyarrow as pa
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
-from citewell.stores.lance_reads import RowAddresses
+from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses
 from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.stores.snapshot import TableSnapshot
@@ -100,7 +100,9 @@ class LanceChunkStore:
             threading.Thread(
                 target=self._upkeep.prewarm, name="citewell-prewarm", daemon=True
             ).start()
-        self._snapshots = SnapshotKeeper(self._table, dimension, self.vector_index.min_rows)
+        self._snapshots = SnapshotKeeper(
+            LanceSnapshotSource(self._table, dimension), self.vector_index.min_rows
+        )
 
     def _open_or_create(self) -> Any:
         if self._name in self._db.list_tables().tables:

@@ -23,10 +23,12 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.postgres_bm25 import FilterPlan, Postings
+from citewell.stores.postgres_snapshot import PostgresSnapshotSource
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
+from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
 
-ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS) + ", terms"
+ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS)  # what get returns; scan adds terms
 TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
 # A filter keeping at most this many rows (and under half the table) is searched from its
 # rows: vectors compared exactly instead of walking the HNSW graph, keyword candidates
@@ -83,7 +85,10 @@ def _vector(values: Sequence[float]) -> str:
 
 
 class PostgresChunkStore:
-    def __init__(self, engine: Engine, table: str, dimension: int) -> None:
+    """``memory_rows``: below this many chunks searches and row reads use an in-memory
+    snapshot of the table (postgres_snapshot), checked against the table's version first."""
+
+    def __init__(self, engine: Engine, table: str, dimension: int, memory_rows: int = 0) -> None:
         if not TABLE_NAME.match(table):
             raise StoreError(f"{table!r} is not a usable table name.")
         self.engine, self.table, self.dimension = engine, table, dimension
@@ -93,6 +98,8 @@ class PostgresChunkStore:
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
             self._create(db)
+        source = PostgresSnapshotSource(engine, table, self.stats, dimension)
+        self._snapshots = SnapshotKeeper(source, memory_rows, check_interval=0.0)
 
     def _create(self, db: Connection) -> None:
         t, s = self.table, self.stats
@@ -121,13 +128,28 @@ class PostgresChunkStore:
             # chunks that one reached recall@50 0.87 only at ef_search 800.
             f"CREATE INDEX IF NOT EXISTS {t}_hnsw ON {t} USING hnsw (vector vector_cosine_ops) "
             "WITH (m = 24, ef_construction = 128)",
+            # version: bumped by every write, so in-memory snapshots know they are current.
             f"CREATE TABLE IF NOT EXISTS {s} (one boolean PRIMARY KEY DEFAULT true "
-            "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL)",
+            "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL, "
+            "version bigint NOT NULL DEFAULT 0)",
             f"INSERT INTO {s} VALUES (true, 0, 0) ON CONFLICT DO NOTHING",
         ):
             db.execute(text(statement))
+        if self._stats_columns(db) == {"one", "chunks", "length"}:  # made before versions
+            db.execute(text(f"ALTER TABLE {s} ADD COLUMN version bigint NOT NULL DEFAULT 0"))
         self._keep_vectors_inline(db)
         self.bm25.create(db)
+
+    def _stats_columns(self, db: Connection) -> set[str]:
+        return set(
+            db.execute(
+                text(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(:s) "
+                    "AND attnum > 0 AND NOT attisdropped"
+                ),
+                {"s": self.stats},
+            ).scalars()
+        )
 
     def _keep_vectors_inline(self, db: Connection) -> None:
         """pgvector stores vectors out of line (TOAST) by default, so comparing a row's
@@ -160,6 +182,7 @@ class PostgresChunkStore:
             _copy(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
             self.bm25.count_terms(db, unique)
             self._bump(db, len(unique), sum(len(c.terms.split()) for c in unique))
+        self._snapshots.changed()
         return len(chunks)
 
     @staticmethod
@@ -193,9 +216,14 @@ class PostgresChunkStore:
     def _rows(self, db: Connection) -> int:
         return int(db.execute(text(f"SELECT chunks FROM {self.stats}")).scalar_one())
 
-    def _bump(self, db: Connection, chunks: int, length: int) -> None:
+    def _bump(self, db: Connection, chunks: int = 0, length: int = 0) -> None:
+        """Count the rows and terms written or removed; every write calls it (in its
+        transaction), which moves the table's version on."""
         db.execute(
-            text(f"UPDATE {self.stats} SET chunks = chunks + :c, length = length + :l"),
+            text(
+                f"UPDATE {self.stats} SET chunks = chunks + :c, length = length + :l, "
+                "version = version + 1"
+            ),
             {"c": chunks, "l": length},
         )
 
@@ -204,7 +232,9 @@ class PostgresChunkStore:
             raise StoreError("Refusing to delete without a filter.")
         condition, params = filter_sql(where)
         with self.engine.begin() as db:
-            return self._remove(db, condition, params)
+            removed = self._remove(db, condition, params)
+        self._snapshots.changed()
+        return removed
 
     def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
         condition = "NOT (:kb = ANY(kb_ids))"
@@ -214,6 +244,7 @@ class PostgresChunkStore:
             self._set_kbs(
                 db, "array_append(kb_ids, CAST(:kb AS text))", condition, file_id, kb_id, within
             )
+        self._snapshots.changed()
 
     def unlink(self, file_id: str, kb_id: str) -> None:
         with self.engine.begin() as db:
@@ -221,6 +252,7 @@ class PostgresChunkStore:
                 db, "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", file_id, kb_id
             )
             self._remove(db, "file_id = :file AND cardinality(kb_ids) = 0", {"file": file_id})
+        self._snapshots.changed()
 
     def _set_kbs(
         self,
@@ -231,13 +263,19 @@ class PostgresChunkStore:
         kb_id: str,
         within: str | None = None,
     ) -> None:
+        db.execute(text(f"SELECT 1 FROM {self.stats} FOR UPDATE"))
         db.execute(
             text(f"UPDATE {self.table} SET kb_ids = {value} WHERE file_id = :file AND {condition}"),
             {"file": file_id, "kb": kb_id, "within": within},
         )
+        self._bump(db)
 
     # --- searches ---------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
+        snapshot = self._snapshots.current()
+        if snapshot is not None:
+            ranked = snapshot.search(vector, k, where)
+            return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         condition, params = filter_sql(where)
         with self.engine.begin() as db:
             rows, _kept, plan = self._plan(db, where)
@@ -268,6 +306,10 @@ class PostgresChunkStore:
         words = terms.split()
         if not words:
             return []
+        snapshot = self._snapshots.current()
+        if snapshot is not None:
+            ranked = snapshot.keyword_search(words, k, where)
+            return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         condition, params = filter_sql(where, "c")
         with self.engine.begin() as db:
             _set_local(db, {"max_parallel_workers_per_gather": "0"})
@@ -293,16 +335,23 @@ class PostgresChunkStore:
     def get(self, chunk_ids: Sequence[str]) -> list[StoredChunk]:
         if not chunk_ids:
             return []
-        by_id = {
-            c.id: c
-            for c in self._select("id = ANY(CAST(:ids AS text[]))", {"ids": list(chunk_ids)})
-        }
+        snapshot = self._snapshots.current()
+        if snapshot is not None:
+            by_id = snapshot.get(chunk_ids)
+        else:
+            found = self._select("id = ANY(CAST(:ids AS text[]))", {"ids": list(chunk_ids)}, "")
+            by_id = {c.id: c for c in found}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
-    def _select(self, condition: str, params: dict[str, Any]) -> list[StoredChunk]:
+    def _select(
+        self, condition: str, params: dict[str, Any], extra: str = ", terms"
+    ) -> list[StoredChunk]:
         with self.engine.connect() as db:
             rows = db.execute(
-                text(f"SELECT {ROWS} FROM {self.table} WHERE {condition} ORDER BY file_id, idx"),
+                text(
+                    f"SELECT {ROWS}{extra} FROM {self.table} WHERE {condition} "
+                    "ORDER BY file_id, idx"
+                ),
                 params,
             ).all()
         return [to_chunk(dict(r._mapping)) for r in rows]
@@ -400,6 +449,7 @@ class PostgresChunkStore:
         with self.engine.begin() as db:
             for name in (self.bm25.table, self.bm25.df, self.stats, self.table):
                 db.execute(text(f"DROP TABLE IF EXISTS {name}"))
+        self._snapshots.changed()
 
     def optimize(self) -> None:
         """PostgreSQL keeps its indexes current on every write; refresh the planner's

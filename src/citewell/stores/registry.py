@@ -29,7 +29,8 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
             "store = postgres keeps chunks in the database: set database_url to a "
             "postgresql://user:password@host/database URL (with the pgvector extension)."
         )
-    return PostgresChunkStore(shared_engine(settings.database_url), table, dimension)
+    engine = shared_engine(settings.database_url)
+    return PostgresChunkStore(engine, table, dimension, settings.vector_index_min_rows)
 
 
 CHUNK_STORES: dict[str, Callable[[Settings, str, int], ChunkStore]] = {

@@ -5,14 +5,14 @@ LanceDB costs a few milliseconds per query before it scans anything; a numpy mat
 half a millisecond against LanceDB's 9-13, and rows are taken from an Arrow table in memory.
 The snapshot is a cache of the table at one version, used only while the table is at that
 version (snapshot_keeper builds the next one), so it never serves a stale chunk. Tables at
-or above the ANN threshold are not snapshotted.
+or above the ANN threshold are not snapshotted. Either store fills it (``SnapshotSource``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,8 @@ import pyarrow as pa
 from citewell.stores.bm25_memory import KeywordPostings
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
+
+SNAPSHOT_COLUMNS = [*ROW_COLUMNS, "terms", "vector"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,8 @@ class TableSnapshot:
     postings: KeywordPostings
 
     @classmethod
-    def load(cls, table: Any, dimension: int) -> TableSnapshot:
-        version = table.version
-        columns = [*ROW_COLUMNS, "terms", "vector"]
-        data = table.search().select(columns).limit(None).to_arrow()
+    def from_arrow(cls, version: int, data: pa.Table, dimension: int) -> TableSnapshot:
+        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``."""
         count = data.num_rows
         vectors = np.zeros((count, dimension), dtype=np.float32)
         if count:
@@ -107,3 +107,14 @@ class TableSnapshot:
         best = np.argpartition(-scores, k - 1)[:k]
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(str(self.ids[i]), float(scores[i])) for i in best]
+
+
+class SnapshotSource(Protocol):
+    """What a chunk table offers snapshot_keeper: its version (changed by every write, from
+    any process), its row count, and a snapshot of it (at the version it read)."""
+
+    def version(self) -> int: ...
+
+    def count_rows(self) -> int: ...
+
+    def load(self) -> TableSnapshot: ...

@@ -4,7 +4,7 @@ searches wait for it.
 Building a snapshot reads the whole table (0.3 s at 10,000 chunks, more near the ANN
 threshold). Built inside the search that found it stale, every write stalled all searches
 behind one rebuild: a server taking an upload a second answered searches in 0.7 s (the
-soak benchmark). Now a stale or missing snapshot makes searches read LanceDB itself
+soak benchmark). Now a stale or missing snapshot makes searches read the table itself
 (fresh, some milliseconds slower) while one background thread builds the next snapshot;
 writes made meanwhile make it build again before the result is used.
 """
@@ -14,18 +14,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
-from citewell.stores.snapshot import TableSnapshot
+from citewell.stores.snapshot import SnapshotSource, TableSnapshot
 
 log = logging.getLogger(__name__)
 
-CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes
+CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes (LanceDB)
+RETRY_INTERVAL = 1.0  # after a failed build
 
 
 class SnapshotKeeper:
-    def __init__(self, table: Any, dimension: int, max_rows: int) -> None:
-        self._table, self._dimension, self._max_rows = table, dimension, max_rows
+    """``check_interval``: how often the table's version is read for writes by other
+    processes. Reading LanceDB's goes through its event loop, where it would queue behind a
+    running full-text query, so at most once a second (this process's own writes are known
+    at once, through ``changed``). PostgreSQL's is one small query: read before every use
+    (0), so a write committed by any process is never missed."""
+
+    def __init__(
+        self, source: SnapshotSource, max_rows: int, check_interval: float = CHECK_INTERVAL
+    ) -> None:
+        self._source, self._max_rows, self._interval = source, max_rows, check_interval
         self._lock = threading.Lock()
         self._snapshot: TableSnapshot | None = None
         self._covers = -1  # table version the snapshot (or "too large: none") stands for
@@ -36,20 +44,21 @@ class SnapshotKeeper:
 
     def current(self) -> TableSnapshot | None:
         """The snapshot of the table's latest version, or None: the table is too large, or
-        the snapshot is being brought up to date (read LanceDB meanwhile).
-
-        Reading the table's version goes through LanceDB's event loop, where it would queue
-        behind a running full-text query; so it is read at most once per CHECK_INTERVAL
-        (this process's own writes are known at once, through ``changed``)."""
+        the snapshot is being brought up to date (read the table meanwhile)."""
+        if self._max_rows <= 0:
+            return None
         with self._lock:
             now = time.monotonic()
-            if self._building or now - self._failed_at < CHECK_INTERVAL:
+            if self._building or now - self._failed_at < RETRY_INTERVAL:
                 return None
-            if self._covers >= 0 and now - self._checked < CHECK_INTERVAL:
+            if self._covers >= 0 and now - self._checked < self._interval:
                 return self._snapshot
-            version = self._table.version
-            self._checked = now
-            if version == self._covers:
+        version = self._source.version()  # outside the lock: a query, for PostgreSQL
+        with self._lock:
+            if self._building:
+                return None
+            if version == self._covers:  # (a write of ours since set it to -1)
+                self._checked = now
                 return self._snapshot
             self._start_build()
             return None
@@ -72,11 +81,11 @@ class SnapshotKeeper:
                 writes = self._writes
             snapshot, version = None, -1
             try:
-                version = self._table.version
-                if self._table.count_rows() < self._max_rows:
-                    snapshot = TableSnapshot.load(self._table, self._dimension)
+                version = self._source.version()
+                if self._source.count_rows() < self._max_rows:
+                    snapshot = self._source.load()
                     version = snapshot.version
-            except Exception:  # noqa: BLE001 - a dropped table, a closing process: read LanceDB
+            except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
                 log.debug("building the in-memory snapshot failed", exc_info=True)
                 version = -1
             with self._lock:
