@@ -10,7 +10,7 @@ import pytest
 
 from citewell.config import Settings
 from citewell.pipeline import Citewell
-from citewell.pipeline.ingest import ItemEvent
+from citewell.pipeline.ingest_types import ItemEvent
 from citewell.sources import text_item
 from citewell.testing.fakes import FakeHashEmbedder
 

@@ -83,6 +83,17 @@ def test_a_large_table_gets_no_snapshot_and_no_rebuilds():
     assert table.started == []  # never read whole
 
 
+def test_a_large_table_is_not_asked_its_version_before_every_search():
+    table = FakeTable(rows=500)
+    keeper = SnapshotKeeper(table, max_rows=100, check_interval=0.0)
+    assert keeper.current() is None  # starts the build, which finds the table too large
+    assert settled(keeper) is None
+    reads = table.reads
+    for _ in range(10):
+        assert keeper.current() is None
+    assert table.reads == reads  # rechecked once a second (has it shrunk?), not per search
+
+
 def test_another_process_write_is_seen_within_the_check_interval():
     """PostgreSQL's keeper reads the version before every use: a write committed by any
     process retires the snapshot at once; LanceDB's reads it at most once a second."""

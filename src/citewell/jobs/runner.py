@@ -27,7 +27,8 @@ from citewell.sources import SourceItem
 from citewell.stores.base import optimize_store
 
 if TYPE_CHECKING:  # the pipeline imports the jobs package
-    from citewell.pipeline.ingest import Ingestor, ItemEvent
+    from citewell.pipeline.ingest import Ingestor
+    from citewell.pipeline.ingest_types import ItemEvent
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,8 @@
 
 from citewell.pipeline.chunk_rows import embed_text, sha256, space_table
 from citewell.pipeline.core import Citewell
-from citewell.pipeline.ingest import Ingestor, IngestProgress, ProgressCallback
+from citewell.pipeline.ingest import Ingestor
+from citewell.pipeline.ingest_types import IngestProgress, ProgressCallback
 
 __all__ = [
     "Citewell",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
@@ -21,6 +21,15 @@ from citewell.embedders import CachedEmbedder
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.pipeline.chunk_rows import ChunkRows, sha256, with_vector
+from citewell.pipeline.ingest_types import (
+    ActiveSpace,
+    IngestEstimate,
+    IngestProgress,
+    ItemEvent,
+    Observer,
+    ProgressCallback,
+    Reader,
+)
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore, optimize_store
@@ -33,47 +42,6 @@ FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
 SLOW_PARSE = 1.0  # seconds of waiting for a parser before the pending files are embedded
 COMPACT_EVERY = 20  # flushes between store optimisations during a long ingest
-
-
-@dataclass
-class IngestProgress:
-    """Running totals, handed to the progress callback after every file."""
-
-    files_total: int = 0
-    files_done: int = 0
-    chunks_done: int = 0
-    current: str = ""
-
-
-ProgressCallback = Callable[[IngestProgress], None]
-
-
-@dataclass(frozen=True)
-class ItemEvent:
-    """One source's step: parsing → embedding → indexed, or failed (with the error)."""
-
-    key: str
-    state: str
-    file_id: str = ""
-    error: CitewellError | None = None
-
-
-Observer = Callable[[ItemEvent], None]
-
-
-@dataclass(frozen=True)
-class IngestEstimate:
-    """What ingesting some sources would take, before any of it is done."""
-
-    files: int
-    chunks: int
-    enrich: EnrichCost
-
-
-class Reader(Protocol):
-    """Extracts a document's text (``DocumentReader``, or ``IsolatedReader`` in a worker)."""
-
-    def read(self, data: bytes, name: str) -> Document: ...
 
 
 @dataclass
@@ -111,16 +79,6 @@ class _Run:
 
     def bump(self, key: str, amount: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + amount
-
-
-class ActiveSpace(Protocol):
-    """What ingestion needs of an embedding space (``pipeline.spaces.Space``)."""
-
-    @property
-    def embedder(self) -> CachedEmbedder: ...
-
-    @property
-    def store(self) -> ChunkStore: ...
 
 
 class Ingestor:

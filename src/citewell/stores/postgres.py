@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.postgres_bm25 import FilterPlan, Postings
+from citewell.stores.postgres_schema import create_tables
 from citewell.stores.postgres_snapshot import PostgresSnapshotSource
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.stores.snapshot_keeper import SnapshotKeeper
@@ -94,77 +94,12 @@ class PostgresChunkStore:
         self.engine, self.table, self.dimension = engine, table, dimension
         self.stats = f"{table}_stats"
         self.bm25 = Postings(table)
-        self._lock = threading.Lock()
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
-            self._create(db)
+            create_tables(db, table, dimension)
+            self.bm25.create(db)
         source = PostgresSnapshotSource(engine, table, self.stats, dimension)
         self._snapshots = SnapshotKeeper(source, memory_rows, check_interval=0.0)
-
-    def _create(self, db: Connection) -> None:
-        t, s = self.table, self.stats
-        db.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": t})
-        found = db.execute(
-            text(
-                "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(:t) "
-                "AND attname = 'vector'"
-            ),
-            {"t": t},
-        ).scalar()
-        if found is not None and found != self.dimension:
-            raise StoreError(
-                f"Chunk table {t} holds {found}-dimensional vectors, the embedder makes "
-                f"{self.dimension}; use another database or restore the model."
-            )
-        for statement in (
-            f"CREATE TABLE IF NOT EXISTS {t} (id text PRIMARY KEY, file_id text NOT NULL, "
-            "kb_ids text[] NOT NULL, idx integer NOT NULL, text text NOT NULL, "
-            'start integer NOT NULL, "end" integer NOT NULL, page integer, '
-            "headings text[] NOT NULL, file_name text NOT NULL, terms text NOT NULL, "
-            f"length integer NOT NULL, vector vector({self.dimension}) NOT NULL)",
-            f"CREATE INDEX IF NOT EXISTS {t}_file ON {t} (file_id, idx)",
-            f"CREATE INDEX IF NOT EXISTS {t}_kbs ON {t} USING gin (kb_ids)",
-            # A denser graph than pgvector's default (m 16, ef_construction 64): at a million
-            # chunks that one reached recall@50 0.87 only at ef_search 800.
-            f"CREATE INDEX IF NOT EXISTS {t}_hnsw ON {t} USING hnsw (vector vector_cosine_ops) "
-            "WITH (m = 24, ef_construction = 128)",
-            # version: bumped by every write, so in-memory snapshots know they are current.
-            f"CREATE TABLE IF NOT EXISTS {s} (one boolean PRIMARY KEY DEFAULT true "
-            "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL, "
-            "version bigint NOT NULL DEFAULT 0)",
-            f"INSERT INTO {s} VALUES (true, 0, 0) ON CONFLICT DO NOTHING",
-        ):
-            db.execute(text(statement))
-        if self._stats_columns(db) == {"one", "chunks", "length"}:  # made before versions
-            db.execute(text(f"ALTER TABLE {s} ADD COLUMN version bigint NOT NULL DEFAULT 0"))
-        self._keep_vectors_inline(db)
-        self.bm25.create(db)
-
-    def _stats_columns(self, db: Connection) -> set[str]:
-        return set(
-            db.execute(
-                text(
-                    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(:s) "
-                    "AND attnum > 0 AND NOT attisdropped"
-                ),
-                {"s": self.stats},
-            ).scalars()
-        )
-
-    def _keep_vectors_inline(self, db: Connection) -> None:
-        """pgvector stores vectors out of line (TOAST) by default, so comparing a row's
-        vector reads a second relation: an exact search over one KB's 7,863 rows of a
-        million took 60-70 ms so, 20-35 ms with the vectors in the rows. MAIN keeps them
-        in the row unless it would not fit a page. Rows written before keep their layout."""
-        storage = db.execute(
-            text(
-                "SELECT attstorage FROM pg_attribute WHERE attrelid = to_regclass(:t) "
-                "AND attname = 'vector'"
-            ),
-            {"t": self.table},
-        ).scalar()
-        if storage != "m":  # checked first: ALTER TABLE would lock out searches meanwhile
-            db.execute(text(f"ALTER TABLE {self.table} ALTER COLUMN vector SET STORAGE MAIN"))
 
     # --- writes -----------------------------------------------------------------------
     def upsert(self, chunks: Sequence[StoredChunk]) -> int:

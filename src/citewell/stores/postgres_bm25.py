@@ -36,6 +36,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from citewell.stores.postgres_schema import columns
 from citewell.types import StoredChunk
 
 K1, B = 1.2, 0.75
@@ -59,7 +60,7 @@ class Postings:
 
     def create(self, db: Connection) -> None:
         p, df = self.table, self.df
-        if self._columns(db) == {"term", "chunk_id", "tf", "length"}:
+        if columns(db, self.table) == {"term", "chunk_id", "tf", "length"}:
             self._upgrade(db)
         for statement in (
             f"CREATE TABLE IF NOT EXISTS {p} (term text NOT NULL, chunk_id text NOT NULL, "
@@ -71,17 +72,6 @@ class Postings:
             f"CREATE TABLE IF NOT EXISTS {df} (term text PRIMARY KEY, df integer NOT NULL)",
         ):
             db.execute(text(statement))
-
-    def _columns(self, db: Connection) -> set[str]:
-        return set(
-            db.execute(
-                text(
-                    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(:p) "
-                    "AND attnum > 0 AND NOT attisdropped"
-                ),
-                {"p": self.table},
-            ).scalars()
-        )
 
     def _upgrade(self, db: Connection) -> None:
         """Postings from before impacts and the df table: add both, re-key by chunk."""

@@ -51,7 +51,10 @@ class SnapshotKeeper:
             now = time.monotonic()
             if self._building or now - self._failed_at < RETRY_INTERVAL:
                 return None
-            if self._covers >= 0 and now - self._checked < self._interval:
+            # Too large for a snapshot: nothing stale can be served, so look again (has it
+            # shrunk?) only now and then, not before every use.
+            interval = self._interval if self._snapshot is not None else CHECK_INTERVAL
+            if self._covers >= 0 and now - self._checked < interval:
                 return self._snapshot
         version = self._source.version()  # outside the lock: a query, for PostgreSQL
         with self._lock:

@@ -1,0 +1,65 @@
+"""What ingestion reports and needs: progress, per-item events, estimates, and the
+protocols of its collaborators (a document reader, the active embedding space)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from citewell.embedders import CachedEmbedder
+from citewell.enrich import EnrichCost
+from citewell.errors import CitewellError
+from citewell.stores.base import ChunkStore
+from citewell.types import Document
+
+
+@dataclass
+class IngestProgress:
+    """Running totals, handed to the progress callback after every file."""
+
+    files_total: int = 0
+    files_done: int = 0
+    chunks_done: int = 0
+    current: str = ""
+
+
+ProgressCallback = Callable[[IngestProgress], None]
+
+
+@dataclass(frozen=True)
+class ItemEvent:
+    """One source's step: parsing → embedding → indexed, or failed (with the error)."""
+
+    key: str
+    state: str
+    file_id: str = ""
+    error: CitewellError | None = None
+
+
+Observer = Callable[[ItemEvent], None]
+
+
+@dataclass(frozen=True)
+class IngestEstimate:
+    """What ingesting some sources would take, before any of it is done."""
+
+    files: int
+    chunks: int
+    enrich: EnrichCost
+
+
+class Reader(Protocol):
+    """Extracts a document's text (``DocumentReader``, or ``IsolatedReader`` in a worker)."""
+
+    def read(self, data: bytes, name: str) -> Document: ...
+
+
+class ActiveSpace(Protocol):
+    """What ingestion needs of an embedding space (``pipeline.spaces.Space``)."""
+
+    @property
+    def embedder(self) -> CachedEmbedder: ...
+
+    @property
+    def store(self) -> ChunkStore: ...
