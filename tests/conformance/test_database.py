@@ -239,3 +239,26 @@ def test_concurrent_requests_never_take_more_than_the_budget(database):
     with ThreadPoolExecutor(4) as pool:
         allowed = sum(pool.map(hammer, limiters))
     assert 30 <= allowed <= 31  # the budget, plus at most a token refilled meanwhile
+
+
+def test_a_connection_the_server_ended_is_replaced_before_use(postgres, monkeypatch):
+    """Pooled connections are checked before use only after sitting idle (a ping per
+    checkout cost a round trip each, a dozen per retrieval); one the server ended (a restart,
+    an idle timeout) is then replaced instead of failing the request."""
+    import psycopg
+    from sqlalchemy import text
+
+    from citewell.db import engine as engines
+
+    url = postgres.create_database()
+    engine = engines.url_engine(url)
+    with engine.connect() as db:
+        pid = db.execute(text("SELECT pg_backend_pid()")).scalar()
+    with engine.connect() as db:  # handed back a moment ago: used as it is
+        assert db.execute(text("SELECT pg_backend_pid()")).scalar() == pid
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    monkeypatch.setattr(engines, "IDLE_PING_SECONDS", 0.0)  # as if idle for a while
+    with engine.connect() as db:
+        assert db.execute(text("SELECT pg_backend_pid()")).scalar() != pid
+    engine.dispose()

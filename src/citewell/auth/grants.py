@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from citewell.auth.access import Access
 from citewell.auth.store import ApiKey, User
 from citewell.db import ensure_schema
+from citewell.db.engine import read_sessions
 from citewell.db.models import (
     GrantRow,
     GroupMemberRow,
@@ -57,6 +58,7 @@ class GrantStore:
     def __init__(self, engine: Engine) -> None:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._reads = read_sessions(engine)
 
     # --- what a caller may do ----------------------------------------------------------------
     def access(self, user: User, key: ApiKey | None = None) -> Access:
@@ -66,7 +68,7 @@ class GrantStore:
             "kb": ([], []),
             "preset": ([], []),
         }
-        with self._sessions() as session:  # one statement: this runs on every request
+        with self._reads() as session:  # one statement: this runs on every request
             for kind, ident, permission in session.execute(_reach_query(user.id)):
                 owned, granted = reach[kind]
                 if permission is None:
@@ -98,7 +100,7 @@ class GrantStore:
 
     def grants(self, kb_id: str, kind: str = "kb") -> list[Grant]:
         table, target = _TABLES[kind]
-        with self._sessions() as session:
+        with self._reads() as session:
             rows = session.scalars(
                 select(table).where(target == kb_id).order_by(table.created_at)
             ).all()
@@ -109,7 +111,7 @@ class GrantStore:
         kind, _, name = principal.partition(":")
         if principal == PUBLIC:
             return PUBLIC
-        with self._sessions() as session:
+        with self._reads() as session:
             if kind == "user" and name:
                 row = session.scalar(
                     select(UserRow.id).where((UserRow.name == name) | (UserRow.id == name))
@@ -167,11 +169,11 @@ class GrantStore:
             session.delete(row)
 
     def get_group(self, group: str) -> Group:
-        with self._sessions() as session:
+        with self._reads() as session:
             return self._group(session, self._group_row(session, group))
 
     def list_groups(self) -> list[Group]:
-        with self._sessions() as session:
+        with self._reads() as session:
             rows = session.scalars(select(GroupRow).order_by(GroupRow.name)).all()
             return [self._group(session, r) for r in rows]
 

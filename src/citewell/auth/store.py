@@ -21,6 +21,7 @@ from citewell.auth.secrets import (
     verify_password,
 )
 from citewell.db import ensure_schema
+from citewell.db.engine import read_sessions
 from citewell.db.models import ApiKeyRow, UserRow
 from citewell.errors import Conflict, InvalidInput, NotFoundError
 
@@ -95,6 +96,7 @@ class AuthStore:
         ensure_schema(engine)
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._reads = read_sessions(engine)
 
     # --- users ----------------------------------------------------------------------
     def create_user(self, name: str, password: str = "", role: str = "user") -> User:
@@ -115,7 +117,7 @@ class AuthStore:
         return _user(row)
 
     def get_user(self, name_or_id: str) -> User:
-        with self._sessions() as session:
+        with self._reads() as session:
             row = session.scalar(
                 select(UserRow).where((UserRow.id == name_or_id) | (UserRow.name == name_or_id))
             )
@@ -124,17 +126,17 @@ class AuthStore:
             return _user(row)
 
     def list_users(self) -> list[User]:
-        with self._sessions() as session:
+        with self._reads() as session:
             return [_user(r) for r in session.scalars(select(UserRow).order_by(UserRow.name))]
 
     def admin_count(self) -> int:
-        with self._sessions() as session:
+        with self._reads() as session:
             query = select(func.count()).select_from(UserRow).where(UserRow.role == "admin")
             return int(session.scalar(query) or 0)
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user if the name and password match and the account is enabled."""
-        with self._sessions() as session:
+        with self._reads() as session:
             row = session.scalar(select(UserRow).where(UserRow.name == name))
         if row is None or not row.password_hash:
             burn_verify(password)
@@ -177,7 +179,7 @@ class AuthStore:
             .join(UserRow, UserRow.id == ApiKeyRow.user_id)
             .where(ApiKeyRow.digest == key_digest(plain))
         )
-        with self._sessions() as session:  # one statement: this runs on every request
+        with self._reads() as session:  # one statement: this runs on every request
             pair = session.execute(query).first()
             if pair is None or not _key(pair[0]).live(now) or pair[1].disabled:
                 return None
@@ -219,7 +221,7 @@ class AuthStore:
             )
 
     def get_key(self, key_id: str) -> ApiKey:
-        with self._sessions() as session:
+        with self._reads() as session:
             row = session.get(ApiKeyRow, key_id)
         if row is None:
             raise KeyNotFound(f"No API key {key_id!r}; list them with `citewell key list`.")
@@ -229,7 +231,7 @@ class AuthStore:
         query = select(ApiKeyRow).order_by(ApiKeyRow.created_at)
         if user_id is not None:
             query = query.where(ApiKeyRow.user_id == user_id)
-        with self._sessions() as session:
+        with self._reads() as session:
             return [_key(r) for r in session.scalars(query)]
 
     def revoke_key(self, key_id: str) -> ApiKey:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.db import ensure_schema
+from citewell.db.engine import read_sessions
 from citewell.db.models import FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
 from citewell.errors import AmbiguousName, InvalidInput, KnowledgeBaseNotFound, NameTaken
 
@@ -102,6 +103,7 @@ class Catalog:
         self.engine = engine
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._reads = read_sessions(engine)
         # KB ids → (when read, their shared retrieval defaults)
         self._kb_settings: dict[frozenset[str], tuple[float, KnowledgeSettings]] = {}
 
@@ -177,7 +179,7 @@ class Catalog:
         def public(row: KnowledgeBaseRow) -> KnowledgeBase:
             return _kb(row, self._file_count(session, row.id) if count_files else 0)
 
-        with self._session() as session:
+        with self._reads() as session:
             row = session.get(KnowledgeBaseRow, name_or_id)
             if row is not None and allowed(_kb(row)):
                 return public(row)
@@ -216,7 +218,7 @@ class Catalog:
         query = select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name)
         if kb_ids is not None:
             query = query.where(KnowledgeBaseRow.id.in_(list(kb_ids)))
-        with self._session() as session:
+        with self._reads() as session:
             rows = session.scalars(query)
             return [_kb(r, self._file_count(session, r.id)) for r in rows]
 
@@ -232,7 +234,7 @@ class Catalog:
         if cached is not None and now - cached[0] < SETTINGS_TTL:
             return cached[1]
         query = select(KnowledgeBaseRow.settings).where(KnowledgeBaseRow.id.in_(list(kb_ids)))
-        with self._session() as session:
+        with self._reads() as session:
             texts = session.scalars(query).all()
         found = common(KnowledgeSettings.from_json(t) for t in texts)
         if len(self._kb_settings) >= 4096:
@@ -259,17 +261,17 @@ class Catalog:
 
     # --- files ------------------------------------------------------------------------
     def file_by_sha(self, sha256: str) -> FileRecord | None:
-        with self._session() as session:
+        with self._reads() as session:
             row = session.scalar(select(FileRow).where(FileRow.sha256 == sha256))
             return _file(row) if row else None
 
     def get_file(self, file_id: str) -> FileRecord | None:
-        with self._session() as session:
+        with self._reads() as session:
             row = session.get(FileRow, file_id)
             return _file(row) if row else None
 
     def files_by_id(self, file_ids: Collection[str]) -> list[FileRecord]:
-        with self._session() as session:
+        with self._reads() as session:
             rows = session.scalars(select(FileRow).where(FileRow.id.in_(list(file_ids))))
             return [_file(r) for r in rows]
 
@@ -284,7 +286,7 @@ class Catalog:
 
     def files_in_kb(self, kb_id: str) -> dict[str, FileRecord]:
         """Path → file for every file in the KB."""
-        with self._session() as session:
+        with self._reads() as session:
             rows = session.execute(
                 select(KnowledgeBaseFileRow.path, FileRow)
                 .join(FileRow, FileRow.id == KnowledgeBaseFileRow.file_id)
@@ -322,7 +324,7 @@ class Catalog:
             # for a KB of 5,000 files, on every search) instead of the few rows of the files.
             query = query.where(KnowledgeBaseFileRow.kb_id.in_(list(kb_ids)))
         in_kbs = None if kb_ids is None else set(kb_ids)
-        with self._session() as session:
+        with self._reads() as session:
             return [
                 FileLink(r.kb_id, r.file_id, r.path, r.name, r.added_by, r.added_at)
                 for r in session.scalars(query)
@@ -335,7 +337,7 @@ class Catalog:
             session.query(KnowledgeBaseFileRow).filter_by(kb_id=kb_id, file_id=file_id).delete()
 
     def paths_in_kb(self, kb_id: str, file_id: str) -> list[str]:
-        with self._session() as session:
+        with self._reads() as session:
             return list(
                 session.scalars(
                     select(KnowledgeBaseFileRow.path).where(
@@ -346,7 +348,7 @@ class Catalog:
             )
 
     def kbs_of_file(self, file_id: str) -> list[str]:
-        with self._session() as session:
+        with self._reads() as session:
             return sorted(
                 set(
                     session.scalars(
@@ -358,5 +360,5 @@ class Catalog:
             )
 
     def list_files(self) -> list[FileRecord]:
-        with self._session() as session:
+        with self._reads() as session:
             return [_file(r) for r in session.scalars(select(FileRow).order_by(FileRow.created_at))]

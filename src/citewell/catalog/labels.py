@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.orm import sessionmaker
 
+from citewell.db.engine import read_sessions
 from citewell.db.models import KnowledgeBaseRow
 from citewell.errors import KnowledgeBaseNotFound
 
@@ -80,10 +81,11 @@ class ChunkLabels:
 
     def __init__(self, engine: Engine) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._reads = read_sessions(engine)
         self._special: tuple[float, dict[str, KbChunkSets]] | None = None
 
     def of(self, kb_id: str) -> KbChunkSets:
-        with self._sessions() as session:
+        with self._reads() as session:
             row = session.get(KnowledgeBaseRow, kb_id)
             if row is None:
                 raise KnowledgeBaseNotFound(f"No knowledge base {kb_id!r}.")
@@ -101,7 +103,7 @@ class ChunkLabels:
                 KnowledgeBaseRow.retired_label != "",
             )
         )
-        with self._sessions() as session:
+        with self._reads() as session:
             found = {row.id: _sets(row) for row in session.scalars(query)}
         self._special = (now, found)
         return found

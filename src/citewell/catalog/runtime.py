@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from citewell.db import ensure_schema
+from citewell.db.engine import read_sessions
 from citewell.db.models import RuntimeSettingRow
 
 
@@ -23,9 +24,10 @@ class RuntimeSettingsStore:
     def __init__(self, engine: Engine) -> None:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._reads = read_sessions(engine)
 
     def load(self) -> dict[str, Any]:
-        with self._sessions() as session:
+        with self._reads() as session:
             rows = session.scalars(select(RuntimeSettingRow)).all()
         return {row.name: json.loads(row.value) for row in rows}
 

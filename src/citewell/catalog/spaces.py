@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from citewell.db import ensure_schema
+from citewell.db.engine import read_sessions
 from citewell.db.models import EmbeddingSpaceRow
 
 ACTIVE, BUILDING, RETIRED = "active", "building", "retired"
@@ -52,9 +53,10 @@ class SpaceRegistry:
     def __init__(self, engine: Engine) -> None:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._reads = read_sessions(engine)
 
     def _one(self, state: str) -> SpaceRecord | None:
-        with self._sessions() as session:
+        with self._reads() as session:
             row = session.scalar(select(EmbeddingSpaceRow).where(EmbeddingSpaceRow.state == state))
             return _record(row) if row else None
 
@@ -65,11 +67,11 @@ class SpaceRegistry:
         return self._one(BUILDING)
 
     def all(self) -> list[SpaceRecord]:
-        with self._sessions() as session:
+        with self._reads() as session:
             return [_record(r) for r in session.scalars(select(EmbeddingSpaceRow))]
 
     def retired(self) -> list[SpaceRecord]:
-        with self._sessions() as session:
+        with self._reads() as session:
             query = select(EmbeddingSpaceRow).where(EmbeddingSpaceRow.state == RETIRED)
             return [_record(r) for r in session.scalars(query)]
 

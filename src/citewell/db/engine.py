@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, exc
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.config import Settings
 from citewell.errors import ConfigError
@@ -48,7 +50,35 @@ def url_engine(url: str) -> Engine:
         ) from error
     # No server-side prepared statements: after five runs psycopg would prepare, and
     # PostgreSQL's generic plan for a filtered vector search is a full scan (2 -> 50 ms).
-    return create_engine(parsed, pool_pre_ping=True, connect_args={"prepare_threshold": None})
+    engine = create_engine(parsed, connect_args={"prepare_threshold": None})
+    _ping_when_idle(engine)
+    return engine
+
+
+IDLE_PING_SECONDS = 5.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use only if it sat idle for a while: a database
+    restart or an idle timeout ends those, while one handed back milliseconds ago is alive.
+    SQLAlchemy's pool_pre_ping pings on every checkout, and a retrieval checks out about a
+    dozen times: a round trip each, on top of each statement's. A connection that fails
+    the ping is replaced (DisconnectionError); one that breaks in use invalidates the pool,
+    as SQLAlchemy does for any disconnect."""
+
+    @event.listens_for(engine, "checkin")
+    def _idle_from(_connection, record):  # type: ignore[no-untyped-def]
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(connection, record, _proxy):  # type: ignore[no-untyped-def]
+        if time.monotonic() - record.info.get("idle_since", 0.0) < IDLE_PING_SECONDS:
+            return
+        try:
+            connection.execute("SELECT 1")
+            connection.rollback()
+        except Exception as error:  # noqa: BLE001 - any failure: give the pool a new one
+            raise exc.DisconnectionError(str(error)) from error
 
 
 @functools.lru_cache(maxsize=16)
@@ -63,6 +93,15 @@ def open_engine(settings: Settings) -> Engine:
     if settings.database_url:
         return shared_engine(settings.database_url)
     return sqlite_engine(settings.data_dir / "citewell.sqlite")
+
+
+def read_sessions(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for reads, each statement on its own (no BEGIN before and ROLLBACK after:
+    two round trips fewer per read; a retrieval makes a dozen). Never write through them:
+    without a transaction, statements commit one by one."""
+    return sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+    )
 
 
 def is_postgres(url: str) -> bool:
