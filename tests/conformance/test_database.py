@@ -5,6 +5,7 @@ audit. Each test runs once per backend (the ``database`` fixture)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -262,3 +263,51 @@ def test_a_connection_the_server_ended_is_replaced_before_use(postgres, monkeypa
     with engine.connect() as db:
         assert db.execute(text("SELECT pg_backend_pid()")).scalar() != pid
     engine.dispose()
+
+
+def _take_many(path: str, requests: int, found: object) -> None:
+    """One process's share of test_shared_rate_limit_refuses_nobody_under_its_limit."""
+    import threading
+
+    from citewell.auth.rate_limit import DatabaseRateLimiter
+    from citewell.db import sqlite_engine
+    from citewell.errors import RateLimited
+
+    limiter = DatabaseRateLimiter(sqlite_engine(Path(path)), 6000)
+    refused = []
+
+    def client() -> None:
+        for _ in range(requests):
+            try:
+                limiter.take("key")
+            except RateLimited:
+                refused.append(1)
+            time.sleep(0.02)
+
+    threads = [threading.Thread(target=client) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    found.put(len(refused))  # type: ignore[attr-defined]
+
+
+def test_shared_rate_limit_refuses_nobody_under_its_limit(tmp_path):
+    """Two processes counting one key's requests in one SQLite file, far below its limit:
+    none refused. (Taking a token without a transaction refused a few this way.)"""
+    import multiprocessing
+
+    from citewell.auth.rate_limit import DatabaseRateLimiter
+    from citewell.db import sqlite_engine
+
+    path = tmp_path / "citewell.sqlite"
+    DatabaseRateLimiter(sqlite_engine(path), 6000)  # the table
+    spawn = multiprocessing.get_context("spawn")
+    found = spawn.Queue()
+    processes = [spawn.Process(target=_take_many, args=(str(path), 25, found)) for _ in range(2)]
+    for process in processes:
+        process.start()
+    refused = [found.get(timeout=60) for _ in processes]
+    for process in processes:
+        process.join(timeout=10)
+    assert refused == [0, 0]

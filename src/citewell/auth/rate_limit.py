@@ -63,7 +63,6 @@ class DatabaseRateLimiter:
     def __init__(self, engine: Engine, per_minute: int) -> None:
         ensure_schema(engine)
         self.engine = engine
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self.rate = per_minute / 60.0
         self.capacity = float(per_minute)
 
@@ -75,8 +74,7 @@ class DatabaseRateLimiter:
         refilled = row.tokens + (now - row.last) * self.rate
         filled = case((refilled > self.capacity, self.capacity), else_=refilled)
         taking = update(row).where((row.key == who) & (filled >= 1))
-        # One statement, atomic on its own: no BEGIN/COMMIT around it (on every request).
-        with self._autocommit.connect() as db:
+        with self.engine.begin() as db:
             if db.execute(taking.values(tokens=filled - 1, last=now)).rowcount:
                 return
             tokens = db.execute(select(filled).where(row.key == who)).scalar()
