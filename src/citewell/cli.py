@@ -47,7 +47,22 @@ from citewell.types import ScoredChunk, SearchMode
 @click.pass_context
 def main(ctx: click.Context, data_dir: Path | None, config: Path | None) -> None:
     """Citewell: answers from your documents, citing the exact passage."""
+    raise_open_file_limit()
     ctx.obj = Context(data_dir, config)
+
+
+def raise_open_file_limit(wanted: int = 65_536) -> None:
+    """Lift the soft limit on open files towards the hard one (often 1,024 of 524,288 under
+    systemd): Lance 9 leaves a file open for good each time it adds to or merges a vector
+    index, one or two per 1,024 chunks ingested into a table above 50,000 (docs/deploy.md)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def _result_json(r: ScoredChunk, n: int) -> dict[str, Any]:
@@ -248,7 +263,14 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
     # SIGTERM: stop accepting, finish requests in flight (up to 30 s), then stop the job
     # worker (its batch finishes or goes back to the queue).
     if settings.workers == 1:
-        uvicorn.run(api, host=bind, port=listen, log_level="info", timeout_graceful_shutdown=30)
+        uvicorn.run(
+            api,
+            host=bind,
+            port=listen,
+            log_level="info",
+            timeout_graceful_shutdown=30,
+            timeout_keep_alive=settings.keep_alive_seconds,
+        )
         return
     # Each process builds its own app from the environment (uvicorn's factory).
     os.environ["CITEWELL_DATA_DIR"] = str(settings.data_dir)
@@ -263,6 +285,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
         workers=settings.workers,
         log_level="info",
         timeout_graceful_shutdown=30,
+        timeout_keep_alive=settings.keep_alive_seconds,
     )
 
 

@@ -459,6 +459,16 @@ class Settings(BaseSettings):
         ge=0,
         le=600,
     )
+    keep_alive_seconds: int = _setting(
+        75,
+        "How long `citewell serve` keeps an idle HTTP connection open. Keep it above your "
+        "clients' and proxy's own idle limits (httpx 5 s, nginx and AWS load balancers 60 s): "
+        "when both sides give up at the same moment, a request sent on the closing "
+        "connection fails without an answer (uvicorn's default of 5 s met httpx's 5 s about "
+        "once in 120 requests that came after a 5 s pause).",
+        gt=0,
+        le=3600,
+    )
     workers: int = _setting(
         1,
         "API processes `citewell serve` runs on its port (`--workers`). With more than one, "

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import random
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from citewell.stores import lance_search_table
 from citewell.stores.lance_upkeep import VectorIndexPolicy, newest_to_merge
 from citewell.stores.lancedb import LanceChunkStore
 from citewell.types import ChunkFilter, StoredChunk
@@ -77,6 +83,38 @@ def test_deltas_are_merged_when_there_are_too_many(tmp_path, policy):
         assert segments(store, "terms") <= policy.max_deltas + 1
     hits = store.keyword_search("w335", 5, ChunkFilter())
     assert [h.chunk_id for h in hits] == ["c335"]  # rows in merged deltas are found
+
+
+def test_segment_sizes_from_the_manifest_match_lances_statistics(tmp_path):
+    """Merges are chosen from segment sizes read from the manifest, not from Lance's index
+    statistics, which leave a file open for good on every read."""
+    policy = VectorIndexPolicy(min_rows=100, max_deltas=8, vector_delta_rows=1)
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    grow(store, 0, 150)
+    for n in range(3):
+        grow(store, 150 + 10 * n, 10)
+    upkeep = store._upkeep
+    for name in upkeep.index_names().values():
+        stats = upkeep._dataset().stats.index_stats(name)
+        assert upkeep._segment_rows(name) == stats["num_indexed_rows_per_delta"], name
+    assert len(upkeep._segment_rows(upkeep.index_names()["terms"])) == 4
+
+
+def test_the_vector_layout_is_read_once_per_trained_index(tmp_path, policy, monkeypatch):
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    reads = []
+    read_layout = store._upkeep._read_layout
+    monkeypatch.setattr(
+        store._upkeep, "_read_layout", lambda name: reads.append(name) or read_layout(name)
+    )
+    grow(store, 0, 250)  # trains at 200 rows
+    for n in range(5):
+        grow(store, 250 + 10 * n, 10)
+    assert store.health(0).trained_rows == 250
+    assert len(reads) == 1
+    grow(store, 300, 250)  # doubled: trained anew, read again
+    assert store.health(0).trained_rows == 550
+    assert len(reads) == 2
 
 
 @pytest.mark.parametrize(
@@ -199,8 +237,50 @@ def test_lancedb_caches_stay_within_the_configured_size(tmp_path, policy):
                 where = ChunkFilter(kb_ids=("kb1",))
                 assert store.keyword_search(f"chunk w{word}", 10, where)
                 store.vector_search([0.25] * DIM, 10, where)
-        return int(store.session.size_bytes)
+        return int(store.cached_bytes)
 
     bound = (1 << 20) + (1 << 17)  # 1 MB of index cache, an eighth of it for metadata
-    assert cached_after_writes(64) > 2 * bound  # the same work grows past it when allowed
+    assert cached_after_writes(64) > 1.2 * bound  # the same work grows past it when allowed
     assert cached_after_writes(1) <= bound * 1.05
+
+
+def open_index_files(store: LanceChunkStore) -> int:
+    """Files of the table's indexes that this process holds open (Linux)."""
+    indexes = f"{store._table.uri}/_indices/"
+    links = (Path("/proc/self/fd") / fd for fd in os.listdir("/proc/self/fd"))
+    return sum(1 for link in links if indexes in _target(link))
+
+
+def _target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError:  # closed since it was listed
+        return ""
+
+
+def test_open_index_files_stay_bounded_while_writes_and_searches_alternate(tmp_path, monkeypatch):
+    """LanceDB's cache keeps every full-text segment a search read, file open, until the
+    cache fills by bytes, and merges keep replacing small segments: about one open file
+    per write batch in a soak, without bound (here 20 after 100 batches). Searches now go
+    through a handle renewed every so many versions (here 30, about ten batches)."""
+    monkeypatch.setattr(lance_search_table, "CHECK_EVERY_SECONDS", 0.0)
+    rng = random.Random(1)
+
+    def words(count: int) -> str:
+        return " ".join(f"w{rng.randrange(3000)}" for _ in range(count))
+
+    def batch(start: int, count: int) -> list[StoredChunk]:
+        return [replace(c, terms=words(60)) for c in chunks(start, count)]
+
+    policy = VectorIndexPolicy(min_rows=0, vector_delta_rows=10_000)
+    store = LanceChunkStore(tmp_path, "t", DIM, policy, renew_after_versions=30)
+    store.upsert(batch(0, 1000))
+    store.optimize()
+    held = []
+    for number in range(100):
+        store.upsert(batch(1000 + number * 5, 5))
+        store.optimize()
+        for _ in range(5):
+            store.keyword_search(words(4), 5, ChunkFilter(kb_ids=("kb1",)))
+        held.append(open_index_files(store))
+    assert max(held) <= 12, held

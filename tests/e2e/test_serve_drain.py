@@ -3,6 +3,7 @@ go 503 while requests are still served, and the process stops when the drain is 
 
 from __future__ import annotations
 
+import http.client
 import signal
 import time
 
@@ -33,3 +34,25 @@ def test_sigterm_drains_then_stops(tmp_path):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_an_idle_connection_outlives_common_client_idle_limits(tmp_path):
+    """httpx drops an idle pooled connection after 5 s, as uvicorn did: when both gave up at
+    the same moment a request went out on a closing connection and failed unanswered (two
+    in a 20-minute soak). The server now keeps idle connections for keep_alive_seconds."""
+    port = free_port()
+    server = start_server(tmp_path / "data", port, {})
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", "/healthz")
+        assert connection.getresponse().read()
+        local = connection.sock.getsockname()
+        time.sleep(6.5)  # past uvicorn's default of 5 s
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        assert response.status == 200 and response.read()
+        assert connection.sock.getsockname() == local  # the same connection, kept open
+        connection.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

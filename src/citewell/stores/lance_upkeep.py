@@ -49,6 +49,7 @@ HARD_MAX_SEGMENTS = 32
 INDEX_TYPE = "IvfSq"
 CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
 KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
+UPKEEP_CACHE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -87,27 +88,38 @@ class TableUpkeep:
         self.policy = policy
         self._cleaned = 0.0
         self._waiting: dict[str, int] = {}  # index name -> segment count with nothing to merge
+        self._layouts: dict[str, tuple[int, int]] = {}  # base segment uuid -> vector_layout
 
     def _dataset(self) -> Any:
-        """A fresh handle on the table's latest version (LanceDB's own may lag a second)."""
+        """A fresh handle on the table's latest version (LanceDB's own may lag a second).
+
+        With small caches: upkeep gains nothing from caching, and with Lance's defaults
+        every index statistics read and every full-text merge left an open file handle
+        behind for the life of the process (about one per write batch, without bound)."""
         import lance
 
-        return lance.dataset(self.table.uri)
+        return lance.dataset(
+            self.table.uri,
+            index_cache_size_bytes=UPKEEP_CACHE_BYTES,
+            metadata_cache_size_bytes=UPKEEP_CACHE_BYTES,
+        )
 
     # --- after writes -----------------------------------------------------------------
-    def after_writes(self) -> None:
+    def after_writes(self) -> bool:
+        """Returns whether the vector index was trained anew."""
         rows = self.table.count_rows()
         if not rows:
-            return
+            return False
         self._compact()
         self._refresh()
         self.ensure_scalar_indexes()
-        self._retrain_vectors(rows)
+        trained = self._retrain_vectors(rows)
         # Also after a retraining: the other indexes still lack the new rows (skipping them
         # left 24,143 rows to a flat full-text scan: 160 ms a search at 60,000 chunks).
         self._add_deltas()
         self._cleanup()
         self._refresh()
+        return trained
 
     def _compact(self) -> None:
         """When there are many small fragments, or many deleted rows (replaced and removed
@@ -160,7 +172,7 @@ class TableUpkeep:
             waited = self._waiting.get(index.name, 0)
             if segments <= self.policy.max_deltas + 1 or segments < waited + 2:
                 continue
-            sizes = self._dataset().stats.index_stats(index.name)["num_indexed_rows_per_delta"]
+            sizes = self._segment_rows(index.name)
             count = newest_to_merge(sizes)
             if count < 2 and segments > HARD_MAX_SEGMENTS:
                 count = 2  # never reached in the benchmarks; a bound on search cost
@@ -202,23 +214,31 @@ class TableUpkeep:
         config = IvfSq(distance_type="cosine", num_partitions=self.policy.partitions(rows))
         self.table.create_index("vector", config=config, replace=True)
         log.info("Trained the vector index on %d chunks in %.0f s", rows, time.monotonic() - began)
-        self.table.prewarm_index(self.index_names()["vector"])
 
-    def prewarm(self) -> None:
-        """Load the search indexes into LanceDB's cache: a cold index reads each partition
-        from disk when a query first probes it (24 of a first search's 33 ms at a million
-        chunks; 3 ms once cached). About 3 s and 1.5 GB of memory at a million chunks."""
-        for name in self.index_names().values():
-            try:
-                self.table.prewarm_index(name)
-            except Exception as error:  # noqa: BLE001 - a hint: searches work without it
-                log.debug("Could not prewarm index %s: %s", name, error)
+    def _segment_rows(self, name: str) -> list[int]:
+        """Rows in each segment of an index in the manifest's order (oldest first, as Lance's
+        ``num_indexed_rows_per_delta``), from the manifest alone (Lance's
+        index statistics open the index, and leave a file handle open for good each time)."""
+        dataset = self._dataset()
+        rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
+        return [sum(rows.get(f, 0) for f in s.fragment_ids) for s in _segments(dataset, name)]
 
     def vector_layout(self) -> tuple[int, int] | None:
-        """(rows the base segment was trained on, its partitions), None without an index."""
+        """(rows the base segment was trained on, its partitions), None without an index.
+
+        Read once per trained segment: the statistics leave an open file behind (above)."""
         name = self.index_names().get("vector")
         if name is None:
             return None
+        segments = _segments(self._dataset(), name)
+        if not segments:
+            return None
+        base = min(segments, key=lambda s: s.dataset_version_at_last_update).uuid
+        if base not in self._layouts:
+            self._layouts = {base: self._read_layout(name)}
+        return self._layouts[base]
+
+    def _read_layout(self, name: str) -> tuple[int, int]:
         # Lance's statistics would carry every centroid (and warn about it); sizes suffice.
         os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
         segments = self._dataset().stats.index_stats(name)["indices"]
@@ -258,22 +278,42 @@ class TableUpkeep:
         data = self.table.take_offsets(offsets).select(["vector"]).to_arrow()
         found = []
         for vector in data["vector"].to_pylist():
-            ann = self.ann_query(vector, rows).limit(50).to_list()
+            ann = ann_query(self.table, self.policy, vector, rows).limit(50).to_list()
             exact = self.table.search(vector).distance_type("cosine").bypass_vector_index()
             truth = {r["id"] for r in exact.select(["id", "_distance"]).limit(50).to_list()}
             found.append(len({r["id"] for r in ann} & truth) / max(1, len(truth)))
         return round(statistics.mean(found), 3)
 
-    def ann_query(self, vector: Any, rows: int, matching: int | None = None) -> Any:
-        """An index search among ``matching`` of the table's ``rows`` rows (all of them
-        when None), probing as many partitions as that share needs."""
-        nprobes = self.policy.nprobes(rows, rows if matching is None else matching)
-        return (
-            self.table.search(list(vector), vector_column_name="vector")
-            .distance_type("cosine")
-            .nprobes(nprobes)
-            .select(["id", "_distance"])
-        )
+
+def ann_query(
+    table: Any, policy: VectorIndexPolicy, vector: Any, rows: int, matching: int | None = None
+) -> Any:
+    """An index search among ``matching`` of the table's ``rows`` rows (all of them when
+    None), probing as many partitions as that share needs."""
+    nprobes = policy.nprobes(rows, rows if matching is None else matching)
+    return (
+        table.search(list(vector), vector_column_name="vector")
+        .distance_type("cosine")
+        .nprobes(nprobes)
+        .select(["id", "_distance"])
+    )
+
+
+def prewarm(table: Any) -> None:
+    """Load a table's search indexes into its LanceDB session's cache: a cold index reads
+    each partition from disk when a query first probes it (24 of a first search's 33 ms at
+    a million chunks; 3 ms once cached). About 3 s and 1.5 GB of memory at a million."""
+    for index in table.list_indices():
+        try:
+            table.prewarm_index(index.name)
+        except Exception as error:  # noqa: BLE001 - a hint: searches work without it
+            log.debug("Could not prewarm index %s: %s", index.name, error)
+
+
+def _segments(dataset: Any, name: str) -> list[Any]:
+    """The segments of one index as the dataset's manifest lists them."""
+    indexes = dataset.describe_indices()
+    return [segment for index in indexes if index.name == name for segment in index.segments]
 
 
 def newest_to_merge(sizes: Sequence[int]) -> int:

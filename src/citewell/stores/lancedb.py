@@ -19,11 +19,18 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses
-from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy
+from citewell.stores.lance_search_table import (
+    RENEW_AFTER_VERSIONS,
+    SearchHandle,
+    SearchTable,
+)
+from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy, ann_query, prewarm
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.stores.snapshot import TableSnapshot
 from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
+
+WRITE_CACHE_MB = 64
 
 
 def schema(dimension: int) -> pa.Schema:
@@ -43,6 +50,21 @@ def schema(dimension: int) -> pa.Schema:
             ("vector", pa.list_(pa.float32(), dimension)),
         ]
     )
+
+
+def _connect(path: Path, cache_mb: int) -> tuple[Any, Any]:
+    """A LanceDB connection on a session of its own with caches of ``cache_mb`` (index) and
+    an eighth of it (metadata): LanceDB's defaults (6 GB and 1 GB) are sized for a database
+    server, not for a process that also runs the encoder. The latest version is re-read at
+    most once a second, so writes of other processes (a CLI ingest while a server runs)
+    become visible."""
+    import lancedb
+
+    session = lancedb.Session(
+        index_cache_size_bytes=cache_mb << 20, metadata_cache_size_bytes=cache_mb << 17
+    )
+    interval = timedelta(seconds=1)
+    return lancedb.connect(str(path), read_consistency_interval=interval, session=session), session
 
 
 def _quote(value: str) -> str:
@@ -69,24 +91,14 @@ class LanceChunkStore:
         dimension: int,
         vector_index: VectorIndexPolicy | None = None,
         cache_mb: int = 1024,
+        renew_after_versions: int = RENEW_AFTER_VERSIONS,
     ):
-        import lancedb
-
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
         self.vector_index = vector_index or VectorIndexPolicy()
-        # Re-read the table's latest version at most once a second, so writes made by other
-        # processes (a CLI ingest while a server runs) become visible.
-        # LanceDB's own cache bounds (6 GB of index, 1 GB of metadata) are sized for a
-        # database server, not for a process that also runs the encoder.
-        session = lancedb.Session(
-            index_cache_size_bytes=cache_mb << 20, metadata_cache_size_bytes=cache_mb << 17
-        )
-        self._db = lancedb.connect(
-            str(path), read_consistency_interval=timedelta(seconds=1), session=session
-        )
-        self.session = session
-        self._name = table
+        self._path, self._name, self._cache_mb = path, table, cache_mb
+        # Writes and upkeep read few index pages: a small cache of their own.
+        self._db, _ = _connect(path, min(cache_mb, WRITE_CACHE_MB))
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()
         self._upkeep = TableUpkeep(self._table, self.vector_index)
@@ -96,13 +108,24 @@ class LanceChunkStore:
         if self._fts_ready:
             with self._write_lock:  # a table from an older release may lack newer indexes
                 self._upkeep.ensure_scalar_indexes()
-        if self._table.count_rows() >= self.vector_index.min_rows:
-            threading.Thread(
-                target=self._upkeep.prewarm, name="citewell-prewarm", daemon=True
-            ).start()
+        self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
         self._snapshots = SnapshotKeeper(
             LanceSnapshotSource(self._table, dimension), self.vector_index.min_rows
         )
+
+    def _open_search_table(self) -> SearchHandle:
+        connection, session = _connect(self._path, self._cache_mb)
+        table = connection.open_table(self._name)
+        return SearchHandle(table, session, int(table.version))
+
+    def _warm(self, table: Any) -> None:
+        if table.count_rows() >= self.vector_index.min_rows:
+            prewarm(table)
+
+    @property
+    def cached_bytes(self) -> int:
+        """What LanceDB's caches hold for searches of this table."""
+        return self._search.cached_bytes
 
     def _open_or_create(self) -> Any:
         if self._name in self._db.list_tables().tables:
@@ -176,8 +199,10 @@ class LanceChunkStore:
 
     def optimize(self) -> None:
         with self._write_lock:
-            self._upkeep.after_writes()
+            trained = self._upkeep.after_writes()
         self._changed()
+        if trained:  # searches move to a handle with the new index loaded
+            self._search.renew()
 
     def rebuild_vector_index(self) -> None:
         """Train the vector index anew on every row (``citewell check --repair`` does this
@@ -185,6 +210,7 @@ class LanceChunkStore:
         with self._write_lock:
             self._upkeep.train_vectors(self._table.count_rows())
         self._changed()
+        self._search.renew().join()
 
     def health(self, recall_samples: int = 20) -> IndexHealth:
         """Rows, index layout and (with samples) the vector index's recall@50 measured
@@ -199,7 +225,8 @@ class LanceChunkStore:
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         predicate = where_sql(where)
         rows_in = self._counts(None)
-        query = self._upkeep.ann_query(vector, rows_in, self._counts(predicate))
+        table = self._search.table()
+        query = ann_query(table, self.vector_index, vector, rows_in, self._counts(predicate))
         rows = self._run(query, k, where, "_distance")
         return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
 
@@ -210,6 +237,7 @@ class LanceChunkStore:
     def _changed(self) -> None:
         self._snapshots.changed()
         self._addresses.forget()
+        self._search.latest()
 
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
         if not terms.strip() or not self._fts_ready:
@@ -218,7 +246,7 @@ class LanceChunkStore:
         if snapshot is not None:
             ranked = snapshot.keyword_search(terms.split(), k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
-        query = self._table.search(terms, query_type="fts", fts_columns="terms")
+        query = self._search.table().search(terms, query_type="fts", fts_columns="terms")
         rows = self._run(query, k, where, "_score")
         return [SearchHit(r["id"], float(r["_score"]), i) for i, r in enumerate(rows)]
 
@@ -243,7 +271,8 @@ class LanceChunkStore:
             rest = [i for i in chunk_ids if i not in found]
             if rest:
                 ids = ", ".join(_quote(i) for i in rest)
-                query = self._table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
+                table = self._search.table()
+                query = table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
                 found.update((r["id"], r) for r in query.limit(len(rest)).to_list())
             by_id = {i: to_chunk(r) for i, r in found.items()}
         return [by_id[i] for i in chunk_ids if i in by_id]
@@ -285,4 +314,5 @@ class LanceChunkStore:
     def drop(self) -> None:
         with self._write_lock:
             self._db.drop_table(self._name)
-        self._changed()
+        self._snapshots.changed()  # no table left for the search handle to move to
+        self._addresses.forget()
