@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from citewell.auth.access import Access
 from citewell.auth.store import ApiKey, User
 from citewell.db import ensure_schema
+from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.engine import read_sessions
 from citewell.db.models import (
     GrantRow,
@@ -34,6 +35,8 @@ _TABLES: dict[str, tuple[Any, Any]] = {
 }
 _OWNED: dict[str, Any] = {"kb": KnowledgeBaseRow, "preset": ModelPresetRow}
 PUBLIC = "public"
+# kind ('kb' | 'preset') -> (ids the user owns, (id, permission) granted to them)
+Reach = dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]
 
 
 class GroupNotFound(NotFoundError):
@@ -59,24 +62,26 @@ class GrantStore:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._reads = read_sessions(engine)
+        self._reach: ChangeCache[str, Reach] = ChangeCache(change_counter(engine))
 
     # --- what a caller may do ----------------------------------------------------------------
     def access(self, user: User, key: ApiKey | None = None) -> Access:
         if user.is_admin:
             return Access.of(user, key, (), ())
-        reach: dict[str, tuple[list[str], list[tuple[str, str]]]] = {
-            "kb": ([], []),
-            "preset": ([], []),
-        }
-        with self._reads() as session:  # one statement: this runs on every request
-            for kind, ident, permission in session.execute(_reach_query(user.id)):
-                owned, granted = reach[kind]
-                if permission is None:
-                    owned.append(ident)
-                else:
-                    granted.append((ident, permission))
+        reach = self._reach.get(user.id, lambda: self._read_reach(user.id))
         access = Access.of(user, key, *reach["kb"])
         return access.with_presets(*reach["preset"])
+
+    def _read_reach(self, user_id: str) -> Reach:
+        owned: dict[str, list[str]] = {"kb": [], "preset": []}
+        granted: dict[str, list[tuple[str, str]]] = {"kb": [], "preset": []}
+        with self._reads() as session:  # one statement: this runs on every request
+            for kind, ident, permission in session.execute(_reach_query(user_id)):
+                if permission is None:
+                    owned[kind].append(ident)
+                else:
+                    granted[kind].append((ident, permission))
+        return {kind: (tuple(owned[kind]), tuple(granted[kind])) for kind in owned}
 
     # --- grants ------------------------------------------------------------------------------
     def grant(self, kb_id: str, principal: str, permission: str, kind: str = "kb") -> Grant:

@@ -21,6 +21,7 @@ from citewell.auth.secrets import (
     verify_password,
 )
 from citewell.db import ensure_schema
+from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.engine import read_sessions
 from citewell.db.models import ApiKeyRow, UserRow
 from citewell.errors import Conflict, InvalidInput, NotFoundError
@@ -97,6 +98,9 @@ class AuthStore:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._reads = read_sessions(engine)
+        self._by_digest: ChangeCache[str, tuple[User, ApiKey] | None] = ChangeCache(
+            change_counter(engine)
+        )
 
     # --- users ----------------------------------------------------------------------
     def create_user(self, name: str, password: str = "", role: str = "user") -> User:
@@ -174,19 +178,23 @@ class AuthStore:
     def identify(self, plain: str) -> tuple[User, ApiKey] | None:
         """Whose key this is, if it is a live key of an enabled user."""
         now = time.time()
-        query = (
-            select(ApiKeyRow, UserRow)
-            .join(UserRow, UserRow.id == ApiKeyRow.user_id)
-            .where(ApiKeyRow.digest == key_digest(plain))
-        )
-        with self._reads() as session:  # one statement: this runs on every request
-            pair = session.execute(query).first()
-            if pair is None or not _key(pair[0]).live(now) or pair[1].disabled:
-                return None
-            found = _user(pair[1]), _key(pair[0])
+        digest = key_digest(plain)
+        found = self._by_digest.get(digest, lambda: self._pair(digest))
+        if found is None or not found[1].live(now) or found[0].disabled:
+            return None
         if now - found[1].last_used_at > TOUCH_EVERY:
             self._touch(found[1].id, now)
         return found
+
+    def _pair(self, digest: str) -> tuple[User, ApiKey] | None:
+        query = (
+            select(ApiKeyRow, UserRow)
+            .join(UserRow, UserRow.id == ApiKeyRow.user_id)
+            .where(ApiKeyRow.digest == digest)
+        )
+        with self._reads() as session:  # one statement: this runs on every request
+            pair = session.execute(query).first()
+            return None if pair is None else (_user(pair[1]), _key(pair[0]))
 
     def _touch(self, key_id: str, now: float) -> None:
         with self._sessions() as session, session.begin():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.db import ensure_schema
+from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.engine import read_sessions
 from citewell.db.models import FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
 from citewell.errors import AmbiguousName, InvalidInput, KnowledgeBaseNotFound, NameTaken
@@ -60,6 +61,10 @@ class FileLink:
 SETTINGS_TTL = 2.0  # seconds a KB's retrieval defaults are remembered
 
 
+def _link(row: KnowledgeBaseFileRow) -> FileLink:
+    return FileLink(row.kb_id, row.file_id, row.path, row.name, row.added_by, row.added_at)
+
+
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
     return KnowledgeBase(
         row.id,
@@ -106,6 +111,12 @@ class Catalog:
         self._reads = read_sessions(engine)
         # KB ids → (when read, their shared retrieval defaults)
         self._kb_settings: dict[frozenset[str], tuple[float, KnowledgeSettings]] = {}
+        # What searches read on every call, kept until the database changes (db/changes.py).
+        counter = change_counter(engine)
+        self._kb_by_id: ChangeCache[str, KnowledgeBase | None] = ChangeCache(counter)
+        self._kbs_named: ChangeCache[str, tuple[KnowledgeBase, ...]] = ChangeCache(counter)
+        self._file_links: ChangeCache[str, tuple[FileLink, ...]] = ChangeCache(counter)
+        self._files: ChangeCache[str, FileRecord] = ChangeCache(counter)
 
     def _session(self) -> Session:
         return self._sessions()
@@ -175,25 +186,32 @@ class Catalog:
         readable KBs of others carry is ambiguous: AmbiguousName lists them (409).
         ``count_files`` False leaves file_count 0 (a search needs only the id)."""
         allowed = can_read or (lambda _: True)
-
-        def public(row: KnowledgeBaseRow) -> KnowledgeBase:
-            return _kb(row, self._file_count(session, row.id) if count_files else 0)
-
-        with self._reads() as session:
-            row = session.get(KnowledgeBaseRow, name_or_id)
-            if row is not None and allowed(_kb(row)):
-                return public(row)
-            rows = session.scalars(
-                select(KnowledgeBaseRow)
-                .where(KnowledgeBaseRow.name == name_or_id)
-                .order_by(KnowledgeBaseRow.created_at)
-            )
-            found = [r for r in rows if allowed(_kb(r))]
-            own = [r for r in found if r.owner_id == owner_id]
+        kb = self._kb_by_id.get(name_or_id, lambda: self._read_kb(name_or_id))
+        if kb is None or not allowed(kb):
+            named = self._kbs_named.get(name_or_id, lambda: self._read_kbs_named(name_or_id))
+            found = [k for k in named if allowed(k)]
+            own = [k for k in found if k.owner_id == owner_id]
             if len(found) > 1 and not own:
-                raise AmbiguousName(_ambiguous(name_or_id, [_kb(r) for r in found]))
-            chosen = (own or found)[:1]
-            return public(chosen[0]) if chosen else None
+                raise AmbiguousName(_ambiguous(name_or_id, found))
+            kb = next(iter(own or found), None)
+        if kb is None or not count_files:
+            return kb
+        with self._reads() as session:
+            return replace(kb, file_count=self._file_count(session, kb.id))
+
+    def _read_kb(self, kb_id: str) -> KnowledgeBase | None:
+        with self._reads() as session:
+            row = session.get(KnowledgeBaseRow, kb_id)
+            return None if row is None else _kb(row)
+
+    def _read_kbs_named(self, name: str) -> tuple[KnowledgeBase, ...]:
+        query = (
+            select(KnowledgeBaseRow)
+            .where(KnowledgeBaseRow.name == name)
+            .order_by(KnowledgeBaseRow.created_at)
+        )
+        with self._reads() as session:
+            return tuple(_kb(row) for row in session.scalars(query))
 
     def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
         """As the local operator (CLI, library) sees it: every KB readable, own = made here."""
@@ -271,9 +289,12 @@ class Catalog:
             return _file(row) if row else None
 
     def files_by_id(self, file_ids: Collection[str]) -> list[FileRecord]:
+        return list(self._files.get_many(file_ids, self._read_files).values())
+
+    def _read_files(self, file_ids: Collection[str]) -> dict[str, FileRecord]:
         with self._reads() as session:
             rows = session.scalars(select(FileRow).where(FileRow.id.in_(list(file_ids))))
-            return [_file(r) for r in rows]
+            return {r.id: _file(r) for r in rows}
 
     def add_file(self, record: FileRecord) -> None:
         with self._session() as session, session.begin():
@@ -316,20 +337,28 @@ class Catalog:
         self, file_ids: Collection[str] | None = None, kb_ids: Collection[str] | None = None
     ) -> list[FileLink]:
         """Links of these files and/or in these KBs (None: any), oldest first."""
-        query = select(KnowledgeBaseFileRow).order_by(KnowledgeBaseFileRow.added_at)
+        in_kbs = None if kb_ids is None else set(kb_ids)
         if file_ids is not None:
-            query = query.where(KnowledgeBaseFileRow.file_id.in_(list(file_ids)))
-        elif kb_ids is not None:
             # Not both in SQL: given a KB too, SQLite walked the KB's whole key range (2 ms
             # for a KB of 5,000 files, on every search) instead of the few rows of the files.
-            query = query.where(KnowledgeBaseFileRow.kb_id.in_(list(kb_ids)))
-        in_kbs = None if kb_ids is None else set(kb_ids)
+            by_file = self._file_links.get_many(file_ids, self._read_links)
+            found = [link for links in by_file.values() for link in links]
+        else:
+            query = select(KnowledgeBaseFileRow).order_by(KnowledgeBaseFileRow.added_at)
+            if kb_ids is not None:
+                query = query.where(KnowledgeBaseFileRow.kb_id.in_(list(kb_ids)))
+            with self._reads() as session:
+                found = [_link(r) for r in session.scalars(query)]
+        chosen = [k for k in found if in_kbs is None or k.kb_id in in_kbs]
+        return sorted(chosen, key=lambda link: link.added_at)
+
+    def _read_links(self, file_ids: Collection[str]) -> dict[str, tuple[FileLink, ...]]:
+        query = select(KnowledgeBaseFileRow).where(KnowledgeBaseFileRow.file_id.in_(list(file_ids)))
+        by_file: dict[str, list[FileLink]] = {}
         with self._reads() as session:
-            return [
-                FileLink(r.kb_id, r.file_id, r.path, r.name, r.added_by, r.added_at)
-                for r in session.scalars(query)
-                if in_kbs is None or r.kb_id in in_kbs
-            ]
+            for row in session.scalars(query):
+                by_file.setdefault(row.file_id, []).append(_link(row))
+        return {file_id: tuple(links) for file_id, links in by_file.items()}
 
     def unlink(self, kb_id: str, file_id: str) -> None:
         """Take the file out of the KB under every path it has there."""

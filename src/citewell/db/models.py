@@ -128,6 +128,17 @@ class RateBucketRow(Base):
     last: Mapped[float] = mapped_column(Float)
 
 
+class ChangeCounterRow(Base):
+    """One row whose number SQLite triggers raise on every change to the tables a request
+    reads (keys, users, groups, grants, KBs, links, files): processes keep what they read
+    from those while the number stands (db/changes.py). Not used on PostgreSQL."""
+
+    __tablename__ = "change_counter"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    n: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class EmbeddingSpaceRow(Base):
     """An embedding space: one model at one dimension, with its own chunk table. One is
     active (searched); while the model changes, a second one is built and then takes over."""

@@ -32,7 +32,7 @@ from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter
 
 ROWS_PER_INSERT = 2000
-SKIPPED = {"rate_buckets", "embedding_cache"}  # live counters; the cache is copied apart
+SKIPPED = {"rate_buckets", "embedding_cache", "change_counter"}  # live counters; the cache apart
 
 
 @dataclass

@@ -1,0 +1,117 @@
+"""What a retrieval costs over HTTP beyond the same search in process, for this checkout and
+(optionally) another one, side by side in one run.
+
+Each server is `citewell serve` on its own copy of ``--data-dir`` (one process, auth
+required, a non-admin key with read access to the KB); one client sends every query to
+each server in turn and runs the same search in process, so machine noise falls on all
+alike. Queries are SciFact's test queries with a counter appended (no embedding cache
+hits). ``--baseline-src`` is the ``src`` directory of another checkout (e.g. a git worktree
+of the commit before a change), run with this checkout's virtual environment.
+
+    cd benchmarks && ../.venv/bin/python http_overhead.py --data-dir /tmp/scifact \
+        --work /tmp/overhead --baseline-src /tmp/before/src --queries 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+
+import httpx  # noqa: E402
+from common import open_scifact_index  # noqa: E402
+from serving import bench_key, free_port, start_server  # noqa: E402
+
+from citewell.auth.access import Access  # noqa: E402
+from citewell.pipeline.scoped import Scoped  # noqa: E402
+from citewell.types import SearchMode  # noqa: E402
+
+
+def copy(source: Path, work: Path, name: str) -> Path:
+    """A copy of the data dir, taken before this checkout opens (and migrates) the source."""
+    data = work / name
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(source, data)
+    return data
+
+
+def served(data: Path, name: str, src: Path | None, kb: str) -> dict[str, Any]:
+    """A server on ``data`` running the code in ``src`` (None: this checkout)."""
+    env = {"CITEWELL_AUTH": "required", "PYTHONPATH": str(src) if src else ""}
+    key = bench_key(data, kb) if src is None else _key_with(src, data, kb)
+    port = free_port()
+    process = start_server(data, port, [], env)
+    return {"name": name, "process": process, "base": f"http://127.0.0.1:{port}", "key": key}
+
+
+def _key_with(src: Path, data: Path, kb: str) -> str:
+    """A key made by the other checkout's CLI (its database revision may differ)."""
+    previous = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = str(src)
+    try:
+        return bench_key(data, kb)
+    finally:
+        os.environ["PYTHONPATH"] = previous
+
+
+def run(servers: list[dict[str, Any]], view: Scoped, kb: str, queries: list[str]) -> dict:
+    where = view.collection_filter([kb])
+    times: dict[str, list[float]] = {s["name"]: [] for s in servers} | {"in_process": []}
+    clients = {
+        s["name"]: httpx.Client(base_url=s["base"], headers={"Authorization": f"Bearer {s['key']}"})
+        for s in servers
+    }
+    for n, query in enumerate(queries):
+        for server in servers:
+            body = {"collection_names": [kb], "query": f"{query} o{n}", "k": 8}
+            began = time.perf_counter()
+            clients[server["name"]].post("/api/v1/retrieval/query/collection", json=body)
+            times[server["name"]].append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        view.search(f"{query} o{n}", where, SearchMode.HYBRID, 8)
+        times["in_process"].append((time.perf_counter() - began) * 1000)
+    for client in clients.values():
+        client.close()
+    local = statistics.median(times["in_process"])
+    result: dict[str, Any] = {"in_process_p50_ms": round(local, 2), "queries": len(queries)}
+    for name, spent in times.items():
+        if name != "in_process":
+            p50 = statistics.median(spent)
+            result[name] = {"http_p50_ms": round(p50, 2), "overhead_ms": round(p50 - local, 2)}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="an ingested SciFact dir")
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--baseline-src", type=Path, help="another checkout's src directory")
+    parser.add_argument("--queries", type=int, default=300)
+    args = parser.parse_args()
+    copies = {"this_checkout": (copy(args.data_dir, args.work, "this_checkout"), None)}
+    if args.baseline_src:
+        copies["baseline"] = (copy(args.data_dir, args.work, "baseline"), args.baseline_src)
+    app, data, kb = open_scifact_index(args.data_dir)
+    queries = [q for _, q in sorted(data.queries.items())][: args.queries]
+    warm = queries[:20]
+    servers = [served(where, name, src, kb) for name, (where, src) in copies.items()]
+    try:
+        view = Scoped(app, Access.everything())
+        run(servers, view, kb, warm)  # untimed: caches and lazy imports
+        print(json.dumps(run(servers, view, kb, queries), indent=2))
+    finally:
+        for server in servers:
+            server["process"].terminate()
+            server["process"].wait()
+
+
+if __name__ == "__main__":
+    main()
