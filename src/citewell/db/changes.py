@@ -13,8 +13,9 @@ key or grant is refused at the next request, in every process, as before. Values
 from the database *after* the counter, so a change that lands in between is at worst
 fetched again, never missed.
 
-On PostgreSQL there is no counter (a row every writer updates would serialise them), and
-the caches pass every call through.
+On PostgreSQL a row every writer updates would serialise them; there the number is kept by
+each process from the database's notifications instead (db/change_listener.py, weaker in
+one way: another process's change is seen milliseconds later, not at the next request).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
+
+from citewell.db.change_listener import listener_for
 
 TRACKED = (
     "users",
@@ -73,6 +76,12 @@ def drop_triggers(connection: Connection) -> None:
             connection.execute(text(f"DROP TRIGGER IF EXISTS {_trigger(table, operation)}"))
 
 
+class Counter(Protocol):
+    def current(self) -> int | None:
+        """A number that moves whenever a TRACKED table changes; None: trust nothing."""
+        ...
+
+
 class ChangeCounter:
     """The counter of one SQLite database, read on a connection of its own."""
 
@@ -89,26 +98,37 @@ class ChangeCounter:
 
 
 # One per engine, gone with it (tests open hundreds of databases in one process).
-_counters: weakref.WeakKeyDictionary[Engine, ChangeCounter] = weakref.WeakKeyDictionary()
+_counters: weakref.WeakKeyDictionary[Engine, Counter] = weakref.WeakKeyDictionary()
 _counters_lock = threading.Lock()
 
 
-def change_counter(engine: Engine) -> ChangeCounter | None:
-    """The counter of the engine's database; None on PostgreSQL (and in-memory SQLite).
-    Call after ensure_schema."""
+def change_counter(engine: Engine) -> Counter | None:
+    """The counter of the engine's database (None for in-memory SQLite). Call after
+    ensure_schema."""
+    with _counters_lock:
+        if engine not in _counters:
+            counter = _new_counter(engine)
+            if counter is None:
+                return None
+            _counters[engine] = counter
+        return _counters[engine]
+
+
+def _new_counter(engine: Engine) -> Counter | None:
+    if engine.dialect.name == "postgresql":
+        listener = listener_for(engine, TRACKED)
+        weakref.finalize(engine, listener.stop)  # its connection closes with the engine
+        return listener
     database = engine.url.database
     if engine.dialect.name != "sqlite" or not database or database == ":memory:":
         return None
-    with _counters_lock:
-        if engine not in _counters:
-            _counters[engine] = ChangeCounter(database)
-        return _counters[engine]
+    return ChangeCounter(database)
 
 
 class ChangeCache(Generic[K, V]):
     """Values by key, kept while the counter stands (all of them, always, without one)."""
 
-    def __init__(self, counter: ChangeCounter | None) -> None:
+    def __init__(self, counter: Counter | None) -> None:
         self._counter = counter
         self._seen: int | None = None
         self._values: dict[K, V] = {}
