@@ -104,3 +104,22 @@ def test_pings_of_other_processes_move_nothing(engine, monkeypatch):
     time.sleep(1.0)  # ten pings each
     assert counter.current() == before
     other.stop()
+
+
+def test_a_chunk_stores_version_row_moves_its_own_number_only(engine):
+    """Ingestion bumps a chunk table's version row with every batch: that must not drop
+    what the caches keep of keys, grants and KBs."""
+    from citewell.stores.postgres import PostgresChunkStore
+    from citewell.testing.conformance import CORPUS, DIM
+
+    counter = counter_of(engine)
+    eventually(lambda: counter.current() is not None)
+    store = PostgresChunkStore(engine, "chunks_t", DIM)
+    other = change_listener.listener_for(url_engine(conninfo(engine)), ())
+    eventually(lambda: other.current() is not None)
+    general, own = other.current(), other.table_number(store.stats)
+    assert own is not None
+    store.upsert(CORPUS)  # through the first engine: the second hears of it
+    eventually(lambda: (other.table_number(store.stats) or 0) > own)
+    assert other.current() == general
+    other.stop()

@@ -76,9 +76,8 @@ def test_small_tables_are_searched_in_memory_with_the_same_results(engine):
     assert memory.get([CORPUS[1].id]) == sql.get([CORPUS[1].id])
 
 
-def test_a_write_by_another_process_is_seen_by_the_next_search(engine):
-    """Each API process keeps its own snapshot; the table's version, read before each use,
-    retires it the moment another process commits a write."""
+def test_a_write_of_this_process_is_seen_by_the_next_search(engine):
+    """Each API process keeps its own snapshot; its own writes retire it at once."""
     reader, writer = in_memory(engine, "t"), PostgresChunkStore(engine, "t", DIM)
     writer.upsert(CORPUS)
     first = CORPUS[0]
@@ -352,3 +351,39 @@ def _read(engine, sql: str) -> list:
 
     with engine.connect() as db:
         return list(db.execute(text(sql)).all())
+
+
+def eventually(check, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.01)
+
+
+def test_a_write_by_another_process_is_seen_once_its_notification_lands(engine):
+    """Another process (here: another engine, with its own listener) retires the snapshot
+    through the statistics row's notification; meanwhile the version is not read at all."""
+    from sqlalchemy import event
+
+    from citewell.db.changes import change_counter
+
+    writer = PostgresChunkStore(engine, "t", DIM)
+    writer.upsert(CORPUS)
+    other = url_engine(engine.url.render_as_string(hide_password=False))
+    reader = in_memory(other, "t")
+    counter = change_counter(other)
+    assert counter is not None
+    eventually(lambda: counter.current() is not None)
+    first = CORPUS[0]
+    assert reader.vector_search(first.vector, 1, ALL)[0].chunk_id == first.id
+    reads: list[str] = []
+    event.listen(other, "before_cursor_execute", lambda *a: reads.append(a[2]))
+    for _ in range(3):
+        assert reader.vector_search(first.vector, 1, ALL)[0].chunk_id == first.id
+    assert reads == []
+    writer.delete(ALL.__class__(file_ids=(first.file_id,)))
+    eventually(
+        lambda: first.id not in {h.chunk_id for h in reader.vector_search(first.vector, 3, ALL)}
+    )
+    assert reader.get([first.id]) == []
+    other.dispose()

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "citewell_changes"
 FUNCTION = "citewell_notify_change"
+TABLE_FUNCTION = "citewell_notify_table"  # payload "table:<name>": a chunk store's version row
 PING_SECONDS = 1.0  # how often the listener proves its LISTEN still holds
 STALE_AFTER = 5.0  # seconds without that proof before caches stop trusting the number
 RETRY_SECONDS = 1.0
@@ -77,6 +78,33 @@ def drop_notify_triggers(connection: Connection, tables: Collection[str]) -> Non
     connection.execute(text(f"DROP FUNCTION IF EXISTS {FUNCTION}()"))
 
 
+def notify_on_update(db: Connection, table: str) -> None:
+    """A trigger that notifies ``table:<table>`` after each statement updating ``table``
+    (a chunk store's version row, so snapshots need not read it before every use)."""
+    function = f"{TABLE_FUNCTION}()"
+    if db.execute(text("SELECT to_regprocedure(:f)"), {"f": function}).scalar() is None:
+        db.execute(text("SELECT pg_advisory_xact_lock(hashtext(:f))"), {"f": function})
+        db.execute(
+            text(
+                f"CREATE OR REPLACE FUNCTION {function} RETURNS trigger LANGUAGE plpgsql AS $$ "
+                f"BEGIN PERFORM pg_notify('{CHANNEL}', 'table:' || TG_TABLE_NAME); "
+                "RETURN NULL; END $$"
+            )
+        )
+    trigger = f"{table}_notify"
+    found = db.execute(
+        text("SELECT 1 FROM pg_trigger WHERE tgname = :n AND tgrelid = to_regclass(:t)"),
+        {"n": trigger, "t": table},
+    ).first()
+    if found is None:  # checked first: creating one locks the table's writers out meanwhile
+        db.execute(
+            text(
+                f"CREATE OR REPLACE TRIGGER {trigger} AFTER UPDATE ON {table} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION {function}"
+            )
+        )
+
+
 class ChangeListener:
     """A PostgreSQL database's change number in this process; listens from the first
     ``current()`` on until ``stop()``."""
@@ -84,6 +112,7 @@ class ChangeListener:
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
         self._generation = 0
+        self._tables: dict[str, int] = {}  # table -> its own number (notify_on_update)
         self._alive_at: float | None = None
         self._outage = False
         self._lock = threading.Lock()
@@ -98,9 +127,21 @@ class ChangeListener:
             return None
         return self._generation
 
+    def table_number(self, table: str) -> int | None:
+        """A number that moves whenever ``table`` is updated (a notify_on_update table);
+        None: trust nothing."""
+        if self.current() is None:
+            return None
+        return self._tables.get(table, 0)
+
     def bump(self) -> None:
         with self._lock:
             self._generation += 1
+
+    def bump_tables(self, tables: Collection[str]) -> None:
+        with self._lock:
+            for table in tables:
+                self._tables[table] = self._tables.get(table, 0) + 1
 
     def stop(self) -> None:
         """The thread ends and closes its connection within PING_SECONDS."""
@@ -140,6 +181,8 @@ class ChangeListener:
                 for note in connection.notifies(timeout=PING_SECONDS):
                     if not note.payload:  # a trigger's
                         self.bump()
+                    elif note.payload.startswith("table:"):
+                        self.bump_tables((note.payload[6:],))
                     elif note.payload == ping:
                         self._alive_at, self._outage = time.monotonic(), False
         finally:
@@ -149,7 +192,8 @@ class ChangeListener:
 
 def listener_for(engine: Engine, tables: Collection[str]) -> ChangeListener:
     """A listener for the engine's database, raised too by this process's own commits that
-    wrote to one of ``tables``. Holds no reference to the engine."""
+    wrote to one of ``tables`` (and each table's own number by any write to it). Holds no
+    reference to the engine."""
     import psycopg
 
     conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -164,13 +208,16 @@ def track_writes(engine: Engine, listener: ChangeListener, tables: frozenset[str
     @event.listens_for(engine, "before_cursor_execute")
     def _note(connection, _cursor, statement, _params, _context, _many):  # type: ignore[no-untyped-def]
         match = _WRITE.match(statement)
-        if match is not None and match.group(1) in tables:
-            connection.info[_WROTE] = True
+        if match is not None:
+            connection.info.setdefault(_WROTE, set()).add(match.group(1))
 
     @event.listens_for(engine, "commit")
     def _committing(connection):  # type: ignore[no-untyped-def]
-        if connection.info.pop(_WROTE, False):
-            listener.bump()
+        written = connection.info.pop(_WROTE, None)
+        if written:
+            listener.bump_tables(written)
+            if not tables.isdisjoint(written):
+                listener.bump()
 
     @event.listens_for(engine, "rollback")
     def _rolled_back(connection):  # type: ignore[no-untyped-def]

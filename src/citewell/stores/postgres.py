@@ -18,6 +18,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from citewell.db.change_listener import ChangeListener
+from citewell.db.changes import change_counter
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
@@ -98,7 +100,9 @@ class PostgresChunkStore:
         with engine.begin() as db:
             create_tables(db, table, dimension)
             self.bm25.create(db)
-        source = PostgresSnapshotSource(engine, table, self.stats, dimension)
+        counter = change_counter(engine)
+        listener = counter if isinstance(counter, ChangeListener) else None
+        source = PostgresSnapshotSource(engine, table, self.stats, dimension, listener)
         self._snapshots = SnapshotKeeper(source, memory_rows, check_interval=0.0)
 
     # --- writes -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from citewell.db.change_listener import notify_on_update
 from citewell.errors import StoreError
 
 
@@ -66,6 +67,7 @@ def create_tables(db: Connection, table: str, dimension: int) -> None:
     if "version" not in columns(db, stats):  # made before versions
         db.execute(text(f"ALTER TABLE {stats} ADD COLUMN version bigint NOT NULL DEFAULT 0"))
     _keep_vectors_inline(db, table)
+    notify_on_update(db, stats)  # snapshots read the version only after it moved
 
 
 def _keep_vectors_inline(db: Connection, table: str) -> None:

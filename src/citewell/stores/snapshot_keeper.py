@@ -27,8 +27,8 @@ class SnapshotKeeper:
     """``check_interval``: how often the table's version is read for writes by other
     processes. Reading LanceDB's goes through its event loop, where it would queue behind a
     running full-text query, so at most once a second (this process's own writes are known
-    at once, through ``changed``). PostgreSQL's is one small query: read before every use
-    (0), so a write committed by any process is never missed."""
+    at once, through ``changed``). PostgreSQL's source answers from memory until a
+    notification says the version moved (postgres_snapshot): asked before every use (0)."""
 
     def __init__(
         self, source: SnapshotSource, max_rows: int, check_interval: float = CHECK_INTERVAL
