@@ -242,6 +242,54 @@ def test_concurrent_requests_never_take_more_than_the_budget(database):
     assert 30 <= allowed <= 31  # the budget, plus at most a token refilled meanwhile
 
 
+def test_a_busy_key_writes_once_per_claim_not_per_request(database):
+    """A process takes a fiftieth of a key's budget at a time (12 of 600 a minute)."""
+    from sqlalchemy import event
+
+    from citewell.auth.rate_limit import DatabaseRateLimiter
+
+    limiter = DatabaseRateLimiter(database, 600)
+    writes: list[str] = []
+    event.listen(
+        database,
+        "before_cursor_execute",
+        lambda *args: writes.append(args[2]) if "rate_buckets" in args[2] else None,
+    )
+    for _ in range(120):
+        limiter.take("busy")
+    assert limiter.claim == 12
+    # The first: an UPDATE finding no bucket, then the INSERT making it; nine claims more.
+    assert len([w for w in writes if w.startswith(("UPDATE", "INSERT"))]) == 11
+
+
+def test_claimed_tokens_never_stretch_a_shared_budget(database):
+    """Four processes' limiters, each claiming 12 tokens at a time from a 600-a-minute
+    budget: together never more than the budget (plus what refills meanwhile), and at most
+    a claim per process short of it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from citewell.auth.rate_limit import DatabaseRateLimiter
+    from citewell.errors import RateLimited
+
+    limiters = [DatabaseRateLimiter(database, 600) for _ in range(4)]
+
+    def hammer(limiter):
+        allowed = 0
+        for _ in range(200):
+            try:
+                limiter.take("shared")
+                allowed += 1
+            except RateLimited:
+                pass
+        return allowed
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(4) as pool:
+        allowed = sum(pool.map(hammer, limiters))
+    refilled = (time.monotonic() - began) * 10  # 600 a minute
+    assert 600 - 4 * 11 <= allowed <= 600 + refilled + 1
+
+
 def test_a_connection_the_server_ended_is_replaced_before_use(postgres, monkeypatch):
     """Pooled connections are checked before use only after sitting idle (a ping per
     checkout cost a round trip each, a dozen per retrieval); one the server ended (a restart,
