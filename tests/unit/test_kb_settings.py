@@ -1,13 +1,11 @@
 """A KB's own retrieval defaults: merged field by field, shared only when KBs agree, and
-read by other processes within the catalog's TTL."""
+seen by other processes at their next search."""
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine
-
 from citewell.catalog import Catalog
-from citewell.catalog import catalog as catalog_module
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
+from citewell.db import sqlite_engine
 from citewell.types import SearchMode
 
 
@@ -26,13 +24,13 @@ def test_kbs_share_defaults_only_when_they_agree():
     assert common([]) == NO_SETTINGS
 
 
-def test_another_process_sees_a_change_within_the_ttl(tmp_path, monkeypatch):
-    engine = create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    mine, theirs = Catalog(engine), Catalog(engine)
+def test_another_process_sees_a_change_at_its_next_search(tmp_path):
+    """Kept per process until the database's change counter moves (db/changes.py)."""
+    path = tmp_path / "db.sqlite"
+    mine, theirs = Catalog(sqlite_engine(path)), Catalog(sqlite_engine(path))
     kb = mine.create_kb("notes", settings=KnowledgeSettings(top_k=2))
     assert theirs.kb_settings([kb.id]).top_k == 2
+    assert theirs.kb_settings([kb.id]).top_k == 2  # from what it kept
     mine.update_kb(kb.id, settings=KnowledgeSettings(top_k=5))
-    assert mine.kb_settings([kb.id]).top_k == 5  # this process: at once
-    assert theirs.kb_settings([kb.id]).top_k == 2  # remembered...
-    monkeypatch.setattr(catalog_module, "SETTINGS_TTL", 0.0)
-    assert theirs.kb_settings([kb.id]).top_k == 5  # ...until the TTL passes
+    assert mine.kb_settings([kb.id]).top_k == 5
+    assert theirs.kb_settings([kb.id]).top_k == 5

@@ -58,9 +58,6 @@ class FileLink:
     added_at: float
 
 
-SETTINGS_TTL = 2.0  # seconds a KB's retrieval defaults are remembered
-
-
 def _link(row: KnowledgeBaseFileRow) -> FileLink:
     return FileLink(row.kb_id, row.file_id, row.path, row.name, row.added_by, row.added_at)
 
@@ -109,10 +106,9 @@ class Catalog:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._reads = read_sessions(engine)
-        # KB ids → (when read, their shared retrieval defaults)
-        self._kb_settings: dict[frozenset[str], tuple[float, KnowledgeSettings]] = {}
         # What searches read on every call, kept until the database changes (db/changes.py).
         counter = change_counter(engine)
+        self._kb_settings: ChangeCache[frozenset[str], KnowledgeSettings] = ChangeCache(counter)
         self._kb_by_id: ChangeCache[str, KnowledgeBase | None] = ChangeCache(counter)
         self._kbs_named: ChangeCache[str, tuple[KnowledgeBase, ...]] = ChangeCache(counter)
         self._file_links: ChangeCache[str, tuple[FileLink, ...]] = ChangeCache(counter)
@@ -158,7 +154,6 @@ class Catalog:
                 row.description = description
             if settings is not None:
                 row.settings = settings.to_json()
-                self._kb_settings.clear()
             row.updated_at = time.time()
         return _kb(row)
 
@@ -242,23 +237,17 @@ class Catalog:
 
     def kb_settings(self, kb_ids: Collection[str]) -> KnowledgeSettings:
         """The retrieval defaults these KBs share (none when they differ or set none).
-        Asked on every search: remembered for SETTINGS_TTL seconds (another process's
-        change shows within that; this process's at once)."""
+        Asked on every search: kept until the database changes (db/changes.py)."""
         if not kb_ids:
             return NO_SETTINGS
         key = frozenset(kb_ids)
-        now = time.monotonic()
-        cached = self._kb_settings.get(key)
-        if cached is not None and now - cached[0] < SETTINGS_TTL:
-            return cached[1]
+        return self._kb_settings.get(key, lambda: self._read_kb_settings(key))
+
+    def _read_kb_settings(self, kb_ids: frozenset[str]) -> KnowledgeSettings:
         query = select(KnowledgeBaseRow.settings).where(KnowledgeBaseRow.id.in_(list(kb_ids)))
         with self._reads() as session:
             texts = session.scalars(query).all()
-        found = common(KnowledgeSettings.from_json(t) for t in texts)
-        if len(self._kb_settings) >= 4096:
-            self._kb_settings.clear()
-        self._kb_settings[key] = (now, found)
-        return found
+        return common(KnowledgeSettings.from_json(t) for t in texts)
 
     def delete_kb(self, kb_id: str) -> None:
         with self._session() as session, session.begin():
