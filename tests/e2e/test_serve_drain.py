@@ -19,7 +19,7 @@ def test_sigterm_drains_then_stops(tmp_path):
     server = start_server(tmp_path / "data", port, {"CITEWELL_SHUTDOWN_DRAIN_SECONDS": "3"})
     base = f"http://127.0.0.1:{port}"
     try:
-        assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
+        assert httpx.get(f"{base}/readyz").json() == {"status": "ready", "caches": "on"}
         server.send_signal(signal.SIGTERM)
         asked = time.monotonic()
         time.sleep(0.3)

@@ -5,6 +5,7 @@ from fastapi.responses import JSONResponse
 
 from citewell.api.deps import CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
+from citewell.db.changes import change_counter
 from citewell.types import ChunkFilter
 
 router = APIRouter(tags=["health"], route_class=OffLoopJsonRoute)
@@ -19,9 +20,13 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", response_model=None)
 def readyz(app: CitewellDep, request: Request) -> dict[str, object] | JSONResponse:
     """The catalog and the chunk store answer (no key needed, so nothing about the data);
-    503 while the process drains before it stops (shutdown_drain_seconds)."""
+    503 while the process drains before it stops (shutdown_drain_seconds). ``caches``:
+    "on" while this process keeps what requests read until the database says it changed,
+    "off" while it reads afresh (on PostgreSQL: no change notifications reach it)."""
     if request.app.state.drain.draining:
         return JSONResponse({"status": "draining"}, status_code=503)
     app.catalog.find_kb("")
     app.store.count(ChunkFilter(kb_ids=()))
-    return {"status": "ready"}
+    counter = change_counter(app.catalog.engine)
+    caches = "on" if counter is not None and counter.current() is not None else "off"
+    return {"status": "ready", "caches": caches}
