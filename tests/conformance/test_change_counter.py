@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from sqlalchemy import event
@@ -129,13 +130,19 @@ def test_repeated_reads_cost_no_statement_until_something_changes(engine):
     assert seen
 
 
-def test_another_processs_revocations_hold_at_the_next_request(engine):
+def shared_with_bob(engine: Engine) -> tuple[AuthStore, GrantStore, Any, Any, str]:
+    """Stores, a KB of ada's that bob may read, bob's key and its secret; once listening."""
     auth, grants, catalog = AuthStore(engine), GrantStore(engine), Catalog(engine)
     owner, reader = auth.create_user("ada"), auth.create_user("bob")
-    _, plain = auth.create_key(reader.id)
+    key, plain = auth.create_key(reader.id)
     kb = catalog.create_kb("handbook", owner_id=owner.id)
     grants.grant(kb.id, "user:bob", "read")
     listening(engine)
+    return auth, grants, kb, key, plain
+
+
+def test_another_processs_revocations_hold_at_the_next_request(engine):
+    auth, grants, kb, _, plain = shared_with_bob(engine)
     found = auth.identify(plain)
     assert found is not None and grants.access(*found).can_read(kb)
 
@@ -151,12 +158,7 @@ def test_another_processs_revocations_hold_at_the_next_request(engine):
 
 
 def test_this_processs_own_writes_hold_at_its_next_request(engine):
-    auth, grants, catalog = AuthStore(engine), GrantStore(engine), Catalog(engine)
-    owner, reader = auth.create_user("ada"), auth.create_user("bob")
-    key, plain = auth.create_key(reader.id)
-    kb = catalog.create_kb("handbook", owner_id=owner.id)
-    grants.grant(kb.id, "user:bob", "read")
-    listening(engine)
+    auth, grants, kb, key, plain = shared_with_bob(engine)
     for _ in range(2):  # the second from the caches
         found = auth.identify(plain)
         assert found is not None and grants.access(*found).can_read(kb)

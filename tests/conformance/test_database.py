@@ -219,26 +219,28 @@ def test_rate_limits_are_counted_across_processes_sharing_the_database(database)
     first.take("key-a")
 
 
+def _hammer(limiter, key: str, attempts: int) -> int:  # noqa: ANN001
+    """How many of ``attempts`` requests with ``key`` the limiter let through."""
+    from citewell.errors import RateLimited
+
+    allowed = 0
+    for _ in range(attempts):
+        try:
+            limiter.take(key)
+            allowed += 1
+        except RateLimited:
+            pass
+    return allowed
+
+
 def test_concurrent_requests_never_take_more_than_the_budget(database):
     from concurrent.futures import ThreadPoolExecutor
 
     from citewell.auth.rate_limit import DatabaseRateLimiter
-    from citewell.errors import RateLimited
 
     limiters = [DatabaseRateLimiter(database, 30) for _ in range(4)]
-
-    def hammer(limiter):
-        allowed = 0
-        for _ in range(20):
-            try:
-                limiter.take("busy")
-                allowed += 1
-            except RateLimited:
-                pass
-        return allowed
-
     with ThreadPoolExecutor(4) as pool:
-        allowed = sum(pool.map(hammer, limiters))
+        allowed = sum(pool.map(lambda limiter: _hammer(limiter, "busy", 20), limiters))
     assert 30 <= allowed <= 31  # the budget, plus at most a token refilled meanwhile
 
 
@@ -269,23 +271,11 @@ def test_claimed_tokens_never_stretch_a_shared_budget(database):
     from concurrent.futures import ThreadPoolExecutor
 
     from citewell.auth.rate_limit import DatabaseRateLimiter
-    from citewell.errors import RateLimited
 
     limiters = [DatabaseRateLimiter(database, 600) for _ in range(4)]
-
-    def hammer(limiter):
-        allowed = 0
-        for _ in range(200):
-            try:
-                limiter.take("shared")
-                allowed += 1
-            except RateLimited:
-                pass
-        return allowed
-
     began = time.monotonic()
     with ThreadPoolExecutor(4) as pool:
-        allowed = sum(pool.map(hammer, limiters))
+        allowed = sum(pool.map(lambda limiter: _hammer(limiter, "shared", 200), limiters))
     refilled = (time.monotonic() - began) * 10  # 600 a minute
     assert 600 - 4 * 11 <= allowed <= 600 + refilled + 1
 
