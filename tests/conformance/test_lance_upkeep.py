@@ -188,8 +188,8 @@ def test_probes_grow_with_the_table_and_as_a_filter_keeps_fewer_rows():
     policy = VectorIndexPolicy()
     assert policy.partitions(1_000_000) == 1000
     assert policy.nprobes(1_000_000, 1_000_000) == 80  # measured: 64 probes gave 0.970
-    assert policy.nprobes(1_000_000, 100_000) == 173  # measured: 120 probes gave 0.965
-    assert policy.nprobes(1_000_000, 10_000) == 372  # measured: 250 probes gave 0.971
+    assert policy.nprobes(1_000_000, 100_000) == 143  # measured: 120 probes gave 0.965
+    assert policy.nprobes(1_000_000, 10_000) == 253  # measured: 250 probes gave 0.971
     assert policy.nprobes(1_000_000, 0) == 1000  # an empty filter: cap at all partitions
     assert policy.nprobes(60_000, 60_000) == 40  # measured: 32 probes gave 0.949
     assert policy.nprobes(100, 100) == 10  # never more partitions than there are
