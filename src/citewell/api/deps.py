@@ -44,10 +44,13 @@ async def get_access(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Access:
     """The caller, from 'Authorization: Bearer <key>'; 401 without. Cached per request, so
-    routes and routers can both depend on it."""
+    routes and routers can both depend on it. Answered on the event loop when keys, grants
+    and the rate limit are all in memory (most requests): a trip to a worker thread and
+    back costs more than the answer."""
     auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
-    return await run_in_threadpool(auth.access, key)
+    held = auth.held_access(key)
+    return held if held is not None else await run_in_threadpool(auth.access, key)
 
 
 async def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:

@@ -67,6 +67,21 @@ class Authenticator:
         self.limiter.take(key.id)
         return self.grants.access(user, key)
 
+    def held_access(self, plain: str | None) -> Access | None:
+        """``access`` from memory alone, cheap enough for the event loop; None when any
+        part of it needs the database (a new key, a reach not kept, a rate-limit claim),
+        and then nothing was taken: call ``access`` in a worker thread."""
+        if not self.required:
+            return Access.everything()
+        found = self.users.held_identity(plain) if plain else None
+        if found is None:
+            return None
+        user, key = found
+        access = self.grants.held_access(user, key)
+        if access is None or not self.limiter.take_held(key.id):
+            return None
+        return access
+
 
 class BodyLimit:
     """413 for request bodies over the limit, counted as they arrive (a missing or false

@@ -72,6 +72,15 @@ class GrantStore:
         access = Access.of(user, key, *reach["kb"])
         return access.with_presets(*reach["preset"])
 
+    def held_access(self, user: User, key: ApiKey | None = None) -> Access | None:
+        """``access`` from memory alone; None when the user's reach is not kept."""
+        if user.is_admin:
+            return Access.of(user, key, (), ())
+        reach = self._reach.peek(user.id)
+        if reach is None:
+            return None
+        return Access.of(user, key, *reach["kb"]).with_presets(*reach["preset"])
+
     def _read_reach(self, user_id: str) -> Reach:
         owned: dict[str, list[str]] = {"kb": [], "preset": []}
         granted: dict[str, list[tuple[str, str]]] = {"kb": [], "preset": []}

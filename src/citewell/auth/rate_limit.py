@@ -27,6 +27,10 @@ class RateLimiter(Protocol):
         """Take one request from ``who``'s bucket, or raise RateLimited (429, Retry-After)."""
         ...
 
+    def take_held(self, who: str) -> bool:
+        """``take`` without touching the database: False (nothing taken) when it would."""
+        ...
+
 
 def _refused(capacity: float, rate: float, tokens: float) -> RateLimited:
     wait = max(1, math.ceil((1 - tokens) / rate))
@@ -54,6 +58,10 @@ class MemoryRateLimiter:
             if tokens < 1:
                 raise _refused(self.capacity, self.rate, tokens)
             self._buckets[who] = (tokens - 1, now)
+
+    def take_held(self, who: str) -> bool:
+        self.take(who)
+        return True
 
 
 CLAIM_SHARE = 50  # a process claims a fiftieth of the budget at a time (12 of 600)
@@ -99,6 +107,9 @@ class DatabaseRateLimiter:
             self.take(who)
             return
         raise _refused(self.capacity, self.rate, left)
+
+    def take_held(self, who: str) -> bool:
+        return self.rate <= 0 or self._spend_held(who)
 
     def _spend_held(self, who: str) -> bool:
         with self._lock:

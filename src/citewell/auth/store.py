@@ -186,6 +186,15 @@ class AuthStore:
             self._touch(found[1].id, now)
         return found
 
+    def held_identity(self, plain: str) -> tuple[User, ApiKey] | None:
+        """``identify`` from memory alone: None unless the key is known, live, its user
+        enabled and nothing needs writing (then ``identify`` decides, off the event loop)."""
+        found = self._by_digest.peek(key_digest(plain))
+        now = time.time()
+        if found is None or not found[1].live(now) or found[0].disabled:
+            return None
+        return None if now - found[1].last_used_at > TOUCH_EVERY else found
+
     def _pair(self, digest: str) -> tuple[User, ApiKey] | None:
         query = (
             select(ApiKeyRow, UserRow)

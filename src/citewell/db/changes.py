@@ -155,6 +155,12 @@ class ChangeCache(Generic[K, V]):
         values[key] = value  # into the dict of the counter read before the load
         return value
 
+    def peek(self, key: K) -> V | None:
+        """The value kept for ``key``, or None when it is not kept (or nothing is)."""
+        if self._valid() is None:
+            return None
+        return self._values.get(key)
+
     def get_many(
         self, keys: Iterable[K], load: Callable[[Collection[K]], dict[K, V]]
     ) -> dict[K, V]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
@@ -35,8 +36,10 @@ def _mode(hybrid: bool | None, mode: SearchMode | None = None) -> SearchMode | N
     return SearchMode.HYBRID if hybrid else SearchMode.VECTOR
 
 
-def _results(app: Any, results: list[ScoredChunk]) -> dict[str, Any]:
-    """Open WebUI's shape (one list per query) plus the same results as objects."""
+def _results(app: Any, results: list[ScoredChunk]) -> JSONResponse:
+    """Open WebUI's shape (one list per query) plus the same results as objects, rendered
+    here in the route's worker thread: FastAPI would check a returned dict in another trip
+    to the thread pool, then encode it on the event loop."""
     urls = app.file_urls({r.chunk.file_id for r in results})
     metadatas = [
         {
@@ -53,7 +56,7 @@ def _results(app: Any, results: list[ScoredChunk]) -> dict[str, Any]:
         }
         for r in results
     ]
-    return {
+    content = {
         "documents": [[r.chunk.text for r in results]],
         "metadatas": [metadatas],
         "distances": [[round(r.score, 6) for r in results]],
@@ -69,10 +72,11 @@ def _results(app: Any, results: list[ScoredChunk]) -> dict[str, Any]:
             for r, m in zip(results, metadatas, strict=False)
         ],
     }
+    return JSONResponse(content)
 
 
-@router.post("/query/doc")
-def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
+@router.post("/query/doc", response_model=dict[str, Any])
+def query_doc(body: QueryDocRequest, view: ViewDep) -> JSONResponse:
     """Search one file (collection_name is its id) within the KBs you may read."""
     record = view.file(body.collection_name)
     results = view.search(
@@ -85,8 +89,8 @@ def query_doc(body: QueryDocRequest, view: ViewDep) -> dict[str, Any]:
     return _results(view.app, results)
 
 
-@router.post("/query/collection")
-def query_collection(body: QueryCollectionRequest, view: ViewDep) -> dict[str, Any]:
+@router.post("/query/collection", response_model=dict[str, Any])
+def query_collection(body: QueryCollectionRequest, view: ViewDep) -> JSONResponse:
     """Search knowledge bases (ids or names) you may read."""
     where = view.collection_filter(body.collection_names)
     mode = _mode(body.hybrid, body.mode)
