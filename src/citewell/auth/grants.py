@@ -68,18 +68,14 @@ class GrantStore:
     def access(self, user: User, key: ApiKey | None = None) -> Access:
         if user.is_admin:
             return Access.of(user, key, (), ())
-        reach = self._reach.get(user.id, lambda: self._read_reach(user.id))
-        access = Access.of(user, key, *reach["kb"])
-        return access.with_presets(*reach["preset"])
+        return _reaching(user, key, self._reach.get(user.id, lambda: self._read_reach(user.id)))
 
     def held_access(self, user: User, key: ApiKey | None = None) -> Access | None:
         """``access`` from memory alone; None when the user's reach is not kept."""
         if user.is_admin:
             return Access.of(user, key, (), ())
         reach = self._reach.peek(user.id)
-        if reach is None:
-            return None
-        return Access.of(user, key, *reach["kb"]).with_presets(*reach["preset"])
+        return None if reach is None else _reaching(user, key, reach)
 
     def _read_reach(self, user_id: str) -> Reach:
         owned: dict[str, list[str]] = {"kb": [], "preset": []}
@@ -230,3 +226,7 @@ def _reach_query(user_id: str) -> Any:
             )
         )
     return union_all(*parts)
+
+
+def _reaching(user: User, key: ApiKey | None, reach: Reach) -> Access:
+    return Access.of(user, key, *reach["kb"]).with_presets(*reach["preset"])

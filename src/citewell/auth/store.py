@@ -179,21 +179,17 @@ class AuthStore:
         """Whose key this is, if it is a live key of an enabled user."""
         now = time.time()
         digest = key_digest(plain)
-        found = self._by_digest.get(digest, lambda: self._pair(digest))
-        if found is None or not found[1].live(now) or found[0].disabled:
-            return None
-        if now - found[1].last_used_at > TOUCH_EVERY:
+        found = _usable(self._by_digest.get(digest, lambda: self._pair(digest)), now)
+        if found is not None and now - found[1].last_used_at > TOUCH_EVERY:
             self._touch(found[1].id, now)
         return found
 
     def held_identity(self, plain: str) -> tuple[User, ApiKey] | None:
         """``identify`` from memory alone: None unless the key is known, live, its user
         enabled and nothing needs writing (then ``identify`` decides, off the event loop)."""
-        found = self._by_digest.peek(key_digest(plain))
         now = time.time()
-        if found is None or not found[1].live(now) or found[0].disabled:
-            return None
-        return None if now - found[1].last_used_at > TOUCH_EVERY else found
+        found = _usable(self._by_digest.peek(key_digest(plain)), now)
+        return None if found is None or now - found[1].last_used_at > TOUCH_EVERY else found
 
     def _pair(self, digest: str) -> tuple[User, ApiKey] | None:
         query = (
@@ -262,3 +258,10 @@ class AuthStore:
         if row is None:
             raise KeyNotFound(f"No API key {key_id!r}; list them with `citewell key list`.")
         return _key(row)
+
+
+def _usable(found: tuple[User, ApiKey] | None, now: float) -> tuple[User, ApiKey] | None:
+    """The pair if its key is live and its user enabled."""
+    if found is None or not found[1].live(now) or found[0].disabled:
+        return None
+    return found
