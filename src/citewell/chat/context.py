@@ -48,6 +48,18 @@ def context_string(sources: Sequence[Source]) -> str:
     return "\n".join(source_block(s) for s in sources)
 
 
+def block_tokens(source: Source, count: TokenCounter) -> int:
+    """Tokens of the source's block, counted as if it were number 0: the same text for
+    every number it may get, so a counter that keeps sizes counts a chunk once."""
+    return count(source_block(replace(source, number=0)))
+
+
+def context_tokens(sources: Sequence[Source], count: TokenCounter) -> int:
+    """Tokens of ``context_string(sources)`` (exact for tokenizers that split at whitespace;
+    a number's digits may differ by a token elsewhere)."""
+    return sum(block_tokens(s, count) for s in sources)
+
+
 def pack(candidates: Sequence[Source], budget: int, count: TokenCounter) -> list[Source]:
     """The best-ranked sources that fit the budget, renumbered 1..n in rank order. A source
     with a wider window whose window does not fit, or overlaps one already given, is given
@@ -57,7 +69,7 @@ def pack(candidates: Sequence[Source], budget: int, count: TokenCounter) -> list
     for candidate in candidates:
         choices = [candidate, candidate.plain()] if candidate.context else [candidate]
         for source in choices:
-            cost = count(source_block(source)) + 1
+            cost = block_tokens(source, count) + 1
             if used + cost > budget or _overlaps(source, kept):
                 continue  # a smaller, lower-ranked source may still fit
             used += cost

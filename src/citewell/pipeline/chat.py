@@ -12,7 +12,7 @@ from typing import Any
 from citewell.auth.access import Access
 from citewell.catalog.presets import PresetStore
 from citewell.chat.citations import cited_numbers, remove_invalid
-from citewell.chat.context import Source, context_string
+from citewell.chat.context import Source, context_string, context_tokens
 from citewell.chat.expand import Expansion
 from citewell.chat.extractive import extractive_text
 from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
@@ -75,6 +75,9 @@ class PreparedChat:
     task: bool = False  # an Open WebUI background task: no retrieval, no sources
     tools: KnowledgeTools | None = None  # builtin tools the model may call (native mode)
     tool_run: ToolRun | None = None  # what the tool loop did, once it ran
+    # The sources as one string in the prompt, and its tokens (counted once, in pack).
+    context: str = ""
+    context_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,9 @@ class ChatPipeline:
         if budget <= 0:
             warnings.append("The conversation fills the context window: no room for sources.")
         messages = [replace(m, content=plain_refs(m.content)) for m in request.messages]
-        prepared.messages = self._inject(messages, prepared.sources, question, preset)
+        prepared.context = context_string(prepared.sources)
+        prepared.context_tokens = context_tokens(prepared.sources, self.count)
+        prepared.messages = self._inject(messages, prepared.context, question, preset)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return self._equipped(prepared, view, scope, preset) if caps.tools else prepared
@@ -315,7 +320,7 @@ class ChatPipeline:
         those the caller may read too: a preset never widens access."""
         kb_ids = []
         for name in (*(preset.knowledge if preset else ()), *request.knowledge):
-            kb = view.find_kb(name)
+            kb = view.find_kb(name, count_files=False)
             if kb is None:
                 warnings.append(f"knowledge collection {name!r} not found")
             elif kb.id not in kb_ids:
@@ -417,11 +422,11 @@ class ChatPipeline:
     def _inject(
         self,
         messages: Sequence[ChatMessage],
-        sources: list[Source],
+        context: str,
         question: str,
         preset: ModelPreset | None,
     ) -> list[ChatMessage]:
-        prompt = render_rag_template(self._template(preset), context_string(sources), question)
+        prompt = render_rag_template(self._template(preset), context, question)
         out = list(messages)
         if self.settings.rag_system_context:
             system = [m.content for m in out if m.role == "system"]
@@ -457,5 +462,14 @@ class ChatPipeline:
     def usage(self, prepared: PreparedChat, answer: str) -> Usage:
         """Tokens of the messages as prepared for the model, and of the answer (counted here
         when the model did not say)."""
-        prompt = sum(self.count(m.content) + MESSAGE_OVERHEAD for m in prepared.messages)
+        prompt = sum(
+            self._tokens(m.content, prepared) + MESSAGE_OVERHEAD for m in prepared.messages
+        )
         return Usage(prompt, self.count(answer))
+
+    def _tokens(self, content: str, prepared: PreparedChat) -> int:
+        """Tokens of a message; the sources in it were counted when they were packed."""
+        if prepared.context and prepared.context in content:
+            rest = content.replace(prepared.context, "", 1)
+            return self.count(rest) + prepared.context_tokens
+        return self.count(content)

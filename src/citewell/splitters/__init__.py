@@ -8,6 +8,7 @@ from citewell.embedders.base import Embedder
 from citewell.splitters.base import (
     ApproximateMeasure,
     CharacterMeasure,
+    KeptTokenMeasure,
     Measure,
     Splitter,
     TokenMeasure,
@@ -34,6 +35,7 @@ __all__ = [
     "SlidingWindowSplitter",
     "Splitter",
     "ThresholdSemanticSplitter",
+    "KeptTokenMeasure",
     "TokenMeasure",
     "bounded_size",
     "budget_measure",
@@ -47,7 +49,7 @@ def budget_measure(embedder: Embedder) -> Measure:
     most LLMs' counts), else about four characters a token."""
     inner = getattr(embedder, "inner", embedder)
     tokenizer: Any = getattr(inner, "tokenizer", None)
-    return TokenMeasure(tokenizer) if tokenizer is not None else ApproximateMeasure()
+    return KeptTokenMeasure(tokenizer) if tokenizer is not None else ApproximateMeasure()
 
 
 def build_measure(settings: Settings, embedder: Embedder) -> Measure:

@@ -93,7 +93,7 @@ class TokenMeasure:
         return lambda start, end: bisect_left(starts, end) - bisect_left(starts, start)
 
     def size(self, text: str) -> int:
-        return len(self._starts(text))
+        return len(self._tokenizer.encode(text, add_special_tokens=False))
 
     def decode(self, ids: list[int]) -> str:
         """Text of token ids of this tokenizer (OpenAI-style token-id input)."""
@@ -111,6 +111,49 @@ class TokenMeasure:
         if keep_end:
             return part[starts[-max_tokens] :]
         return part[: starts[max_tokens]].rstrip()
+
+
+class KeptTokenMeasure(TokenMeasure):
+    """A TokenMeasure that remembers the sizes it counted: for prompt budgets, where every
+    chat counts the RAG template, each message twice and every candidate source, and the
+    same chunks come back for many questions (token counting was 45 % of an extractive
+    chat's CPU time). Only short texts are kept, at most ``entries`` of them.
+
+    A tokenizer that splits words at whitespace first (BERT's, MiniLM's) gives a text as
+    many tokens as its lines together, so a text is counted line by line, each line kept:
+    the template's lines are counted once, the question's each time.
+    """
+
+    def __init__(self, tokenizer: Any, entries: int = 8192) -> None:
+        super().__init__(tokenizer)
+        self._entries = entries
+        self._sizes: dict[str, int] = {}
+        self._by_line = type(self._tokenizer.pre_tokenizer).__name__ in WHITESPACE_SPLITTING
+
+    def size(self, text: str) -> int:
+        if self._by_line and len(text) <= SPLIT_CHARS and "\n" in text:
+            return sum(self._kept_size(line) for line in text.split("\n"))
+        return self._kept_size(text)
+
+    def _kept_size(self, text: str) -> int:
+        size = self._sizes.get(text)
+        if size is not None:
+            return size
+        size = self._count(text)
+        if len(text) <= KEPT_CHARS:
+            if len(self._sizes) >= self._entries:
+                self._sizes = {}  # all at once: cheaper than tracking use, and rare
+            self._sizes[text] = size
+        return size
+
+    def _count(self, text: str) -> int:
+        return super().size(text)
+
+
+# Pre-tokenizers that cut at every whitespace, so token counts add up over lines.
+WHITESPACE_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+KEPT_CHARS = 4096  # longer texts are counted, not kept (a chunk with its tag is ~1-2k)
+SPLIT_CHARS = 65_536  # prompts; whole documents are counted in one go, not kept line by line
 
 
 # No tokenizer in use makes tokens this long on average, outside of adversarial input: a text
