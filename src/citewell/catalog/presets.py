@@ -16,6 +16,7 @@ from sqlalchemy.orm import sessionmaker
 
 from citewell.chat.presets import ModelPreset, preset_from_dict
 from citewell.db import ensure_schema
+from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.models import ModelPresetRow, PresetGrantRow
 from citewell.errors import Conflict, NotFoundError
 
@@ -37,6 +38,8 @@ class PresetStore:
     def __init__(self, engine: Engine) -> None:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        # Every chat request lists the presets; they change rarely.
+        self._all: ChangeCache[None, tuple[StoredPreset, ...]] = ChangeCache(change_counter(engine))
 
     def create(self, owner_id: str, preset: ModelPreset) -> StoredPreset:
         row = ModelPresetRow(name=preset.id, owner_id=owner_id, config=_config(preset))
@@ -56,6 +59,11 @@ class PresetStore:
 
     def all(self, ids: Collection[str] | None = None) -> list[StoredPreset]:
         """All presets (``ids``: only those), oldest first."""
+        if ids is None:
+            return list(self._all.get(None, lambda: tuple(self._read(None))))
+        return self._read(ids)
+
+    def _read(self, ids: Collection[str] | None) -> list[StoredPreset]:
         query = select(ModelPresetRow).order_by(ModelPresetRow.created_at)
         if ids is not None:
             query = query.where(ModelPresetRow.id.in_(list(ids)))

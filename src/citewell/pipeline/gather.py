@@ -43,28 +43,37 @@ def gather_sources(
             trace["mode"] = "full_context"
             return pack(documents, budget, count)
         trace["mode"] = "retrieval (full context would overflow the budget)"
-    best: dict[str, Source] = {}
+    results: list[ScoredChunk] = []
     for query in queries:
         for scope in where:
             retrieval = RetrievalTrace()
             found = view.search(query, scope, choice.mode, choice.k, retrieval, choice.threshold)
-            for result in found:
-                record = view.app.catalog.get_file(result.chunk.file_id)
-                source = chunk_source(
-                    result, record.mime_type if record else "", record.url if record else ""
-                )
-                if result.chunk.id not in best or best[result.chunk.id].score < source.score:
-                    best[result.chunk.id] = source
+            results.extend(found)
             trace.setdefault("retrieval_ms", []).append(
                 {k: round(v, 2) for k, v in retrieval.timings.items()}
             )
             trace.setdefault("hits", []).append({"query": query, "results": hit_trace(found)})
-    ranked = sorted(best.values(), key=lambda s: -s.score)[: choice.k]
+    ranked = sorted(best_sources(view, results), key=lambda s: -s.score)[: choice.k]
     trace.setdefault("mode", "retrieval")
     if choice.expansion.mode != "off":
         ranked = expand_sources(ranked, partial(kept_text, view), choice.expansion)
         trace["small_to_big"] = choice.expansion.mode
     return pack(ranked, budget, count)
+
+
+def best_sources(view: Scoped, results: Sequence[ScoredChunk]) -> list[Source]:
+    """One source per chunk found (its best score over the queries), with its file's type
+    and address read once for all of them (from the catalog's cache, not a read per hit)."""
+    files = {r.id: r for r in view.app.catalog.files_by_id({r.chunk.file_id for r in results})}
+    best: dict[str, Source] = {}
+    for result in results:
+        record = files.get(result.chunk.file_id)
+        source = chunk_source(
+            result, record.mime_type if record else "", record.url if record else ""
+        )
+        if result.chunk.id not in best or best[result.chunk.id].score < source.score:
+            best[result.chunk.id] = source
+    return list(best.values())
 
 
 def kept_text(view: Scoped, file_id: str) -> tuple[str, Sequence[Section]] | None:

@@ -26,10 +26,12 @@ class Scoped:
     def kbs(self) -> list[KnowledgeBase]:
         return self.app.catalog.list_kbs(self.access.readable)
 
-    def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
+    def find_kb(self, name_or_id: str, count_files: bool = True) -> KnowledgeBase | None:
         """By id, or by name among the KBs the caller may read (their own first); a name
-        several others' KBs carry is a 409 that lists them."""
-        return self.app.catalog.resolve_kb(name_or_id, self.access.can_read, self.access.user_id)
+        several others' KBs carry is a 409 that lists them. ``count_files`` False: a
+        file_count of 0, one query less (what a search needs is the id)."""
+        access = self.access
+        return self.app.catalog.resolve_kb(name_or_id, access.can_read, access.user_id, count_files)
 
     def kb(self, name_or_id: str) -> KnowledgeBase:
         kb = self.find_kb(name_or_id)
