@@ -35,13 +35,15 @@ def test_an_embedded_data_dir_moves_into_postgresql(tmp_path, postgres, onnx_emb
     grants.add_member("staff", ada.id)
     grants.grant(kb.id, "group:staff", "read")
     before.ingest_texts(DOCS, kb.id)
+    runner = CliRunner()
+    shared = runner.invoke(main, ["--data-dir", str(data), "share", kb.id, "user:ada"])
+    assert shared.exit_code == 0, shared.output  # an audit event with id 1
     expected = {
         mode: [h.chunk.id for h in before.search("days at home", [kb.id], mode, k=3)]
         for mode in (SearchMode.HYBRID, SearchMode.VECTOR, SearchMode.BM25)
     }
     before.close()
 
-    runner = CliRunner()
     moved = runner.invoke(main, ["--data-dir", str(data), "migrate", "--to", url])
     assert moved.exit_code == 0, moved.output
     assert "Moved" in moved.output and f"CITEWELL_DATABASE_URL={url}" in moved.output
@@ -63,6 +65,16 @@ def test_an_embedded_data_dir_moves_into_postgresql(tmp_path, postgres, onnx_emb
         with after.catalog.engine.connect() as db:
             cached = db.execute(text("SELECT count(*) FROM embedding_cache")).scalar_one()
         assert cached >= len(DOCS)
+        # Audited actions go on after the copied events (the id sequence moved past them).
+        key = runner.invoke(
+            main,
+            ["--data-dir", str(data), "key", "create", "--user", "ada", "--name", "moved"],
+            env={"CITEWELL_DATABASE_URL": url},
+        )
+        assert key.exit_code == 0, key.output
+        with after.catalog.engine.connect() as db:
+            actions = db.execute(text("SELECT action FROM audit_events ORDER BY id")).scalars()
+            assert list(actions) == ["grant.set", "key.create"]
     finally:
         after.close()
 
@@ -70,3 +82,32 @@ def test_an_embedded_data_dir_moves_into_postgresql(tmp_path, postgres, onnx_emb
     assert again.exit_code != 0 and "not empty" in again.output and "--force" in again.output
     forced = runner.invoke(main, ["--data-dir", str(data), "migrate", "--to", url, "--force"])
     assert forced.exit_code == 0, forced.output
+
+
+def test_revision_0010_repairs_a_database_moved_before_the_fix(postgres):
+    """A database `citewell migrate` filled before its sequences were set: the copied audit
+    events hold ids 1-3 while the sequence would hand out 1 again."""
+    from citewell.auth.access import Access
+    from citewell.auth.audit import AuditLog
+    from citewell.db import schema
+    from citewell.db.engine import url_engine
+
+    engine = url_engine(postgres.create_database())
+    schema.ensure_schema(engine)
+    with engine.begin() as db:
+        for n in (1, 2, 3):
+            db.execute(
+                text(
+                    "INSERT INTO audit_events (id, at, actor_id, actor, action, target_type, "
+                    "target_id, detail) VALUES (:n, 0, '', 'local', 'moved', 'kb', 'x', '{}')"
+                ),
+                {"n": n},
+            )
+        db.execute(text("UPDATE alembic_version SET version_num = '0009'"))
+    schema._migrated.clear()  # this process saw the database current: look again
+    schema.ensure_schema(engine)
+    AuditLog(engine).record(Access.everything(), "after", "kb", "y")
+    with engine.connect() as db:
+        ids = db.execute(text("SELECT id FROM audit_events ORDER BY id")).scalars()
+        assert list(ids) == [1, 2, 3, 4]
+    engine.dispose()

@@ -16,8 +16,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import Table, delete, func, insert, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import Table, delete, func, insert, select, text
+from sqlalchemy.engine import Connection, Engine
 
 from citewell.catalog.spaces import RETIRED, SpaceRegistry
 from citewell.config import Settings
@@ -96,6 +96,7 @@ class Move:
         with self.target.begin() as db:
             for i in range(0, len(rows), ROWS_PER_INSERT):
                 db.execute(insert(table), rows[i : i + ROWS_PER_INSERT])
+            _advance_sequences(db, table)
         self.say(f"{table.name}: {len(rows)} rows")
         return len(rows)
 
@@ -166,6 +167,23 @@ class Move:
                 report.searches_checked += 1
                 if [round(h.score, 3) for h in mine] != [round(h.score, 3) for h in theirs]:
                     report.mismatches.append(f"a search for chunk {chunk.id} differs")
+
+
+def _advance_sequences(db: Connection, table: Table) -> None:
+    """Serial ids continue after the copied ones. Rows went in with their own ids, which
+    PostgreSQL's sequences do not see: the next audit event would take id 1 again and fail
+    as a duplicate, breaking every audited action after a move."""
+    column = table.autoincrement_column
+    if column is None:
+        return
+    db.execute(
+        text(
+            "SELECT setval(pg_get_serial_sequence(:table, :column), "
+            f"COALESCE(MAX({column.name}), 1), MAX({column.name}) IS NOT NULL) "
+            f"FROM {table.name}"
+        ),
+        {"table": table.name, "column": column.name},
+    )
 
 
 def _tables() -> list[Table]:
