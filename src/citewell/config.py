@@ -194,13 +194,18 @@ class Settings(BaseSettings):
         "RAG_EMBEDDING_MODEL",
     )
     embedding_batch_size: int = _setting(
-        32, "Texts per embedding call.", "RAG_EMBEDDING_BATCH_SIZE"
+        0,
+        "Texts per model run (onnx) or per request (remote engines); 0 means the engine's "
+        "default: 4 for onnx, 32 for remote engines.",
+        "RAG_EMBEDDING_BATCH_SIZE",
     )
     embedding_max_tokens: int = _setting(
         256, "The onnx embedder truncates each text to this many tokens."
     )
     embedding_threads: int = _setting(
-        0, "onnxruntime intra-op threads for the onnx embedder; 0 means one per CPU core."
+        0,
+        "Threads the onnx embedder runs its batches on (each run single-threaded); 0 means "
+        "one per CPU core.",
     )
     embedding_onnx_path: Path | None = _setting(
         None,

@@ -125,6 +125,32 @@ def test_onnx_batches_by_tokens_without_changing_vectors(onnx_embedder):
     assert [b.tolist() for b in token_batches(lengths, 2)] == [[1, 3], [4, 2], [0]]
 
 
+def test_onnx_runs_small_batches_on_every_thread(onnx_embedder, monkeypatch):
+    """Batches go single-threaded to one worker per core at once (faster on CPU than one run
+    spread over the cores); even three texts are cut so that both threads get work, and the
+    vectors are the ones each text gets alone."""
+    import threading
+
+    seen: list[tuple[str, int]] = []
+    encode = type(onnx_embedder)._encode
+
+    def spy(self, ids, mask, session):
+        seen.append((threading.current_thread().name, len(ids)))
+        return encode(self, ids, mask, session)
+
+    monkeypatch.setattr(type(onnx_embedder), "_encode", spy)
+    texts = ["first text about ducks", "a second, longer text about geese and swans", "third"]
+    vectors = onnx_embedder.embed(texts)
+    assert onnx_embedder.threads == 2 and onnx_embedder.batch_size == 4
+    assert sorted(n for _, n in seen) == [1, 2]  # 3 texts over 2 threads
+    assert all(name.startswith("citewell-embed") for name, _ in seen)
+    seen.clear()
+    alone = np.vstack([onnx_embedder.embed([t]) for t in texts])
+    np.testing.assert_allclose(vectors, alone, atol=1e-5)
+    assert [n for _, n in seen] == [1, 1, 1]
+    assert not any(name.startswith("citewell-embed") for name, _ in seen)  # caller's thread
+
+
 def test_repeated_queries_are_embedded_once(tmp_path, onnx_embedder, monkeypatch):
     cached = CachedEmbedder(onnx_embedder, EmbeddingCache(tmp_path / "cache.sqlite"))
     monkeypatch.setattr("citewell.embedders.cache.QUERY_CACHE_SIZE", 2)

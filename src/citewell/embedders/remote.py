@@ -13,6 +13,9 @@ from citewell.errors import EmbeddingError
 from citewell.http import post_with_retries
 from citewell.types import EmbedKind
 
+# Texts per request when the setting leaves it to the engine.
+REMOTE_BATCH_SIZE = 32
+
 
 class HttpEmbedder:
     """Shared plumbing: batching, retries with backoff, dimension discovery."""
@@ -24,14 +27,14 @@ class HttpEmbedder:
         base_url: str,
         model: str,
         api_key: str = "",
-        batch_size: int = 32,
+        batch_size: int = REMOTE_BATCH_SIZE,
         timeout: float = 60.0,
         retries: int = 3,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.model = model
         self.model_id = f"{self.wire}:{model}"
-        self.batch_size = batch_size
+        self.batch_size = batch_size or REMOTE_BATCH_SIZE
         self.retries = retries
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(

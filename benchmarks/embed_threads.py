@@ -1,0 +1,92 @@
+"""How the onnx embedder spreads its work over the cores, side by side.
+
+Before: one onnxruntime session with an intra-op thread per core, token-sorted batches of 32
+run one after another. Now: the same batches cut to a few texts, each run single-threaded,
+one per core at once (``OnnxEmbedder.embed``). Both embed exactly the texts the pipeline
+embeds for the first DOCS SciFact documents, alternating, ROUNDS times each; the figure is the
+ratio of medians. A sweep of the batch size for the new way follows, and the largest
+difference between the two ways' vectors.
+
+    python benchmarks/embed_threads.py --docs 300 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("RUST_LOG", "error")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from common import pipeline_texts, scifact_docs, timed  # noqa: E402
+
+from citewell import Citewell, Settings  # noqa: E402
+from citewell.embedders import OnnxEmbedder  # noqa: E402
+from citewell.embedders.onnx import token_batches  # noqa: E402
+
+
+def one_wide_session(embedder: OnnxEmbedder, texts: list[str], size: int = 32) -> np.ndarray:
+    """The previous way: every batch through the session that splits one run over all cores."""
+    ids, mask = embedder._tokenize(texts)
+    lengths = mask.sum(axis=1)
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    for batch in token_batches(lengths, size):
+        width = int(lengths[batch].max())
+        out[batch] = embedder._encode(
+            ids[batch, :width], mask[batch, :width], embedder._wide_session
+        )
+    return out
+
+
+def rate(texts: list[str], run: Callable[[], object]) -> float:
+    return len(texts) / timed(run)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sizes", default="2,4,8,16,32", help="batch sizes for the sweep")
+    args = parser.parse_args()
+    docs = scifact_docs(args.docs)
+    embedder = OnnxEmbedder()
+    app = Citewell.from_settings(
+        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
+    )
+    texts = pipeline_texts(docs, app.splitter)
+    before, now = [], []
+    for _ in range(args.rounds):
+        before.append(rate(texts, lambda: one_wide_session(embedder, texts)))
+        now.append(rate(texts, lambda: embedder.embed(texts)))
+    sweep = {}
+    for size in (int(s) for s in args.sizes.split(",")):
+        sized = OnnxEmbedder(batch_size=size)
+        sweep[size] = statistics.median(
+            rate(texts, lambda e=sized: e.embed(texts)) for _ in range(args.rounds)
+        )
+    difference = np.abs(one_wide_session(embedder, texts) - embedder.embed(texts)).max()
+    report = {
+        "docs": len(docs),
+        "chunks": len(texts),
+        "threads": embedder.threads,
+        "batch_size": embedder.batch_size,
+        "before_chunks_per_s": round(statistics.median(before), 2),
+        "now_chunks_per_s": round(statistics.median(now), 2),
+        "speedup": round(statistics.median(now) / statistics.median(before), 3),
+        "rounds_before": [round(r, 2) for r in before],
+        "rounds_now": [round(r, 2) for r in now],
+        "sweep_chunks_per_s": {k: round(v, 2) for k, v in sweep.items()},
+        "largest_vector_difference": float(difference),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
