@@ -100,14 +100,15 @@ class OnnxEmbedder:
         self._max_chars = max_tokens * MAX_CHARS_PER_TOKEN * 4
         # Batches run single-threaded, several at once: on 2 cores that encoded SciFact's
         # chunks 1.3x faster than one session spreading each batch over both cores
-        # (benchmarks/embed_batching.py). A lone text (a query, one small document) can only
+        # (benchmarks/embed_threads.py). A lone text (a query, one small document) can only
         # be split inside the model: queries keep one thread, leaving the other core to BM25;
         # a lone document text gets the wide session.
         self._session = _session(path, 1)
         self._wide_session = _session(path, self.threads) if self.threads > 1 else self._session
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="citewell-embed")
-        # Fifty concurrent requests each running the model would share the cores fifty
-        # ways and evict each other's caches: as many runs at once as there are cores.
+        # Fifty concurrent requests each running the model on a lone text would share the
+        # cores fifty ways and evict each other's caches: as many at once as there are cores.
+        # Batches are bounded by the pool instead, so a query never waits behind ingestion.
         self._runs = threading.BoundedSemaphore(self.threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
@@ -124,7 +125,8 @@ class OnnxEmbedder:
         lengths = mask.sum(axis=1)
         if len(texts) == 1:
             session = self._session if kind == "query" else self._wide_session
-            return self._encode(ids, mask, session)
+            with self._runs:
+                return self._encode(ids, mask, session)
         # Enough batches to keep every thread busy, however few the texts.
         size = min(self.batch_size, math.ceil(len(texts) / self.threads))
         batches = token_batches(lengths, size)
@@ -152,8 +154,7 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        with self._runs:
-            hidden = session.run(None, feeds)[0]
+        hidden = session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalize(pooled.astype(np.float32))
