@@ -7,7 +7,13 @@ embeds for the first DOCS SciFact documents, alternating, ROUNDS times each; the
 ratio of medians. A sweep of the batch size for the new way follows, and the largest
 difference between the two ways' vectors.
 
+With ``--query-latency`` it measures instead what ingestion does to searches: single query
+embeddings timed idle, then while another thread embeds documents without a pause. Only the
+public ``embed`` is used, so another revision can be measured through
+``PYTHONPATH=<its src>``.
+
     python benchmarks/embed_threads.py --docs 300 --rounds 3
+    python benchmarks/embed_threads.py --docs 100 --query-latency 300
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import json
 import os
 import statistics
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,11 +57,44 @@ def rate(texts: list[str], run: Callable[[], object]) -> float:
     return len(texts) / timed(run)
 
 
+def query_times(embedder: OnnxEmbedder, count: int) -> list[float]:
+    times = []
+    for n in range(count):
+        began = time.perf_counter()
+        embedder.embed([f"which proteins does tumour {n} express"], "query")
+        times.append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def query_latency(embedder: OnnxEmbedder, texts: list[str], count: int) -> dict[str, float]:
+    idle = query_times(embedder, count)
+    stop = threading.Event()
+
+    def ingest() -> None:
+        while not stop.is_set():
+            embedder.embed(texts)
+
+    worker = threading.Thread(target=ingest)
+    worker.start()
+    time.sleep(1.0)  # the ingestion is well under way
+    busy = query_times(embedder, count)
+    stop.set()
+    worker.join()
+    ranked = sorted(busy)
+    return {
+        "idle_p50_ms": round(statistics.median(idle), 2),
+        "ingesting_p50_ms": round(statistics.median(busy), 2),
+        "ingesting_p95_ms": round(ranked[int(0.95 * (len(ranked) - 1))], 2),
+        "ingesting_max_ms": round(ranked[-1], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="2,4,8,16,32", help="batch sizes for the sweep")
+    parser.add_argument("--query-latency", type=int, default=0, metavar="QUERIES")
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
     embedder = OnnxEmbedder()
@@ -61,6 +102,9 @@ def main() -> None:
         Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
     )
     texts = pipeline_texts(docs, app.splitter)
+    if args.query_latency:
+        print(json.dumps(query_latency(embedder, texts, args.query_latency), indent=2))
+        return
     before, now = [], []
     for _ in range(args.rounds):
         before.append(rate(texts, lambda: one_wide_session(embedder, texts)))
