@@ -28,7 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
-from common import pipeline_texts, scifact_docs, timed  # noqa: E402
+from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
@@ -89,11 +89,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
-    embedder = OnnxEmbedder()
-    splitter_app = Citewell.from_settings(
-        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
-    )
-    texts = pipeline_texts(docs, splitter_app.splitter)
+    embedder, texts = encoder_and_texts(docs)
     encoder: list[float] = []
     api: dict[str, list[float]] = {v: [] for v in args.variants}
     for _ in range(args.rounds):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,19 @@ def pipeline_texts(docs: list[tuple[str, str]], splitter: Any) -> list[str]:
         for d in (Document(t, n, "text/markdown") for n, t in docs)
         for c in splitter.split(d)
     ]
+
+
+def encoder_and_texts(docs: list[tuple[str, str]]) -> tuple[Any, list[str]]:
+    """The default onnx embedder, and exactly the texts the pipeline embeds for ``docs``
+    with the default settings' splitter."""
+    from citewell import Citewell, Settings
+    from citewell.embedders import OnnxEmbedder
+
+    embedder = OnnxEmbedder()
+    app = Citewell.from_settings(
+        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
+    )
+    return embedder, pipeline_texts(docs, app.splitter)
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -14,30 +14,44 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
-from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from common import pipeline_texts, scifact_docs, timed  # noqa: E402
+from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 
-from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 from citewell.embedders.onnx import token_batches  # noqa: E402
 
+BATCH = 32  # texts per run in both orders, one run at a time on all cores, as then
+
 
 def by_characters(embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
-    """The previous order: batches of texts of similar length in characters, each batch
+    """The earlier order: batches of texts of similar length in characters, each batch
     tokenized (and padded) on its own."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out = np.zeros((len(texts), 384), dtype=np.float32)
-    for start in range(0, len(order), embedder.batch_size):
-        batch = order[start : start + embedder.batch_size]
+    for start in range(0, len(order), BATCH):
+        batch = order[start : start + BATCH]
         ids, mask = embedder._tokenize([texts[i] for i in batch])
-        out[batch] = embedder._encode(ids, mask, embedder._session)
+        out[batch] = embedder._encode(ids, mask, embedder._wide_session)
+    return out
+
+
+def by_tokens(embedder: OnnxEmbedder, texts: list[str]) -> np.ndarray:
+    """Batches of similar token length cut from one tokenization, run one after another
+    through the session that splits each run over all cores (the way until
+    embed_threads.py's change)."""
+    ids, mask = embedder._tokenize(texts)
+    lengths = mask.sum(axis=1)
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    for batch in token_batches(lengths, BATCH):
+        width = int(lengths[batch].max())
+        out[batch] = embedder._encode(
+            ids[batch, :width], mask[batch, :width], embedder._wide_session
+        )
     return out
 
 
@@ -46,7 +60,7 @@ def padded_tokens(embedder: OnnxEmbedder, texts: list[str]) -> dict[str, float]:
     lengths = mask.sum(axis=1)
     real = int(lengths.sum())
     chars = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    size = embedder.batch_size
+    size = BATCH
 
     def run(batches: list[list[int]] | list[np.ndarray]) -> int:
         return sum(int(lengths[list(b)].max()) * len(b) for b in batches)
@@ -65,16 +79,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    embedder = OnnxEmbedder()
-    app = Citewell.from_settings(
-        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
-    )
-    texts = pipeline_texts(scifact_docs(args.docs), app.splitter)
+    embedder, texts = encoder_and_texts(scifact_docs(args.docs))
     before, now = [], []
     for _ in range(args.rounds):
         before.append(timed(lambda: by_characters(embedder, texts)))
-        now.append(timed(lambda: embedder.embed(texts)))
-    difference = np.abs(by_characters(embedder, texts) - embedder.embed(texts)).max()
+        now.append(timed(lambda: by_tokens(embedder, texts)))
+    difference = np.abs(by_characters(embedder, texts) - by_tokens(embedder, texts)).max()
     print(
         json.dumps(
             {

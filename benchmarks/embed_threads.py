@@ -22,35 +22,19 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from common import pipeline_texts, scifact_docs, timed  # noqa: E402
+from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
+from embed_batching import by_tokens  # noqa: E402
 
-from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
-from citewell.embedders.onnx import token_batches  # noqa: E402
-
-
-def one_wide_session(embedder: OnnxEmbedder, texts: list[str], size: int = 32) -> np.ndarray:
-    """The previous way: every batch through the session that splits one run over all cores."""
-    ids, mask = embedder._tokenize(texts)
-    lengths = mask.sum(axis=1)
-    out = np.zeros((len(texts), 384), dtype=np.float32)
-    for batch in token_batches(lengths, size):
-        width = int(lengths[batch].max())
-        out[batch] = embedder._encode(
-            ids[batch, :width], mask[batch, :width], embedder._wide_session
-        )
-    return out
 
 
 def rate(texts: list[str], run: Callable[[], object]) -> float:
@@ -97,17 +81,13 @@ def main() -> None:
     parser.add_argument("--query-latency", type=int, default=0, metavar="QUERIES")
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
-    embedder = OnnxEmbedder()
-    app = Citewell.from_settings(
-        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
-    )
-    texts = pipeline_texts(docs, app.splitter)
+    embedder, texts = encoder_and_texts(docs)
     if args.query_latency:
         print(json.dumps(query_latency(embedder, texts, args.query_latency), indent=2))
         return
     before, now = [], []
     for _ in range(args.rounds):
-        before.append(rate(texts, lambda: one_wide_session(embedder, texts)))
+        before.append(rate(texts, lambda: by_tokens(embedder, texts)))
         now.append(rate(texts, lambda: embedder.embed(texts)))
     sweep = {}
     for size in (int(s) for s in args.sizes.split(",")):
@@ -115,7 +95,7 @@ def main() -> None:
         sweep[size] = statistics.median(
             rate(texts, lambda e=sized: e.embed(texts)) for _ in range(args.rounds)
         )
-    difference = np.abs(one_wide_session(embedder, texts) - embedder.embed(texts)).max()
+    difference = np.abs(by_tokens(embedder, texts) - embedder.embed(texts)).max()
     report = {
         "docs": len(docs),
         "chunks": len(texts),

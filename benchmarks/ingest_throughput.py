@@ -19,10 +19,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import pipeline_texts, scifact_docs, timed  # noqa: E402
+from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 
 from citewell import Citewell, Settings  # noqa: E402
-from citewell.embedders import OnnxEmbedder  # noqa: E402
 
 
 def main() -> None:
@@ -31,10 +30,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
-    embedder = OnnxEmbedder()
-    settings = Settings.load(data_dir=Path(tempfile.mkdtemp()))
-    app = Citewell.from_settings(settings, embedder=embedder)
-    texts = pipeline_texts(docs, app.splitter)
+    embedder, texts = encoder_and_texts(docs)
     encoder, pipeline = [], []
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))
