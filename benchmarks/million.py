@@ -161,12 +161,16 @@ def measure(store, embedder, queries: list[str], samples: int, rng) -> dict[str,
     return out
 
 
-def compare(small, big, embedder, queries: list[str], rng, warmup: int) -> dict[str, Any]:
+def compare(
+    small, big, embedder, queries: list[str], rng, warmup: int, active: int = KBS
+) -> dict[str, Any]:
     """Hybrid search at k=8 on the small and the big table, alternating query by query (so
     both see the same machine load), in kb-all and in one of the 100 KBs; with the median
     of each step from the retrieval trace. The first ``warmup`` queries (other ones than
     those measured) are not timed: a server answers many, and the store loads its indexes
-    into memory when it opens a big table."""
+    into memory when it opens a big table. "One of 100" picks among the first ``active`` of
+    the 100 KBs (all of them by default): a server keeps in-memory copies of as many
+    recently searched KBs as its kb_snapshot_mb allows."""
     from citewell.retrieval.retriever import RetrievalTrace
 
     retrievers = {
@@ -174,13 +178,15 @@ def compare(small, big, embedder, queries: list[str], rng, warmup: int) -> dict[
         "big": HybridRetriever(big, embedder, RetrievalSettings()),
     }
     for query in queries[len(queries) - warmup :]:
+        kb = f"kb-{rng.randrange(active):02d}"
         for retriever in retrievers.values():
-            retriever.search(query, ChunkFilter(kb_ids=("kb-all",)), 8, SearchMode.HYBRID)
+            for where in (("kb-all",), (kb,)):
+                retriever.search(query, ChunkFilter(kb_ids=where), 8, SearchMode.HYBRID)
     queries = queries[: len(queries) - warmup]
     times: dict[str, list[float]] = {}
     steps: dict[str, dict[str, list[float]]] = {}
     for query in queries:
-        kb = f"kb-{rng.randrange(KBS):02d}"
+        kb = f"kb-{rng.randrange(active):02d}"
         for name, retriever in retrievers.items():
             for layout, where in (("kb_all", ("kb-all",)), ("one_of_100", (kb,))):
                 trace = RetrievalTrace()
@@ -223,6 +229,15 @@ def main() -> None:
     parser.add_argument("--write-rounds", type=int, default=40, help="256-chunk writes (--compare)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed queries first (--compare)")
     parser.add_argument(
+        "--active-kbs",
+        type=int,
+        default=KBS,
+        help="--compare: searches in one of 100 KBs pick among this many of them",
+    )
+    parser.add_argument(
+        "--no-writes", action="store_true", help="--compare: searches only, no write rounds"
+    )
+    parser.add_argument(
         "--compare",
         action="store_true",
         help="only measure: SciFact alone against the grown table, side by side",
@@ -237,7 +252,11 @@ def main() -> None:
         small = LanceChunkStore(args.work / "small", "chunks", vectors.shape[1])
         small.upsert(originals(rows, vectors))
         small.optimize()
-        result = compare(small, store, embedder, queries, random.Random(args.seed), args.warmup)
+        rng = random.Random(args.seed)
+        result = compare(small, store, embedder, queries, rng, args.warmup, args.active_kbs)
+        if args.no_writes:
+            print(json.dumps(result, indent=1))
+            return
         writes: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
         fresh = 20_000_000 + int(time.time()) % 100_000 * 100_000  # rows no run wrote before
         for n in range(args.write_rounds):  # alternating, new rows each time

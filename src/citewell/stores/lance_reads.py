@@ -62,15 +62,19 @@ class RowAddresses:
                 self._dataset = None
         return found
 
-    def _handle(self) -> Any:
+    def dataset(self) -> Any:
+        """The table at its latest version, as a Lance dataset with small caches."""
         import lance
 
+        return lance.dataset(
+            self.uri, index_cache_size_bytes=1 << 20, metadata_cache_size_bytes=64 << 20
+        )
+
+    def _handle(self) -> Any:
         with self._lock:
             if self._dataset is None:
                 # Takes by address need file metadata, no index: a small cache of its own.
-                self._dataset = lance.dataset(
-                    self.uri, index_cache_size_bytes=1 << 20, metadata_cache_size_bytes=64 << 20
-                )
+                self._dataset = self.dataset()
             return self._dataset
 
 

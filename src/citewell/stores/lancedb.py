@@ -18,6 +18,7 @@ import pyarrow as pa
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
+from citewell.stores.lance_kb_snapshots import KbSnapshots
 from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses
 from citewell.stores.lance_search_table import (
     RENEW_AFTER_VERSIONS,
@@ -92,6 +93,7 @@ class LanceChunkStore:
         vector_index: VectorIndexPolicy | None = None,
         cache_mb: int = 1024,
         renew_after_versions: int = RENEW_AFTER_VERSIONS,
+        kb_snapshot_mb: int = 512,
     ):
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
@@ -112,6 +114,10 @@ class LanceChunkStore:
         self._snapshots = SnapshotKeeper(
             LanceSnapshotSource(self._table, dimension), self.vector_index.min_rows
         )
+        self._kb_snapshots = KbSnapshots(
+            self._addresses.dataset, lambda: int(self._table.version), dimension,
+            kb_snapshot_mb << 20,
+        )  # fmt: skip
 
     def _open_search_table(self) -> SearchHandle:
         connection, session = _connect(self._path, self._cache_mb)
@@ -219,7 +225,7 @@ class LanceChunkStore:
 
     # --- reads ------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
-        snapshot = self._current_snapshot()
+        snapshot = self._current_snapshot() or self._kb_snapshot(where)
         if snapshot is not None:
             ranked = snapshot.search(vector, k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
@@ -234,7 +240,20 @@ class LanceChunkStore:
         """The in-memory snapshot, when the table is small and it holds the latest version."""
         return self._snapshots.current()
 
+    def _kb_snapshot(self, where: ChunkFilter) -> TableSnapshot | None:
+        """The in-memory copy of the filter's KBs, when the table is too large for a whole
+        snapshot and those KBs hold few rows (lance_kb_snapshots)."""
+        if not where.kb_ids or not self._kb_snapshots.enabled:
+            return None
+        if self._counts(None) < self.vector_index.min_rows:
+            return None  # the whole table's snapshot is on its way
+        rows = self._counts(where_sql(ChunkFilter(kb_ids=where.kb_ids)))
+        if not 0 < rows < self.vector_index.min_rows:
+            return None
+        return self._kb_snapshots.current(where.kb_ids)
+
     def _changed(self) -> None:
+        self._kb_snapshots.changed()
         self._snapshots.changed()
         self._addresses.forget()
         self._search.latest()
@@ -267,14 +286,16 @@ class LanceChunkStore:
         if snapshot is not None:
             by_id = snapshot.get(chunk_ids)
         else:
-            found = self._addresses.take(chunk_ids, ROW_COLUMNS)
-            rest = [i for i in chunk_ids if i not in found]
+            copied = self._kb_snapshots.rows(chunk_ids)
+            wanted = [i for i in chunk_ids if i not in copied]
+            found = self._addresses.take(wanted, ROW_COLUMNS) if wanted else {}
+            rest = [i for i in wanted if i not in found]
             if rest:
                 ids = ", ".join(_quote(i) for i in rest)
                 table = self._search.table()
                 query = table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
                 found.update((r["id"], r) for r in query.limit(len(rest)).to_list())
-            by_id = {i: to_chunk(r) for i, r in found.items()}
+            by_id = {**copied, **{i: to_chunk(r) for i, r in found.items()}}
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def count(self, where: ChunkFilter) -> int:
@@ -314,5 +335,6 @@ class LanceChunkStore:
     def drop(self) -> None:
         with self._write_lock:
             self._db.drop_table(self._name)
+        self._kb_snapshots.clear()
         self._snapshots.changed()  # no table left for the search handle to move to
         self._addresses.forget()

@@ -16,7 +16,12 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
 
     policy = VectorIndexPolicy(min_rows=settings.vector_index_min_rows)
     return LanceChunkStore(
-        settings.data_dir / "lancedb", table, dimension, policy, settings.lance_cache_mb
+        settings.data_dir / "lancedb",
+        table,
+        dimension,
+        policy,
+        settings.lance_cache_mb,
+        kb_snapshot_mb=settings.kb_snapshot_mb,
     )
 
 

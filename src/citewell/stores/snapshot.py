@@ -37,8 +37,11 @@ class TableSnapshot:
     postings: KeywordPostings
 
     @classmethod
-    def from_arrow(cls, version: int, data: pa.Table, dimension: int) -> TableSnapshot:
-        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``."""
+    def from_arrow(
+        cls, version: int, data: pa.Table, dimension: int, keyword: bool = True
+    ) -> TableSnapshot:
+        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``;
+        without ``keyword`` no postings are built (nor is a terms column needed)."""
         count = data.num_rows
         vectors = np.zeros((count, dimension), dtype=np.float32)
         if count:
@@ -52,7 +55,8 @@ class TableSnapshot:
         ids = np.array(id_list, dtype=object)
         file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
         row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
-        postings = KeywordPostings.build(data["terms"])
+        terms = data["terms"] if keyword else pa.nulls(count, pa.string())
+        postings = KeywordPostings.build(terms)
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
         return cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings)
 

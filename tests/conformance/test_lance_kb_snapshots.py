@@ -1,0 +1,132 @@
+"""In-memory copies of small KBs of a big LanceDB table (stores/lance_kb_snapshots).
+
+"Big" here is a vector_index_min_rows of 4 against the five-chunk corpus, so every KB of
+it is small enough for a copy."""
+
+import time
+
+import pytest
+
+from citewell.stores.base import optimize_store
+from citewell.stores.lance_upkeep import VectorIndexPolicy
+from citewell.stores.lancedb import LanceChunkStore
+from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
+from citewell.types import ChunkFilter
+
+pytestmark = pytest.mark.conformance
+
+POLICY = VectorIndexPolicy(min_rows=4)
+
+
+class CopyWaitingStore(LanceChunkStore):
+    """Waits for the KB copy before each search, so every filtered search in the shared
+    suite runs on a copy (in a server a search reads LanceDB while the copy is made)."""
+
+    def _kb_snapshot(self, where):
+        deadline = time.monotonic() + 10
+        while (found := super()._kb_snapshot(where)) is None and time.monotonic() < deadline:
+            if not where.kb_ids or self._counts(None) < self.vector_index.min_rows:
+                return None
+            time.sleep(0.02)
+        return found
+
+
+class TestLanceChunkStoreWithKbCopies(ScanConformance):
+    @pytest.fixture
+    def store(self, tmp_path):
+        return CopyWaitingStore(tmp_path / "lance", "chunks_test", DIM, POLICY)
+
+
+def wait_for_copy(store: LanceChunkStore, kb_ids: tuple[str, ...]):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = store._kb_snapshot(ChunkFilter(kb_ids=kb_ids))
+        if found is not None:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"no in-memory copy of {kb_ids} within 10 s")
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = LanceChunkStore(tmp_path / "lance", "t", DIM, POLICY)
+    store.upsert(CORPUS)
+    optimize_store(store)
+    return store
+
+
+def ids(hits):
+    return [h.chunk_id for h in hits]
+
+
+def test_a_copy_answers_vector_searches_and_row_reads(store):
+    copy = wait_for_copy(store, ("kb1",))
+    assert sorted(copy.ids) == ["c1", "c2", "c4"]
+    hits = store.vector_search(unit(1), 3, ChunkFilter(kb_ids=("kb1",)))
+    assert ids(hits)[0] == "c2" and set(ids(hits)) == {"c1", "c2", "c4"}
+    assert hits[0].score == pytest.approx(1.0)
+    store._addresses.take = None  # rows must come from the copy, not LanceDB
+    assert [c.text for c in store.get(["c4", "c2"])] == [CORPUS[3].text, CORPUS[1].text]
+
+
+def test_writes_to_other_kbs_keep_the_copy(store):
+    copy = wait_for_copy(store, ("kb1",))
+    store.upsert([make_chunk("n1", "f9", ("kb2",), "New text elsewhere.", 1)])
+    optimize_store(store)
+    assert wait_for_copy(store, ("kb1",)) is copy  # checked, not read again
+    assert ids(store.vector_search(unit(1), 5, ChunkFilter(kb_ids=("kb1",))))[0] == "c2"
+
+
+def test_a_write_to_its_kb_is_seen_at_once(store):
+    wait_for_copy(store, ("kb1",))
+    store.upsert([make_chunk("n1", "f9", ("kb1",), "Brand new policy.", 5)])
+    assert ids(store.vector_search(unit(5), 1, ChunkFilter(kb_ids=("kb1",)))) == ["n1"]
+    copy = wait_for_copy(store, ("kb1",))
+    assert "n1" in set(copy.ids)
+    assert ids(store.vector_search(unit(5), 1, ChunkFilter(kb_ids=("kb1",)))) == ["n1"]
+
+
+def test_deletes_and_unlinks_are_seen_at_once(store):
+    kb1 = ChunkFilter(kb_ids=("kb1",))
+    wait_for_copy(store, ("kb1",))
+    store.delete(ChunkFilter(file_ids=("f1",)))
+    assert set(ids(store.vector_search(unit(1), 5, kb1))) == {"c4"}
+    assert store.get(["c1", "c2"]) == []
+    assert set(wait_for_copy(store, ("kb1",)).ids) == {"c4"}
+    store.unlink("f3", "kb1")
+    assert store.vector_search(unit(3), 5, kb1) == []
+    store.link("f3", "kb1")
+    assert ids(store.vector_search(unit(3), 5, kb1)) == ["c4"]
+
+
+def test_another_process_writes_are_seen_within_seconds(store, tmp_path):
+    kb1 = ChunkFilter(kb_ids=("kb1",))
+    wait_for_copy(store, ("kb1",))
+    other = LanceChunkStore(tmp_path / "lance", "t", DIM, POLICY)  # as a CLI ingest would
+    other.delete(ChunkFilter(file_ids=("f1",)))
+    deadline = time.monotonic() + 10
+    while set(ids(store.vector_search(unit(1), 5, kb1))) != {"c4"}:
+        assert time.monotonic() < deadline, "the other process's delete was not seen"
+        time.sleep(0.05)
+
+
+def test_filters_on_files_apply_inside_a_copy(store):
+    wait_for_copy(store, ("kb1",))
+    where = ChunkFilter(kb_ids=("kb1",), file_ids=("f3",))
+    assert ids(store.vector_search(unit(1), 5, where)) == ["c4"]
+
+
+def test_copies_stay_within_their_memory_budget(store):
+    wait_for_copy(store, ("kb1",))
+    wait_for_copy(store, ("kb2",))  # the last used
+    copies = dict(store._kb_snapshots._copies)
+    assert set(copies) == {frozenset({"kb1"}), frozenset({"kb2"})}
+    store._kb_snapshots._budget = max(c.nbytes for c in copies.values())
+    assert set(store._kb_snapshots._within_budget(copies)) == {frozenset({"kb2"})}
+
+
+def test_no_copies_when_turned_off(tmp_path):
+    store = LanceChunkStore(tmp_path / "lance", "t", DIM, POLICY, kb_snapshot_mb=0)
+    store.upsert(CORPUS)
+    assert store._kb_snapshot(ChunkFilter(kb_ids=("kb1",))) is None
+    assert ids(store.vector_search(unit(1), 1, ChunkFilter(kb_ids=("kb1",)))) == ["c2"]
