@@ -235,6 +235,9 @@ def main() -> None:
         help="--compare: searches in one of 100 KBs pick among this many of them",
     )
     parser.add_argument(
+        "--kb-snapshot-mb", type=int, default=512, help="the big table's kb_snapshot_mb"
+    )
+    parser.add_argument(
         "--no-writes", action="store_true", help="--compare: searches only, no write rounds"
     )
     parser.add_argument(
@@ -245,7 +248,9 @@ def main() -> None:
     args = parser.parse_args()
     rows, vectors, embedder, queries = source_rows(args.source)
     queries = queries[: args.queries + (args.warmup if args.compare else 0)]
-    store = LanceChunkStore(args.work / "lancedb", "chunks", vectors.shape[1])
+    store = LanceChunkStore(
+        args.work / "lancedb", "chunks", vectors.shape[1], kb_snapshot_mb=args.kb_snapshot_mb
+    )
     if args.compare:
         # SciFact alone, made afresh each run (the write rounds below add to it).
         shutil.rmtree(args.work / "small", ignore_errors=True)

@@ -84,12 +84,13 @@ class Settings(BaseSettings):
     kb_snapshot_mb: int = _setting(
         512,
         "Memory (MB) for in-memory copies of single knowledge bases of a chunk table at or "
-        "above vector_index_min_rows (LanceDB only): a search in a KB holding fewer than "
-        "vector_index_min_rows chunks runs exactly on its copy instead of through the IVF "
-        "index (at a million chunks, one KB of 100: the vector search 1 ms instead of "
-        "35-45). A copy costs about 1.5 KB per chunk of a 384-dimensional model with its "
-        "text; the least recently searched go first. Writes to other KBs keep a copy; 0 "
-        "turns copies off.",
+        "above vector_index_min_rows (LanceDB only). A search in a KB holding fewer than "
+        "vector_index_min_rows chunks runs on its copy: exact vector search, and BM25 with "
+        "the KB's own statistics (as Open WebUI's per-collection BM25 has), instead of "
+        "LanceDB's indexes; at a million chunks, in one KB of 100, 11 ms a hybrid search "
+        "instead of 53-73. A copy holds vectors, text and BM25 postings (7,863 SciFact "
+        "chunks: 27 MB). KBs searched most often keep their copies; writes to other KBs "
+        "do not discard them. 0 turns copies off.",
         ge=0,
     )
 

@@ -118,11 +118,31 @@ def test_filters_on_files_apply_inside_a_copy(store):
 
 def test_copies_stay_within_their_memory_budget(store):
     wait_for_copy(store, ("kb1",))
-    wait_for_copy(store, ("kb2",))  # the last used
+    wait_for_copy(store, ("kb2",))
     copies = dict(store._kb_snapshots._copies)
     assert set(copies) == {frozenset({"kb1"}), frozenset({"kb2"})}
-    store._kb_snapshots._budget = max(c.nbytes for c in copies.values())
-    assert set(store._kb_snapshots._within_budget(copies)) == {frozenset({"kb2"})}
+    kept = store._kb_snapshots
+    kept._budget = max(c.nbytes for c in copies.values())
+    kept._searches = {frozenset({"kb1"}): 5.0, frozenset({"kb2"}): 1.0}
+    assert set(kept._within_budget(copies)) == {frozenset({"kb1"})}  # the most searched
+
+
+def test_a_full_budget_admits_only_much_hotter_kbs(store):
+    wait_for_copy(store, ("kb1",))
+    kept = store._kb_snapshots
+    kept._budget = kept._copies[frozenset({"kb1"})].nbytes  # full
+    kept._searches = {frozenset({"kb1"}): 3.0, frozenset({"kb3"}): 1.0}
+    assert not kept._admits(frozenset({"kb3"}))
+    kept._searches[frozenset({"kb3"})] = 8.0
+    assert kept._admits(frozenset({"kb3"}))
+
+
+def test_a_kb_searched_once_gets_no_copy(store):
+    kept = store._kb_snapshots
+    assert store._kb_snapshot(ChunkFilter(kb_ids=("kb2",))) is None
+    time.sleep(0.3)
+    assert kept._copies == {}
+    assert ids(store.vector_search(unit(2), 1, ChunkFilter(kb_ids=("kb2",)))) == ["c3"]
 
 
 def test_no_copies_when_turned_off(tmp_path):

@@ -5,8 +5,11 @@ filtered to one small knowledge base of a million-chunk table paid the most for 
 probes for recall, 35-45 ms a vector search, and 10 ms to fetch the winning rows from
 fragments all over the table, where the same 10,000 chunks alone answer in 2 ms from
 memory. So the rows of a KB filter that keeps few rows are kept in memory (vectors, ids,
-row text; keyword search stays with LanceDB, whose BM25 statistics are the whole
-table's), searched exactly, within a memory budget, least recently used out first.
+row text, BM25 postings), searched exactly, within a memory budget, least recently used
+out first. Keyword scores in a copy count the KB as the collection (its own document
+count, lengths and term frequencies), as Open WebUI's per-collection BM25 does; LanceDB's
+full-text index, which answers while a copy is not current, counts the whole table. Ranks
+differ little between the two; the scores' scale may.
 
 A copy is used only while it is known to hold the table's latest version. Other KBs'
 writes must not throw it away (a busy server ingests all the time), so a copy remembers
@@ -38,7 +41,8 @@ log = logging.getLogger(__name__)
 
 CHECK_INTERVAL = 1.0  # seconds between reads of the table's version (other processes' writes)
 PENDING_BUILDS = 4  # KB filters waiting for a copy; more requests are dropped, not queued
-COLUMNS = [c for c in SNAPSHOT_COLUMNS if c != "terms"]
+HALF_LIFE = 60.0  # seconds: search counts halve this often (how "hot" a KB is)
+LOAD_PAUSE = 1.0  # after making a copy in t seconds, rest as long (half a core at most)
 
 Key = frozenset[str]
 Stamp = tuple[tuple[str, ...], str]  # a fragment's data files and deletion file
@@ -57,8 +61,12 @@ class KbSnapshot:
 
     @property
     def nbytes(self) -> int:
-        rows = self.snapshot.rows
-        return int(self.snapshot.vectors.nbytes + rows.nbytes + 120 * rows.num_rows)
+        """About what the copy holds: vectors, rows, postings and the id maps."""
+        snapshot = self.snapshot
+        postings = snapshot.postings
+        arrays = (snapshot.vectors, postings.start, postings.rows, postings.impact)
+        maps = 120 * snapshot.rows.num_rows + 100 * len(postings.vocabulary)
+        return int(sum(a.nbytes for a in arrays) + snapshot.rows.nbytes + maps)
 
 
 def _stamp(fragment: Any) -> Stamp:
@@ -89,7 +97,9 @@ class KbSnapshots:
         self._budget, self._interval = budget_bytes, check_interval
         self._lock = threading.Lock()
         self._copies: dict[Key, KbSnapshot] = {}
-        self._used: dict[Key, float] = {}
+        self._used: dict[Key, float] = {}  # last search
+        self._searches: dict[Key, float] = {}  # searches, halved every HALF_LIFE
+        self._halved = time.monotonic()
         self._current = -1  # the version every copy in _copies covers (-1: unknown)
         self._checked = float("-inf")
         self._writes = 0
@@ -108,7 +118,7 @@ class KbSnapshots:
         key = frozenset(kb_ids)
         with self._lock:
             now = time.monotonic()
-            self._used[key] = now
+            self._count(key, now)
             found = self._copies.get(key) if self._current >= 0 else None
             due = now - self._checked >= self._interval
             if found is not None and not due:
@@ -122,8 +132,33 @@ class KbSnapshots:
             with self._lock:
                 if self._current == current:
                     self._current = -1  # check every copy again
-        self._request(key)
+        with self._lock:
+            wanted = key in self._copies or self._admits(key)
+        if wanted:
+            self._request(key)
         return None
+
+    def _count(self, key: Key, now: float) -> None:
+        if now - self._halved >= HALF_LIFE:
+            self._halved = now
+            self._searches = {k: n / 2 for k, n in self._searches.items() if n >= 1}
+            self._used = {k: t for k, t in self._used.items() if k in self._searches}
+        self._searches[key] = self._searches.get(key, 0.0) + 1
+        self._used[key] = now
+
+    def _admits(self, key: Key) -> bool:
+        """Make a copy (about a second of work at a million chunks) for a KB searched
+        twice; when the budget is full, only for one searched more than twice as often
+        as the coldest copy, which it would push out. Searches spread evenly over more
+        KBs than fit had copies made for nearly every search, each pushing out another:
+        a core busy making copies, and every search 40 % slower (BENCHMARKS.md)."""
+        searches = self._searches[key]
+        held = sum(c.nbytes for c in self._copies.values())
+        largest = max((c.nbytes for c in self._copies.values()), default=0)
+        if held + largest <= self._budget:
+            return searches >= 2
+        coldest = min(self._searches.get(k, 0.0) for k in self._copies)
+        return searches >= 2 * coldest + 2
 
     def rows(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         """Rows of those ids found in copies known to be current."""
@@ -180,13 +215,16 @@ class KbSnapshots:
             if key is None:
                 return
             try:
-                self._refresh(key)
+                spent = self._refresh(key)
+                if spent:
+                    time.sleep(LOAD_PAUSE * spent)
             except Exception:  # noqa: BLE001 - a dropped table, a closing process: read LanceDB
                 log.debug("refreshing in-memory KB copies failed", exc_info=True)
 
-    def _refresh(self, key: Key) -> None:
+    def _refresh(self, key: Key) -> float:
         """Bring every copy to the latest version (dropping those that changed), then make
-        the copy of ``key`` if it is missing."""
+        the copy of ``key`` if it is missing; the seconds spent making it."""
+        spent = 0.0
         while True:
             with self._lock:
                 writes, copies = self._writes, dict(self._copies)
@@ -195,7 +233,9 @@ class KbSnapshots:
             fragments = {f.fragment_id: f for f in dataset.get_fragments()}
             kept = self._still_current(copies, fragments, version)
             if key not in kept:
+                began = time.monotonic()
                 made = self._load(key, dataset, fragments, version)
+                spent += time.monotonic() - began
                 if made is not None:
                     kept[key] = made
             with self._lock:
@@ -203,7 +243,7 @@ class KbSnapshots:
                     continue  # a write of ours since it began: check again
                 self._copies = self._within_budget(kept)
                 self._current, self._checked = version, time.monotonic()
-                return
+                return spent
 
     def _still_current(
         self, copies: dict[Key, KbSnapshot], fragments: dict[int, Any], version: int
@@ -231,21 +271,25 @@ class KbSnapshots:
     def _load(
         self, key: Key, dataset: Any, fragments: dict[int, Any], version: int
     ) -> KbSnapshot | None:
-        data = dataset.to_table(columns=COLUMNS, filter=_kb_predicate(key), with_row_address=True)
+        data = dataset.to_table(
+            columns=SNAPSHOT_COLUMNS, filter=_kb_predicate(key), with_row_address=True
+        )
         if data.num_rows == 0:
             return None
         addresses = data["_rowaddr"].to_numpy()
         holding = {int(f) for f in np.unique(addresses >> 32)}
         data = data.drop_columns(["_rowaddr"])
-        snapshot = TableSnapshot.from_arrow(version, data, self._dimension, keyword=False)
+        snapshot = TableSnapshot.from_arrow(version, data, self._dimension)
         stamps = {fid: _stamp(fragments[fid]) for fid in holding}
         return KbSnapshot(key, snapshot, stamps, frozenset(fragments), version)
 
     def _within_budget(self, copies: dict[Key, KbSnapshot]) -> dict[Key, KbSnapshot]:
-        """The most recently used copies that fit in the budget."""
-        if len(self._used) > 10_000:  # forget filters searched once long ago
-            self._used = {k: t for k, t in self._used.items() if k in copies}
-        order = sorted(copies, key=lambda k: self._used.get(k, 0.0), reverse=True)
+        """The most searched (then most recently searched) copies that fit in the budget."""
+        order = sorted(
+            copies,
+            key=lambda k: (self._searches.get(k, 0.0), self._used.get(k, 0.0)),
+            reverse=True,
+        )
         kept, total = {}, 0
         for key in order:
             size = copies[key].nbytes

@@ -261,7 +261,7 @@ class LanceChunkStore:
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
         if not terms.strip() or not self._fts_ready:
             return []
-        snapshot = self._current_snapshot()
+        snapshot = self._current_snapshot() or self._kb_snapshot(where)
         if snapshot is not None:
             ranked = snapshot.keyword_search(terms.split(), k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]

@@ -50,7 +50,9 @@ class TableSnapshot:
         kb_rows: dict[str, npt.NDArray[np.bool_]] = {}
         for row, kbs in enumerate(data["kb_ids"].to_pylist()):
             for kb in kbs or ():
-                kb_rows.setdefault(kb, np.zeros(count, dtype=bool))[row] = True
+                if kb not in kb_rows:
+                    kb_rows[kb] = np.zeros(count, dtype=bool)
+                kb_rows[kb][row] = True
         id_list = data["id"].to_pylist()
         ids = np.array(id_list, dtype=object)
         file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
