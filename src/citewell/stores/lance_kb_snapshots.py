@@ -24,7 +24,9 @@ copy is not (yet) known to be current.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -74,6 +76,13 @@ def _stamp(fragment: Any) -> Stamp:
     deletion = meta.deletion_file
     files = tuple(sorted(f.path for f in meta.files))
     return files, "" if deletion is None else repr(deletion)
+
+
+def _lower_priority() -> None:
+    """Let searches have the cores first: this thread (Linux schedules threads one by one)
+    runs at the lowest priority. LanceDB's own threads read for it at theirs."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def _kb_predicate(key: Key) -> str:
@@ -155,7 +164,7 @@ class KbSnapshots:
         searches = self._searches[key]
         held = sum(c.nbytes for c in self._copies.values())
         largest = max((c.nbytes for c in self._copies.values()), default=0)
-        if held + largest <= self._budget:
+        if held + (len(self._queued) + 1) * largest <= self._budget:  # with those on the way
             return searches >= 2
         coldest = min(self._searches.get(k, 0.0) for k in self._copies)
         return searches >= 2 * coldest + 2
@@ -205,6 +214,7 @@ class KbSnapshots:
                 self._worker.start()
 
     def _work(self) -> None:
+        _lower_priority()
         while True:
             try:
                 key = self._pending.get(timeout=5.0)
