@@ -145,6 +145,19 @@ def test_a_kb_searched_once_gets_no_copy(store):
     assert ids(store.vector_search(unit(2), 1, ChunkFilter(kb_ids=("kb2",)))) == ["c3"]
 
 
+def test_the_builder_thread_ends_when_idle_and_starts_again(store, monkeypatch):
+    from citewell.stores import lance_kb_snapshots
+
+    monkeypatch.setattr(lance_kb_snapshots, "IDLE_SECONDS", 0.05)
+    wait_for_copy(store, ("kb1",))
+    deadline = time.monotonic() + 10
+    while store._kb_snapshots._worker is not None:
+        assert time.monotonic() < deadline, "the builder thread did not end"
+        time.sleep(0.05)
+    store.upsert([make_chunk("n1", "f9", ("kb1",), "Brand new policy.", 5)])
+    assert "n1" in set(wait_for_copy(store, ("kb1",)).ids)
+
+
 def test_no_copies_when_turned_off(tmp_path):
     store = LanceChunkStore(tmp_path / "lance", "t", DIM, POLICY, kb_snapshot_mb=0)
     store.upsert(CORPUS)

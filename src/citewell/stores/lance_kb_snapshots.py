@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 CHECK_INTERVAL = 1.0  # seconds between reads of the table's version (other processes' writes)
 PENDING_BUILDS = 4  # KB filters waiting for a copy; more requests are dropped, not queued
 HALF_LIFE = 60.0  # seconds: search counts halve this often (how "hot" a KB is)
+IDLE_SECONDS = 5.0  # the builder thread ends after this long without requests
 LOAD_PAUSE = 1.0  # after making a copy in t seconds, rest as long (half a core at most)
 
 Key = frozenset[str]
@@ -112,7 +113,8 @@ class KbSnapshots:
         self._current = -1  # the version every copy in _copies covers (-1: unknown)
         self._checked = float("-inf")
         self._writes = 0
-        self._pending: queue.Queue[Key | None] = queue.Queue(PENDING_BUILDS)
+        self._cleared = 0
+        self._pending: queue.Queue[Key] = queue.Queue(PENDING_BUILDS)
         self._queued: set[Key] = set()
         self._worker: threading.Thread | None = None
 
@@ -192,38 +194,43 @@ class KbSnapshots:
             self._request(keys[0])  # one pass checks every copy
 
     def clear(self) -> None:
+        """The table was dropped: no copy of it may come back."""
         with self._lock:
             self._writes += 1
+            self._cleared += 1
             self._copies.clear()
             self._current = -1
 
     # --- the background thread ------------------------------------------------------
     def _request(self, key: Key) -> None:
         with self._lock:
-            if key in self._queued:
-                return
-            try:
-                self._pending.put_nowait(key)
-            except queue.Full:
-                return
-            self._queued.add(key)
-            if self._worker is None or not self._worker.is_alive():
+            if key not in self._queued:
+                try:
+                    self._pending.put_nowait(key)
+                    self._queued.add(key)
+                except queue.Full:
+                    pass  # dropped: asked again by the next search
+            if self._worker is None and not self._pending.empty():
                 self._worker = threading.Thread(
                     target=self._work, name="citewell-kb-snapshots", daemon=True
                 )
                 self._worker.start()
 
     def _work(self) -> None:
+        """Runs while there are requests; ends (under the lock that ``_request`` starts it
+        under, so none is left waiting) IDLE_SECONDS after the last."""
         _lower_priority()
         while True:
             try:
-                key = self._pending.get(timeout=5.0)
+                key = self._pending.get(timeout=IDLE_SECONDS)
             except queue.Empty:
-                return  # started again by the next request
+                with self._lock:
+                    if self._pending.empty():
+                        self._worker = None
+                        return
+                continue
             with self._lock:
                 self._queued.discard(key)
-            if key is None:
-                return
             try:
                 spent = self._refresh(key)
                 if spent:
@@ -233,11 +240,15 @@ class KbSnapshots:
 
     def _refresh(self, key: Key) -> float:
         """Bring every copy to the latest version (dropping those that changed), then make
-        the copy of ``key`` if it is missing; the seconds spent making it."""
+        the copy of ``key`` if it is missing; the seconds spent making it. A write of this
+        process meanwhile makes it check again from the version it reached, so a copy just
+        made is not thrown away by ingestion into other KBs."""
         spent = 0.0
+        carried: dict[Key, KbSnapshot] | None = None
         while True:
             with self._lock:
-                writes, copies = self._writes, dict(self._copies)
+                writes, cleared = self._writes, self._cleared
+                copies = dict(self._copies) if carried is None else carried
             dataset = self._open()
             version = int(dataset.version)
             fragments = {f.fragment_id: f for f in dataset.get_fragments()}
@@ -249,8 +260,11 @@ class KbSnapshots:
                 if made is not None:
                     kept[key] = made
             with self._lock:
+                if cleared != self._cleared:
+                    return spent
                 if writes != self._writes:
-                    continue  # a write of ours since it began: check again
+                    carried = kept  # exact at ``version``: checked again from there
+                    continue
                 self._copies = self._within_budget(kept)
                 self._current, self._checked = version, time.monotonic()
                 return spent
