@@ -119,25 +119,56 @@ class HybridRetriever:
             ranked = _single(self._vector(space, query, pool, where, trace), bm25=False)
         else:
             ranked = self._hybrid(space, settings, query, pool, where, trace)
-        # Rows are read for the survivors only: a margin for duplicates, or the rerank pool.
-        keep = len(ranked) if reranker is not None else 2 * k
-        results = self._with_rows(space, ranked[:keep], trace)
-        if reranker is not None:
+        if reranker is None:
+            kept = self._best_with_rows(space, ranked[: 2 * k], k, floor, trace)
+        else:  # the whole pool is read and reranked, then cut
+            results = self._with_rows(space, ranked, trace)
             began = time.perf_counter()
             results = reranker.rerank(query, results, min(k, settings.top_k_reranker))
             trace.timings["rerank"] = _ms(began)
-        kept = [r for r in results if _relevance(r) >= floor]
-        trace.dropped_by_threshold = len(results) - len(kept)
+            kept = [r for r in results if _relevance(r) >= floor]
+            trace.dropped_by_threshold = len(results) - len(kept)
         trace.timings["total"] = _ms(started)
         return kept[:k]
 
-    def _with_rows(
-        self, space: SearchSpace, ranked: list[ScoredChunk], trace: RetrievalTrace
+    def _best_with_rows(
+        self,
+        space: SearchSpace,
+        ranked: list[ScoredChunk],
+        k: int,
+        floor: float,
+        trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
+        """The first k candidates above the threshold that have rows and are not the same
+        passage as one before them. Rows are read for as many as are still missing, not
+        for the whole margin: at a million chunks each row read from LanceDB costs about
+        half a millisecond, and duplicates are rare."""
+        above = [r for r in ranked if _relevance(r) >= floor]
+        trace.dropped_by_threshold = len(ranked) - len(above)
+        out: list[ScoredChunk] = []
+        seen: set[str] = set()
+        fetched, start = 0.0, 0
+        while start < len(above) and len(out) < k:
+            batch = above[start : start + k - len(out)]
+            start += len(batch)
+            out.extend(self._with_rows(space, batch, trace, seen))
+            fetched += trace.timings["fetch"]
+        trace.timings["fetch"] = fetched
+        return out
+
+    def _with_rows(
+        self,
+        space: SearchSpace,
+        ranked: list[ScoredChunk],
+        trace: RetrievalTrace,
+        seen: set[str] | None = None,
+    ) -> list[ScoredChunk]:
+        """Those with rows, each passage once (``seen``: passages taken before)."""
         began = time.perf_counter()
         chunks = {c.id: c for c in space.store.get([r.chunk_id for r in ranked])}
         trace.timings["fetch"] = _ms(began)
-        out, seen = [], set()
+        out: list[ScoredChunk] = []
+        seen = set() if seen is None else seen
         for result in ranked:
             chunk = chunks.get(result.chunk_id)
             if chunk is None or chunk.text.strip() in seen:
