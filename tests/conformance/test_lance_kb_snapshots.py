@@ -137,6 +137,18 @@ def test_a_full_budget_admits_only_much_hotter_kbs(store):
     assert kept._admits(frozenset({"kb3"}))
 
 
+def test_halving_the_counts_keeps_those_of_copies(store):
+    wait_for_copy(store, ("kb1",))
+    kept = store._kb_snapshots
+    kept._budget = kept._copies[frozenset({"kb1"})].nbytes  # full
+    kept._searches = {frozenset({"kb1"}): 0.5}
+    kept._halved -= 3600  # a count is due to halve at the next search
+    kept._count(frozenset({"kb3"}), time.monotonic())
+    kept._count(frozenset({"kb3"}), time.monotonic())
+    assert kept._searches[frozenset({"kb1"})] == 0.25
+    assert not kept._admits(frozenset({"kb3"}))  # 2 searches against a coldest of 0.25
+
+
 def test_a_kb_searched_once_gets_no_copy(store):
     kept = store._kb_snapshots
     assert store._kb_snapshot(ChunkFilter(kb_ids=("kb2",))) is None

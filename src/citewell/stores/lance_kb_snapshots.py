@@ -45,6 +45,7 @@ CHECK_INTERVAL = 1.0  # seconds between reads of the table's version (other proc
 PENDING_BUILDS = 4  # KB filters waiting for a copy; more requests are dropped, not queued
 HALF_LIFE = 60.0  # seconds: search counts halve this often (how "hot" a KB is)
 IDLE_SECONDS = 5.0  # the builder thread ends after this long without requests
+SAME_SEARCH = 0.1  # seconds: the vector and keyword halves of one search count once
 LOAD_PAUSE = 1.0  # after making a copy in t seconds, rest as long (half a core at most)
 
 Key = frozenset[str]
@@ -152,9 +153,13 @@ class KbSnapshots:
     def _count(self, key: Key, now: float) -> None:
         if now - self._halved >= HALF_LIFE:
             self._halved = now
-            self._searches = {k: n / 2 for k, n in self._searches.items() if n >= 1}
+            # Copies keep their counts, however low: at 0 the coldest would admit any KB.
+            self._searches = {
+                k: n / 2 for k, n in self._searches.items() if n >= 1 or k in self._copies
+            }
             self._used = {k: t for k, t in self._used.items() if k in self._searches}
-        self._searches[key] = self._searches.get(key, 0.0) + 1
+        if now - self._used.get(key, float("-inf")) >= SAME_SEARCH:
+            self._searches[key] = self._searches.get(key, 0.0) + 1
         self._used[key] = now
 
     def _admits(self, key: Key) -> bool:
