@@ -18,6 +18,14 @@ pytestmark = pytest.mark.conformance
 POLICY = VectorIndexPolicy(min_rows=4)
 
 
+@pytest.fixture(autouse=True)
+def every_call_counts(monkeypatch):
+    """The tests ask for copies in quick succession: each ask counts as a search."""
+    from citewell.stores import lance_kb_snapshots
+
+    monkeypatch.setattr(lance_kb_snapshots, "SAME_SEARCH", 0.0)
+
+
 class CopyWaitingStore(LanceChunkStore):
     """Waits for the KB copy before each search, so every filtered search in the shared
     suite runs on a copy (in a server a search reads LanceDB while the copy is made)."""
@@ -147,6 +155,15 @@ def test_halving_the_counts_keeps_those_of_copies(store):
     kept._count(frozenset({"kb3"}), time.monotonic())
     assert kept._searches[frozenset({"kb1"})] == 0.25
     assert not kept._admits(frozenset({"kb3"}))  # 2 searches against a coldest of 0.25
+
+
+def test_the_two_halves_of_one_search_count_once(store, monkeypatch):
+    from citewell.stores import lance_kb_snapshots
+
+    monkeypatch.setattr(lance_kb_snapshots, "SAME_SEARCH", 0.1)
+    store.vector_search(unit(2), 1, ChunkFilter(kb_ids=("kb2",)))
+    store.keyword_search("lunch", 1, ChunkFilter(kb_ids=("kb2",)))
+    assert store._kb_snapshots._searches == {frozenset({"kb2"}): 1.0}
 
 
 def test_a_kb_searched_once_gets_no_copy(store):
