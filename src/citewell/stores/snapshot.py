@@ -37,11 +37,8 @@ class TableSnapshot:
     postings: KeywordPostings
 
     @classmethod
-    def from_arrow(
-        cls, version: int, data: pa.Table, dimension: int, keyword: bool = True
-    ) -> TableSnapshot:
-        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``;
-        without ``keyword`` no postings are built (nor is a terms column needed)."""
+    def from_arrow(cls, version: int, data: pa.Table, dimension: int) -> TableSnapshot:
+        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``."""
         count = data.num_rows
         vectors = np.zeros((count, dimension), dtype=np.float32)
         if count:
@@ -57,8 +54,7 @@ class TableSnapshot:
         ids = np.array(id_list, dtype=object)
         file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
         row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
-        terms = data["terms"] if keyword else pa.nulls(count, pa.string())
-        postings = KeywordPostings.build(terms)
+        postings = KeywordPostings.build(data["terms"])
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
         return cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings)
 
