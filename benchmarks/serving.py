@@ -7,7 +7,9 @@ load generator does not share its interpreter) and:
 
 1. overhead: one client, queries alternating between POST /api/v1/retrieval/query/collection
    and the same search in this process (``Scoped.search`` as the route calls it), each query
-   new to both sides' query-embedding caches; overhead = median HTTP - median in process;
+   new to both sides' query-embedding caches, in a random order per query (whichever side
+   comes right after another pays to wake its threads); overhead = median HTTP - median in
+   process, once with httpx and once with the standard library's http.client (leaner);
 2. saturation: ``--clients`` clients sending back to back for ``--seconds``;
 3. offered load: ``--clients`` clients together offering ``--rate`` requests/s (each client
    on its own schedule; latency counted from the scheduled send time, so queueing shows).
@@ -30,14 +32,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
+import random
 import resource
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +60,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class PlainClient:
+    """One keep-alive connection through the standard library's ``http.client``: a lean
+    client, so what a request costs the server is not hidden by what it costs the client
+    (httpx spends 0.5-1 ms of its own per request here)."""
+
+    def __init__(self, base: str, key: str) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self._connection = http.client.HTTPConnection(host, int(port))
+        self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict[str, Any]) -> bytes:
+        self._connection.request("POST", path, body=json.dumps(body), headers=self._headers)
+        response = self._connection.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{path} answered {response.status}: {data[:200]!r}")
+        return data
+
+    def close(self) -> None:
+        self._connection.close()
 
 
 def bench_key(data_dir: Path, kb: str) -> str:
@@ -99,29 +126,71 @@ def cpu_seconds(pid: int) -> float:
     return own + sum(cpu_seconds(int(kid)) for kid in kids)
 
 
+SEARCH_PATH = "/api/v1/retrieval/query/collection"
+
+
 def overhead(base: str, key: str, app: Any, kb: str, queries: list[str]) -> dict[str, Any]:
+    """One client: each query over HTTP by httpx, over HTTP by http.client and in process."""
     from citewell.auth.access import Access
     from citewell.pipeline.scoped import Scoped
-    from citewell.types import SearchMode
 
-    view = Scoped(app, Access.everything())
-    where = view.collection_filter([kb])
-    http, local = [], []
+    lean = PlainClient(base, key)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client:
-        for n, query in enumerate(queries):
-            body = {"collection_names": [kb], "query": f"{query} o{n}", "k": 8}
-            began = time.perf_counter()
-            client.post("/api/v1/retrieval/query/collection", json=body).raise_for_status()
-            http.append((time.perf_counter() - began) * 1000)
-            began = time.perf_counter()
-            view.search(f"{query} o{n}", where, SearchMode.HYBRID, 8)
-            local.append((time.perf_counter() - began) * 1000)
+        steps = {
+            "http": by_httpx(client, kb),
+            "plain": by_plain(lean, kb),
+            "local": in_process(Scoped(app, Access.everything()), kb),
+        }
+        times = {
+            name: statistics.median(spent) for name, spent in timed_steps(steps, queries).items()
+        }
+    lean.close()
     return {
-        "http_p50_ms": round(statistics.median(http), 2),
-        "in_process_p50_ms": round(statistics.median(local), 2),
-        "overhead_ms": round(statistics.median(http) - statistics.median(local), 2),
+        "http_p50_ms": round(times["http"], 2),
+        "http_client_p50_ms": round(times["plain"], 2),
+        "in_process_p50_ms": round(times["local"], 2),
+        "overhead_ms": round(times["http"] - times["local"], 2),
+        "overhead_http_client_ms": round(times["plain"] - times["local"], 2),
         "queries": len(queries),
     }
+
+
+def timed_steps(steps: dict[str, Callable[[str], object]], queries: list[str]) -> dict:
+    """Milliseconds each step took for each query, each time as a new query (so no side
+    finds it in its query-embedding cache), in a new random order each time: a side asked
+    right after itself finds its threads awake, one asked after another pays to wake them."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    shuffled = random.Random(1)
+    for n, query in enumerate(queries):
+        order = list(steps.items())
+        shuffled.shuffle(order)
+        for step, (name, send) in enumerate(order):
+            began = time.perf_counter()
+            send(f"{query} q{n}s{step}")
+            times[name].append((time.perf_counter() - began) * 1000)
+    return times
+
+
+def in_process(view: Any, kb: str) -> Callable[[str], object]:
+    """The search as the retrieval route runs it, in this process."""
+    from citewell.types import SearchMode
+
+    where = view.collection_filter([kb])
+    return lambda query: view.search(query, where, SearchMode.HYBRID, 8)
+
+
+def by_httpx(client: httpx.Client, kb: str) -> Callable[[str], object]:
+    def send(query: str) -> object:
+        body = {"collection_names": [kb], "query": query, "k": 8}
+        return client.post(SEARCH_PATH, json=body).raise_for_status()
+
+    return send
+
+
+def by_plain(client: PlainClient, kb: str) -> Callable[[str], object]:
+    return lambda query: client.post(
+        SEARCH_PATH, {"collection_names": [kb], "query": query, "k": 8}
+    )
 
 
 def request(endpoint: str, kb: str, query: str) -> tuple[str, dict[str, Any]]:
