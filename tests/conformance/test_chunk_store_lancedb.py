@@ -93,3 +93,51 @@ def test_keyword_search_in_memory_scores_as_lancedb_does(tmp_path):
         assert {h.chunk_id for h in memory[:5]} == {h.chunk_id for h in lance[:5]} or (
             memory[4].score == pytest.approx(memory[5].score)  # a tie at the cut
         )
+
+
+def _kb_store(tmp_path):
+    """A table searched in LanceDB (above min_rows): kb1 holds c1, c2, c4; kb2 c3, c4; kb3 c5."""
+    from citewell.stores.base import optimize_store
+    from citewell.testing.conformance import CORPUS
+
+    store = LanceChunkStore(tmp_path / "lance", "t", DIM, VectorIndexPolicy(min_rows=1))
+    store.upsert(CORPUS)
+    optimize_store(store)
+    return store
+
+
+def test_a_filter_keeping_every_row_searches_without_it_and_checks_the_rows(tmp_path):
+    """Searching every KB (a reader of all of them) skips LanceDB's filter, for the same
+    results: each row found is checked against the filter."""
+    from citewell.testing.conformance import unit
+    from citewell.types import ChunkFilter
+
+    store = _kb_store(tmp_path)
+    unfiltered = []
+    search_unfiltered = store._unfiltered
+    store._unfiltered = lambda *a: unfiltered.append(a[2]) or search_unfiltered(*a)
+    every_kb = ChunkFilter(kb_ids=("kb1", "kb2", "kb3"))
+    vector = [h.chunk_id for h in store.vector_search(unit(2), 5, every_kb)]
+    keyword = [h.chunk_id for h in store.keyword_search("leav", 5, every_kb)]
+    assert len(unfiltered) == 2
+    assert vector[0] == "c3" and sorted(vector) == ["c1", "c2", "c3", "c4", "c5"]
+    assert sorted(keyword) == ["c1", "c2"]
+    store.vector_search(unit(2), 5, ChunkFilter(kb_ids=("kb1",)))  # keeps some rows only
+    store.vector_search(unit(2), 5, ChunkFilter(kb_ids=every_kb.kb_ids, file_ids=("f2",)))
+    assert len(unfiltered) == 2
+
+
+def test_a_stale_count_never_lets_another_kbs_rows_through(tmp_path):
+    """Counts are remembered for a while and miss other processes' writes: when the count
+    says a KB holds every row but rows of another KB come back, the filtered search runs."""
+    from citewell.testing.conformance import unit
+    from citewell.types import ChunkFilter
+
+    store = _kb_store(tmp_path)
+    store._counts = lambda predicate: 5  # as if kb1 were still the whole table
+    only_kb1 = ChunkFilter(kb_ids=("kb1",))
+    assert store._keeps_all(only_kb1)
+    vector = [h.chunk_id for h in store.vector_search(unit(2), 5, only_kb1)]
+    keyword = [h.chunk_id for h in store.keyword_search("lunch noon leav", 5, only_kb1)]
+    assert sorted(vector) == ["c1", "c2", "c4"]
+    assert sorted(keyword) == ["c1", "c2"]
