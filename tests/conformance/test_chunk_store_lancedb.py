@@ -134,10 +134,27 @@ def test_a_stale_count_never_lets_another_kbs_rows_through(tmp_path):
     from citewell.types import ChunkFilter
 
     store = _kb_store(tmp_path)
-    store._counts = lambda predicate: 5  # as if kb1 were still the whole table
+    store._counts._count = lambda predicate: 5  # as if kb1 were still the whole table
+    store._counts.forget()
     only_kb1 = ChunkFilter(kb_ids=("kb1",))
     assert store._keeps_all(only_kb1)
     vector = [h.chunk_id for h in store.vector_search(unit(2), 5, only_kb1)]
     keyword = [h.chunk_id for h in store.keyword_search("lunch noon leav", 5, only_kb1)]
     assert sorted(vector) == ["c1", "c2", "c4"]
     assert sorted(keyword) == ["c1", "c2"]
+
+
+def test_a_count_found_stale_is_counted_again(tmp_path):
+    """One search that finds the count stale recounts, instead of searching twice on every
+    search until the remembered count expires."""
+    from citewell.testing.conformance import unit
+    from citewell.types import ChunkFilter
+
+    store = _kb_store(tmp_path)
+    counted = []
+    store._counts._count = lambda predicate: counted.append(predicate) or 5
+    store._counts.forget()
+    store.vector_search(unit(2), 5, ChunkFilter(kb_ids=("kb1",)))
+    first = len(counted)
+    store.vector_search(unit(2), 5, ChunkFilter(kb_ids=("kb1",)))
+    assert first == 2 and len(counted) == 4  # each stale search counts both keys afresh

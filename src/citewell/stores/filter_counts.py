@@ -29,3 +29,7 @@ class FilterCounts(Generic[Key]):
         rows = self._count(key)
         self._known[key] = (now, rows)
         return rows
+
+    def forget(self) -> None:
+        """Count every key afresh on its next call (a count turned out to be stale)."""
+        self._known = {}

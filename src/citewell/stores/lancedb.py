@@ -274,7 +274,11 @@ class LanceChunkStore:
         self, query: Callable[[], Any], k: int, where: ChunkFilter, score: str
     ) -> list[dict[str, Any]]:
         """The best k rows of a search (``query()`` makes it) that the filter keeps."""
-        rows = self._unfiltered(query(), k, where, score) if self._keeps_all(where) else None
+        rows = None
+        if self._keeps_all(where):
+            rows = self._unfiltered(query(), k, where, score)
+            if rows is None:  # a stale count: recount, rather than search twice until it expires
+                self._counts.forget()
         if rows is None:
             filtered, predicate = query(), where_sql(where)
             if predicate is not None:
