@@ -25,6 +25,7 @@ and the time of one 256-chunk upsert of new rows and of the optimize after it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -161,8 +162,16 @@ def measure(store, embedder, queries: list[str], samples: int, rng) -> dict[str,
     return out
 
 
-def compare(
-    small, big, embedder, queries: list[str], rng, warmup: int, active: int = KBS, settle: float = 0
+def compare(  # noqa: PLR0913
+    small,
+    big,
+    embedder,
+    queries: list[str],
+    rng,
+    warmup: int,
+    active: int = KBS,
+    settle: float = 0,
+    passes: int = 1,
 ) -> dict[str, Any]:
     """Hybrid search at k=8 on the small and the big table, alternating query by query (so
     both see the same machine load), in kb-all and in one of the 100 KBs; with the median
@@ -170,14 +179,16 @@ def compare(
     those measured) are not timed: a server answers many, and the store loads its indexes
     into memory when it opens a big table. "One of 100" picks among the first ``active`` of
     the 100 KBs (all of them by default): a server keeps in-memory copies of as many
-    recently searched KBs as its kb_snapshot_mb allows."""
+    recently searched KBs as its kb_snapshot_mb allows. ``passes``: the warm-up queries run
+    that many times, each time in a random KB (a server searched evenly across 100 KBs for
+    a while has seen each of them many times, which 300 test queries cannot show)."""
     from citewell.retrieval.retriever import RetrievalTrace
 
     retrievers = {
         "small": HybridRetriever(small, embedder, RetrievalSettings()),
         "big": HybridRetriever(big, embedder, RetrievalSettings()),
     }
-    for query in queries[len(queries) - warmup :]:
+    for query in queries[len(queries) - warmup :] * passes:
         kb = f"kb-{rng.randrange(active):02d}"
         for retriever in retrievers.values():
             for where in (("kb-all",), (kb,)):
@@ -197,7 +208,7 @@ def compare(
                 times.setdefault(key, []).append((time.perf_counter() - began) * 1000)
                 for step, ms in trace.timings.items():
                     steps.setdefault(key, {}).setdefault(step, []).append(ms)
-    return {
+    result: dict[str, Any] = {
         key: {
             "rows": (small if key.startswith("small") else big)._table.count_rows(),
             "hybrid_p50_ms": round(statistics.median(values), 1),
@@ -206,6 +217,8 @@ def compare(
         }
         for key, values in times.items()
     }
+    result["big_kb_copies"] = dataclasses.asdict(big.kb_copies())  # searched from memory?
+    return result
 
 
 def write_cost(
@@ -229,7 +242,7 @@ def write_cost(
     }
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--source", type=Path, required=True, help="SciFact data dir")
     parser.add_argument("--work", type=Path, required=True, help="where the big table goes")
@@ -245,6 +258,9 @@ def main() -> None:
         type=int,
         default=KBS,
         help="--compare: searches in one of 100 KBs pick among this many of them",
+    )
+    parser.add_argument(
+        "--warmup-passes", type=int, default=1, help="--compare: run the warm-up this many times"
     )
     parser.add_argument(
         "--settle", type=float, default=10.0, help="--compare: seconds between warm-up and timing"
@@ -266,7 +282,11 @@ def main() -> None:
         action="store_true",
         help="only measure: SciFact alone against the grown table, side by side",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     rows, vectors, embedder, queries = source_rows(args.source)
     queries = queries[: args.queries + (args.warmup if args.compare else 0)]
     store = LanceChunkStore(
@@ -280,7 +300,15 @@ def main() -> None:
         small.optimize()
         rng = random.Random(args.seed)
         result = compare(
-            small, store, embedder, queries, rng, args.warmup, args.active_kbs, args.settle
+            small,
+            store,
+            embedder,
+            queries,
+            rng,
+            args.warmup,
+            args.active_kbs,
+            args.settle,
+            args.warmup_passes,
         )
         if args.no_writes:
             print(json.dumps(result, indent=1))

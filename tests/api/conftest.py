@@ -180,11 +180,11 @@ class KeyedServer:
 
 @contextmanager
 def keyed_server(
-    data_dir: Path, embedder: Any, llm: FakeLLMService, users: tuple[str, ...]
+    data_dir: Path, embedder: Any, llm: FakeLLMService, users: tuple[str, ...], **overrides: Any
 ) -> Iterator[KeyedServer]:
     from tests.api.test_access import user_keys
 
-    settings = Settings.load(data_dir=data_dir, llm_base_url=llm.url + "/v1")
+    settings = Settings.load(data_dir=data_dir, llm_base_url=llm.url + "/v1", **overrides)
     app = Citewell.from_settings(settings, embedder=embedder)
     with serve(FakeService()) as rerank_url, run_server(settings, embedder, app) as url:
         keys = user_keys(app, url, users)

@@ -192,3 +192,17 @@ def test_no_copies_when_turned_off(tmp_path):
     store.upsert(CORPUS)
     assert store._kb_snapshot(ChunkFilter(kb_ids=("kb1",))) is None
     assert ids(store.vector_search(unit(1), 1, ChunkFilter(kb_ids=("kb1",)))) == ["c2"]
+
+
+def test_stats_count_copies_and_where_searches_ran(store):
+    before = store.kb_copies()
+    assert (before.copies, before.made, before.searches_from_copies) == (0, 0, 0)
+    assert before.budget_mb == 512.0
+    store.vector_search(unit(1), 1, ChunkFilter(kb_ids=("kb1",)))  # read from the table
+    wait_for_copy(store, ("kb1",))
+    store.vector_search(unit(1), 1, ChunkFilter(kb_ids=("kb1",)))  # from the copy
+    after = store.kb_copies()
+    assert (after.copies, after.made) == (1, 1)
+    assert 0 < after.megabytes < 1
+    assert after.searches_from_copies >= 2  # wait_for_copy's last ask and the search
+    assert after.searches_from_table >= 2  # the first search and the ask that requested it

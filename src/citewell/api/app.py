@@ -24,6 +24,7 @@ from citewell.api.routes import (
     openai,
     rag,
     retrieval,
+    stats,
     users,
 )
 from citewell.api.routes import (
@@ -90,6 +91,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         users,
         models,
         settings_routes,
+        stats,
     ):
         app.include_router(module.router, dependencies=signed_in)
     if settings.web_ui:

@@ -152,6 +152,28 @@ class IndexHealth:
     recall_samples: int = 0
 
 
+@dataclass(frozen=True)
+class KbCopyStats:
+    """One process's in-memory copies of single KBs of a big table (LanceDB), for
+    ``GET /api/v1/stats/store``. The searches count vector and keyword halves apart, and
+    only those in KBs small enough for a copy: many from the table after the server has
+    run a while mean the KBs searched do not fit in ``budget_mb``."""
+
+    copies: int
+    megabytes: float
+    budget_mb: float
+    made: int  # since start; more than copies: others were pushed out or set aside
+    searches_from_copies: int
+    searches_from_table: int
+
+
+@runtime_checkable
+class ReportsKbCopies(Protocol):
+    """An optional capability: a store that keeps in-memory copies of single KBs."""
+
+    def kb_copies(self) -> KbCopyStats: ...
+
+
 @runtime_checkable
 class ReportsIndexHealth(Protocol):
     """An optional capability: a store that can report its indexes (and their recall) and

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from citewell.stores.base import KbCopyStats
 from citewell.stores.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
 from citewell.types import StoredChunk
 
@@ -118,10 +119,24 @@ class KbSnapshots:
         self._pending: queue.Queue[Key] = queue.Queue(PENDING_BUILDS)
         self._queued: set[Key] = set()
         self._worker: threading.Thread | None = None
+        self._served = self._missed = self._made = 0  # since start, for stats()
 
     @property
     def enabled(self) -> bool:
         return self._budget > 0
+
+    def stats(self) -> KbCopyStats:
+        """Copies held now, and how searches that could use one fared since start."""
+        with self._lock:
+            held = sum(c.nbytes for c in self._copies.values())
+            return KbCopyStats(
+                copies=len(self._copies),
+                megabytes=round(held / 2**20, 3),
+                budget_mb=round(self._budget / 2**20, 1),
+                made=self._made,
+                searches_from_copies=self._served,
+                searches_from_table=self._missed,
+            )
 
     # --- searches -----------------------------------------------------------------
     def current(self, kb_ids: Sequence[str]) -> TableSnapshot | None:
@@ -134,17 +149,20 @@ class KbSnapshots:
             found = self._copies.get(key) if self._current >= 0 else None
             due = now - self._checked >= self._interval
             if found is not None and not due:
+                self._served += 1
                 return found.snapshot
             current = self._current
         if found is not None:  # due: has another process written since?
             if self._version() == current:
                 with self._lock:
                     self._checked = time.monotonic()
+                    self._served += 1
                 return found.snapshot
             with self._lock:
                 if self._current == current:
                     self._current = -1  # check every copy again
         with self._lock:
+            self._missed += 1
             wanted = key in self._copies or self._admits(key)
         if wanted:
             self._request(key)
@@ -264,6 +282,8 @@ class KbSnapshots:
                 spent += time.monotonic() - began
                 if made is not None:
                     kept[key] = made
+                    with self._lock:
+                        self._made += 1
             with self._lock:
                 if cleared != self._cleared:
                     return spent

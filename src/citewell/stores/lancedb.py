@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, IndexHealth, SearchHit
+from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.lance_kb_snapshots import KbSnapshots
 from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses
@@ -223,6 +223,10 @@ class LanceChunkStore:
         """Rows, index layout and (with samples) the vector index's recall@50 measured
         against exact search, for ``citewell check``."""
         return self._upkeep.health(recall_samples)
+
+    def kb_copies(self) -> KbCopyStats:
+        """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""
+        return self._kb_snapshots.stats()
 
     # --- reads ------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:

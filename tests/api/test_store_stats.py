@@ -1,0 +1,63 @@
+"""Admins read what the chunk store holds, how its vector index is laid out (and, when
+asked, its measured recall) and how this process's in-memory KB copies serve searches
+(GET /api/v1/stats/store); other users cannot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.api.conftest import KeyedServer, keyed_server
+
+PARAGRAPH = (
+    "Grey herons stand still in the shallows for minutes at a time, then strike at fish, "
+    "frogs and the odd vole with a quick stab of the bill. They nest in colonies high in "
+    "trees and return to the same heronry year after year. "
+)
+NOTES = "".join(f"## Note {i}\n\n{PARAGRAPH * 3}\n\n" for i in range(12))
+INDEX_FROM = 8  # vector_index_min_rows: the notes make more chunks, so the table is "big"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[KeyedServer]:
+    data = tmp_path_factory.mktemp("stats")
+    with keyed_server(
+        data, onnx_embedder, fake_llm, ("carol",), vector_index_min_rows=INDEX_FROM
+    ) as server:
+        with server.client("admin") as admin:
+            kb = admin.post("/api/v1/knowledge", json={"name": "herons"}).json()["id"]
+            text = {"name": "herons.md", "content": NOTES}
+            assert admin.post(f"/api/v1/knowledge/{kb}/text", json=text).status_code == 201
+        yield server
+
+
+def test_admins_see_rows_index_and_kb_copies(world):
+    with world.client("admin") as admin:
+        response = admin.get("/api/v1/stats/store")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["store"] == "LanceChunkStore"
+    assert body["rows"] >= INDEX_FROM and body["index"]["rows"] == body["rows"]
+    assert body["index"]["vector_index"] not in ("none", "exact (in memory)")
+    assert body["index"]["trained_rows"] > 0
+    assert body["index"]["recall_at_50"] is None  # not asked for
+    copies = body["kb_copies"]
+    assert copies["budget_mb"] == world.settings.kb_snapshot_mb
+    assert copies["copies"] == 0  # the one KB holds the whole table: no copy is made
+
+
+def test_recall_is_measured_only_when_asked_and_bounded(world):
+    with world.client("admin") as admin:
+        measured = admin.get("/api/v1/stats/store", params={"recall_samples": 3}).json()
+        too_many = admin.get("/api/v1/stats/store", params={"recall_samples": 5000})
+    assert measured["index"]["recall_samples"] == 3
+    assert 0 < measured["index"]["recall_at_50"] <= 1
+    assert too_many.status_code == 400
+    assert "recall_samples" in too_many.text
+
+
+def test_other_users_may_not_read_them(world):
+    with world.client("carol") as carol:
+        response = carol.get("/api/v1/stats/store")
+    assert response.status_code == 403
