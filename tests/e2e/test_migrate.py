@@ -13,7 +13,7 @@ from citewell.auth.grants import GrantStore
 from citewell.cli import main
 from citewell.config import Settings
 from citewell.pipeline import Citewell
-from citewell.types import SearchMode
+from citewell.types import ChunkFilter, SearchMode
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,11 @@ DOCS = [
 
 def test_an_embedded_data_dir_moves_into_postgresql(tmp_path, postgres, onnx_embedder):
     data, url = tmp_path / "data", postgres.create_database()
-    before = Citewell.from_settings(Settings.load(data_dir=data), embedder=onnx_embedder)
+    # Sentence pairs on: their table moves too, and searches read it in both stores.
+    before = Citewell.from_settings(
+        Settings.load(data_dir=data, sentence_vectors=True), embedder=onnx_embedder
+    )
+    pairs = before.spaces.active.sentences
     users, grants = AuthStore(before.catalog.engine), GrantStore(before.catalog.engine)
     ada = users.create_user("ada", password="correct horse battery")
     plain = users.create_key(ada.id, "laptop")[1]
@@ -42,16 +46,19 @@ def test_an_embedded_data_dir_moves_into_postgresql(tmp_path, postgres, onnx_emb
         mode: [h.chunk.id for h in before.search("days at home", [kb.id], mode, k=3)]
         for mode in (SearchMode.HYBRID, SearchMode.VECTOR, SearchMode.BM25)
     }
+    pairs_before = pairs.count(ChunkFilter())
+    assert pairs_before > 0
     before.close()
 
     moved = runner.invoke(main, ["--data-dir", str(data), "migrate", "--to", url])
     assert moved.exit_code == 0, moved.output
     assert "Moved" in moved.output and f"CITEWELL_DATABASE_URL={url}" in moved.output
 
-    settings = Settings.load(data_dir=data, database_url=url)
+    settings = Settings.load(data_dir=data, database_url=url, sentence_vectors=True)
     after = Citewell.from_settings(settings, embedder=onnx_embedder)
     try:
         assert type(after.store).__name__ == "PostgresChunkStore"
+        assert after.spaces.active.sentences.count(ChunkFilter()) == pairs_before
         assert sorted(f.name for f in after.files(kb.id)) == sorted(n for n, _ in DOCS)
         for mode, ids in expected.items():
             found = [h.chunk.id for h in after.search("days at home", [kb.id], mode, k=3)]

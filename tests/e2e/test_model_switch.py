@@ -12,6 +12,7 @@ from citewell.errors import ConfigError, EmbeddingError
 from citewell.jobs import JobRunner
 from citewell.pipeline import Citewell
 from citewell.pipeline import spaces as spaces_module
+from citewell.pipeline.chunk_rows import sentence_table
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import ChunkFilter
 
@@ -57,6 +58,11 @@ def run_until_switched(app: Citewell, batch_files: int = 64) -> int:
     return batches
 
 
+def _tables_of(app: Citewell) -> list[str]:
+    """The active space's tables: its chunks and its chunks' sentence pairs."""
+    return [app.spaces.active.id, sentence_table(app.spaces.active.id)]
+
+
 def top_file(app: Citewell, query: str) -> str:
     return app.search(query, ["birds"], k=1)[0].chunk.file_name
 
@@ -90,6 +96,23 @@ def test_the_new_space_holds_the_same_chunks_and_embedded_texts(filled, old, new
     assert after == chunks_before  # text, offsets, headings, terms and KBs: all kept
     embedded = {t for call in new.calls for t in call}
     assert "# Bird 3\n\nThe bird number 3 eats seeds3 and sings song3." in embedded
+
+
+def test_sentence_pairs_move_into_the_new_space_too(settings, old, new):
+    pairs = settings.model_copy(update={"sentence_vectors": True})
+    first = Citewell.from_settings(pairs, embedder=old)
+    first.ingest_texts(BIRDS[:10], "birds", "text/markdown")
+    before = first.spaces.active.sentences.scan(ChunkFilter())
+    first.close()
+    assert len(before) >= 10
+    app = Citewell.from_settings(pairs, embedder=new, previous=[old])
+    run_until_switched(app)
+    after = app.spaces.active.sentences.scan(ChunkFilter())
+    assert after == before and app.spaces.active.sentences.dimension == 32
+    embedded = {t for call in new.calls for t in call}
+    assert {p.text for p in before} <= embedded  # each pair embedded by the new model
+    assert top_file(app, "seeds7 song7") == "bird-7.md"
+    assert app.check().problems == 0
 
 
 def test_changes_made_during_the_switch_are_caught_up(filled, old, new):
@@ -138,7 +161,7 @@ def test_going_back_to_the_old_model_gives_the_switch_up(filled, old, new, monke
     monkeypatch.setattr(spaces_module, "DROP_AFTER", 0.0)
     back.spaces.drop_retired()
     tables = lancedb.connect(str(filled.data_dir / "lancedb")).list_tables().tables
-    assert tables == [back.spaces.active.id]  # the half-built space is gone
+    assert tables == _tables_of(back)  # the half-built space is gone
     assert back.spaces.cache.get(new.model_id, ["x"]) == {}
 
 
@@ -154,7 +177,7 @@ def test_the_old_space_and_its_cached_vectors_go_after_the_switch(filled, old, n
     monkeypatch.setattr(spaces_module, "DROP_AFTER", 0.0)
     app.spaces.drop_retired()
     tables = lancedb.connect(str(filled.data_dir / "lancedb")).list_tables().tables
-    assert tables == [app.spaces.active.id] and app.spaces.registry.retired() == []
+    assert tables == _tables_of(app) and app.spaces.registry.retired() == []
     assert app.embedder.cache.forget(old.model_id) == 0  # already forgotten
 
 

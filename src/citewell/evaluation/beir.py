@@ -33,6 +33,7 @@ INDEX_SETTINGS = (
     "embedding_onnx_path",
     "bm25_stemmer",
 )
+SWITCHES = ("sentence_vectors",)  # in the fingerprint when on (older indexes keep their name)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def document_markdown(title: str, text: str) -> str:
 
 def index_fingerprint(cw: Citewell, data: BeirData) -> str:
     shape = {name: str(getattr(cw.settings, name)) for name in INDEX_SETTINGS}
+    shape |= {name: "True" for name in SWITCHES if getattr(cw.settings, name)}
     shape["docs"] = str(len(data.corpus))
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
 

@@ -24,7 +24,6 @@ from citewell.catalog.storage import FileStorage
 from citewell.errors import CitewellError, UpstreamError
 from citewell.jobs.store import Job, JobStore
 from citewell.sources import SourceItem
-from citewell.stores.base import optimize_store
 
 if TYPE_CHECKING:  # the pipeline imports the jobs package
     from citewell.pipeline.ingest import Ingestor
@@ -212,7 +211,7 @@ class JobRunner:
             self._since_optimize += 1
         if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
             with self.ingestor.lock:
-                optimize_store(self.ingestor.store)
+                self.ingestor.writer.optimize()
             self._since_optimize = 0
         if self.spaces is not None and not any(op == "reembed" for op, _ in groups):
             self.spaces.finish()

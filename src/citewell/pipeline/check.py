@@ -1,7 +1,7 @@
 """`citewell check`: where the metadata database, the chunk store and the stored files
 disagree, and (with repair) making them agree again.
 
-- chunks of files the catalog does not know (orphans) → deleted;
+- chunks (or sentence pairs) of files the catalog does not know (orphans) → deleted;
 - files whose chunks are missing or fewer than recorded (or, in a KB with its own chunking,
   whose chunk set there is missing) → re-indexed from the stored original, every chunk set
   anew (deleted when the original is gone too);
@@ -24,7 +24,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.jobs import RUNNING, JobStore
 from citewell.jobs.runner import stale_staged
 from citewell.pipeline.ingest import Ingestor
-from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth, optimize_store
+from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth
 from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (BENCHMARKS.md).
@@ -89,8 +89,10 @@ class ConsistencyCheck:
     def _compare(self) -> CheckReport:
         report = CheckReport()
         files = {f.id: f for f in self.catalog.list_files()}
-        for file_id in sorted(self.store.file_ids() - set(files)):
-            report.orphan_chunks[file_id] = self.store.count(ChunkFilter(file_ids=(file_id,)))
+        pairs = self.ingestor.writer.sentences
+        for file_id in sorted((self.store.file_ids() | pairs.file_ids()) - set(files)):
+            where = ChunkFilter(file_ids=(file_id,))
+            report.orphan_chunks[file_id] = self.store.count(where) + pairs.count(where)
         special = self.ingestor.sets.labels.special()
         for record in files.values():
             kb_ids = self.catalog.kbs_of_file(record.id)
@@ -122,7 +124,7 @@ class ConsistencyCheck:
 
     def _repair(self, report: CheckReport) -> None:
         for file_id in report.orphan_chunks:
-            self.store.delete(ChunkFilter(file_ids=(file_id,)))
+            self.ingestor.writer.delete(ChunkFilter(file_ids=(file_id,)))
             report.repairs.append(f"deleted the orphan chunks of {file_id}")
         for file_id in report.orphan_stored:
             self.storage.delete(file_id)
@@ -143,7 +145,7 @@ class ConsistencyCheck:
             self.store.rebuild_vector_index()
             report.repairs.append("trained the vector index anew")
         if report.repairs:
-            optimize_store(self.store)
+            self.ingestor.writer.optimize()
 
     def _reindex(self, file_id: str) -> str:
         record = self.catalog.get_file(file_id)

@@ -27,6 +27,11 @@ def space_table(model_id: str, dimension: int) -> str:
     return f"chunks_{sha256(f'{model_id}:{dimension}'.encode())[:16]}"
 
 
+def sentence_table(space: str) -> str:
+    """The table of a space's sentence pairs (``pipeline.sentences``), beside its chunks."""
+    return f"{space}_sentences"
+
+
 def embed_text(text: str, headings: Sequence[str], title: str = "", prefix: str = "") -> str:
     """A chunk as embedded: prefixed with its heading path (or the title) for context, and
     with what the LLM wrote about it (``prefix``: its document's summary, its context).

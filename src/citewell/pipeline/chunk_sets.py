@@ -54,6 +54,7 @@ class ChunkTarget:
     splitter: Splitter
     enricher: Enricher
     bm25_enriched: bool  # file name and title indexed with each chunk
+    sentences: bool = False  # its chunks' sentence pairs are embedded too
 
 
 class ChunkSets:
@@ -88,6 +89,7 @@ class ChunkSets:
             self.live.splitter_for(embedder, settings),
             self._enricher(settings),
             settings.bm25_enriched_texts,
+            settings.sentence_vectors,
         )
 
     def shared_peer(self, file_id: str, kb_id: str) -> str | None:
@@ -243,7 +245,7 @@ class Rechunker:
 
     def _drop(self, kb_id: str, label: str) -> None:
         """Delete one of the KB's sets (the shared one: only the KB's share of it)."""
-        store = self.ingestor.store
+        store = self.ingestor.writer
         if label != kb_id:
             store.delete(ChunkFilter(kb_ids=(label,)))
             return

@@ -30,9 +30,10 @@ from citewell.pipeline.ingest_types import (
     ProgressCallback,
     Reader,
 )
+from citewell.pipeline.sentences import SpaceWriter, sentence_rows
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
-from citewell.stores.base import ChunkStore, optimize_store
+from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, Document, IngestReport, Section, StoredChunk
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class _Pending:
     record: FileRecord
     chunks: list[StoredChunk]
     embed_texts: list[str]
+    pairs: list[StoredChunk]  # sentence pairs of chunks in sets that embed them
     data: bytes
     text: str
     sections: tuple[Section, ...]
@@ -122,6 +124,11 @@ class Ingestor:
         return self._space().store
 
     @property
+    def writer(self) -> SpaceWriter:
+        """Writes chunks and their sentence pairs together (reads go to ``store``)."""
+        return self._space().writer
+
+    @property
     def splitter(self) -> Splitter:
         return self._splitter(self._space().embedder)
 
@@ -140,7 +147,7 @@ class Ingestor:
         with self.lock:
             report = self._ingest_items(items, kb, progress, strict, observer)
             if optimize:
-                optimize_store(self.store)
+                self.writer.optimize()
             return report
 
     def _ingest_items(
@@ -297,12 +304,15 @@ class Ingestor:
         file_id = digest[:32]
         chunks: list[StoredChunk] = []
         embed_texts: list[str] = []
+        pairs: list[StoredChunk] = []
         counts = []
         for target in targets:  # one set per chunking the KB needs (two while re-chunked)
             made, texts = self.rows.make(file_id, document, target, item.name)
             chunks += made
             embed_texts += texts
             counts.append(len(made))
+            if target.sentences:
+                pairs += sentence_rows(made, texts)[0]
         record = FileRecord(
             id=file_id,
             sha256=digest,
@@ -317,21 +327,20 @@ class Ingestor:
             url=item.url,
             title=document.title or "",
         )
-        return _Pending(item, record, chunks, embed_texts, data, document.text, document.sections)
+        return _Pending(
+            item, record, chunks, embed_texts, pairs, data, document.text, document.sections
+        )
 
     def _flush(self, run: _Run) -> None:
         """Embed every pending chunk in one pass (full batches), then store them in one write."""
         if not run.pending:
             return
-        texts = [t for p in run.pending for t in p.embed_texts]
-        vectors = self.embedder.embed(texts, "document")
-        rows = [
-            with_vector(chunk, vector)
-            for chunk, vector in zip(
-                (c for p in run.pending for c in p.chunks), vectors, strict=True
-            )
-        ]
-        self.store.upsert(rows)
+        chunks = [c for p in run.pending for c in p.chunks]
+        pairs = [c for p in run.pending for c in p.pairs]
+        texts = [t for p in run.pending for t in p.embed_texts] + [c.text for c in pairs]
+        vectors = self.embedder.embed(texts, "document")  # one pass: full batches
+        rows = [with_vector(c, v) for c, v in zip([*chunks, *pairs], vectors, strict=True)]
+        self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
         for pending in run.pending:
             self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
             self.catalog.add_file(pending.record)
@@ -344,7 +353,7 @@ class Ingestor:
         run.pending.clear()
         run.bump("flushes")
         if run.counts["flushes"] % COMPACT_EVERY == 0:
-            optimize_store(self.store)  # long ingests: keep fragments few and indexes current
+            self.writer.optimize()  # long ingests: keep fragments few and indexes current
 
     def reindex(self, record: FileRecord, data: bytes) -> int:
         """Rebuild a file's chunks from its original: same id, same KBs, each set anew. The
@@ -352,7 +361,7 @@ class Ingestor:
         cache."""
         document = self.reader.read(data, record.name)
         self.storage.put(record.id, data, document.text, document.sections)
-        self.store.delete(ChunkFilter(file_ids=(record.id,)))
+        self.writer.delete(ChunkFilter(file_ids=(record.id,)))
         kb_ids = self.catalog.kbs_of_file(record.id)
         sets = {k: self.sets.labels.of(k) for k in kb_ids}
         shared = tuple(k for k in kb_ids if sets[k].shared)
@@ -383,7 +392,7 @@ class Ingestor:
         if target.shared:
             peer = self.sets.shared_peer(record.id, kb_id)
             if peer is not None:
-                self.store.link(record.id, target.label, within=peer)
+                self.writer.link(record.id, target.label, within=peer)
                 return 0
         return self._write_set(record.id, self._stored_document(record), target, record.name)
 
@@ -398,8 +407,10 @@ class Ingestor:
         chunks, texts = self.rows.make(file_id, document, target, name, labels)
         if not texts:
             return 0
-        vectors = self.embedder.embed(texts, "document")
-        self.store.upsert([with_vector(c, v) for c, v in zip(chunks, vectors, strict=True)])
+        pairs, pair_texts = sentence_rows(chunks, texts) if target.sentences else ([], [])
+        vectors = self.embedder.embed(texts + pair_texts, "document")
+        rows = [with_vector(c, v) for c, v in zip([*chunks, *pairs], vectors, strict=True)]
+        self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
         return len(chunks)
 
     def _stored_document(self, record: FileRecord) -> Document:
@@ -430,12 +441,12 @@ class Ingestor:
         sets = self.sets.labels.of(kb_id)
         for label in dict.fromkeys((*sets.writing, sets.retired)):
             if label:
-                self.store.unlink(file_id, label)
+                self.writer.unlink(file_id, label)
         if not self.catalog.kbs_of_file(file_id):
             self.delete_file(file_id)
 
     def delete_file(self, file_id: str) -> None:
         """Every chunk, vector, index entry, stored text and original of the file goes."""
-        self.store.delete(ChunkFilter(file_ids=(file_id,)))
+        self.writer.delete(ChunkFilter(file_ids=(file_id,)))
         self.catalog.delete_file(file_id)
         self.storage.delete(file_id)

@@ -10,6 +10,7 @@ from typing import Protocol
 from citewell.embedders import CachedEmbedder
 from citewell.enrich import EnrichCost
 from citewell.errors import CitewellError
+from citewell.pipeline.sentences import SpaceWriter
 from citewell.stores.base import ChunkStore
 from citewell.types import Document
 
@@ -63,3 +64,6 @@ class ActiveSpace(Protocol):
 
     @property
     def store(self) -> ChunkStore: ...
+
+    @property
+    def writer(self) -> SpaceWriter: ...

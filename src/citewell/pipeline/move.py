@@ -26,6 +26,7 @@ from citewell.db.engine import url_engine
 from citewell.db.models import Base
 from citewell.embedders.cache import DatabaseEmbeddingCache, EmbeddingCache
 from citewell.errors import ConfigError, StoreError
+from citewell.pipeline.chunk_rows import sentence_table
 from citewell.stores.base import ChunkStore, ExportsChunks, scanning
 from citewell.stores.postgres import PostgresChunkStore
 from citewell.stores.registry import open_chunk_store
@@ -71,7 +72,8 @@ class Move:
         report.cached_vectors = self._copy_cache()
         for record in SpaceRegistry(self.source).all():
             if record.state != RETIRED:
-                report.chunks[record.id] = self._copy_chunks(record.id, record.dimension)
+                for name in (record.id, sentence_table(record.id)):
+                    report.chunks[name] = self._copy_chunks(name, record.dimension)
         self._verify(report)
         return report
 
@@ -88,7 +90,8 @@ class Move:
             for table in reversed(Base.metadata.sorted_tables):
                 db.execute(delete(table))
         for record in SpaceRegistry(self.source).all():
-            PostgresChunkStore(self.target, record.id, record.dimension).drop()
+            for table in (record.id, sentence_table(record.id)):
+                PostgresChunkStore(self.target, table, record.dimension).drop()
 
     def _copy_table(self, table: Table) -> int:
         with self.source.connect() as source:

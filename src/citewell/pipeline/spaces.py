@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
 
+import numpy as np
+
 from citewell.catalog import Catalog
 from citewell.catalog.spaces import ACTIVE, BUILDING, SpaceRecord, SpaceRegistry
 from citewell.config import Settings
@@ -26,9 +28,10 @@ from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embe
 from citewell.enrich import ContextCache, stored_enrichment
 from citewell.errors import ConfigError
 from citewell.jobs import Job, JobStore
-from citewell.pipeline.chunk_rows import embed_text, space_table
+from citewell.pipeline.chunk_rows import embed_text, sentence_table, space_table
+from citewell.pipeline.sentences import SpaceWriter
 from citewell.retrieval.retriever import SearchSpace
-from citewell.stores.base import ChunkStore, DropsTables, optimize_store, scanning
+from citewell.stores.base import ChunkStore, DropsTables, scanning
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -68,13 +71,15 @@ def settings_with(settings: Settings, config: dict[str, str | int | float | None
 
 @dataclass(frozen=True)
 class Space:
-    """A space ready for use: its record, the embedder that made it and its chunk table.
-    An immutable handle: ingestion and retrieval
-    read ``EmbeddingSpaces.active`` once per operation, and a switch replaces it whole."""
+    """A space ready for use: its record, the embedder that made it, its chunk table and
+    the table of its chunks' sentence pairs (``pipeline.sentences``). An immutable handle:
+    ingestion and retrieval read ``EmbeddingSpaces.active`` once per operation, and a
+    switch replaces it whole."""
 
     record: SpaceRecord
     embedder: CachedEmbedder
     store: ChunkStore
+    sentences: ChunkStore
 
     @property
     def id(self) -> str:
@@ -82,7 +87,11 @@ class Space:
 
     @property
     def search_space(self) -> SearchSpace:
-        return SearchSpace(self.store, self.embedder)
+        return SearchSpace(self.store, self.embedder, self.sentences)
+
+    @property
+    def writer(self) -> SpaceWriter:
+        return SpaceWriter(self.store, self.sentences)
 
 
 @dataclass(frozen=True)
@@ -148,8 +157,9 @@ class EmbeddingSpaces:
     def _open(self, record: SpaceRecord, embedder: Embedder | None = None) -> Space:
         embedder = embedder or self._rebuild(record)
         store = open_chunk_store(self.settings, record.id, record.dimension)
+        sentences = open_chunk_store(self.settings, sentence_table(record.id), record.dimension)
         cached = CachedEmbedder(embedder, self.cache)
-        return Space(record, cached, store)
+        return Space(record, cached, store, sentences)
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:
         """The embedder a recorded space was made by, from its kept settings."""
@@ -252,14 +262,19 @@ class EmbeddingSpaces:
             self.jobs.succeed(job.id, job.key, job.claim)
 
     def _copy(self, file_ids: tuple[str, ...], target: Space) -> None:
-        """The files' chunks as the active space holds them, embedded into ``target``."""
-        chunks = scanning(self.active.store).scan(ChunkFilter(file_ids=file_ids))
-        texts = self._embed_texts(chunks)
-        vectors = target.embedder.embed(texts, "document") if texts else None
-        target.store.delete(ChunkFilter(file_ids=file_ids))  # none left for a deleted file
-        if vectors is not None:
-            pairs = zip(chunks, vectors, strict=True)
-            target.store.upsert([replace(c, vector=tuple(float(x) for x in v)) for c, v in pairs])
+        """The files' chunks (and sentence pairs) as the active space holds them, embedded
+        into ``target``."""
+        where = ChunkFilter(file_ids=file_ids)
+        chunks = scanning(self.active.store).scan(where)
+        pairs = scanning(self.active.sentences).scan(where)
+        texts = self._embed_texts(chunks) + [p.text for p in pairs]  # pairs: as they are
+        vectors = target.embedder.embed(texts, "document") if texts else np.zeros((0, 0))
+        rows = [
+            replace(c, vector=tuple(float(x) for x in v))
+            for c, v in zip([*chunks, *pairs], vectors, strict=True)
+        ]
+        target.writer.delete(where)  # none left for a deleted file
+        target.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
 
     def _embed_texts(self, chunks: Sequence[StoredChunk]) -> list[str]:
         """The chunks as they were embedded: heading path or title, and what the LLM wrote
@@ -284,7 +299,7 @@ class EmbeddingSpaces:
         target = self.target
         assert target is not None
         self._catch_up(target)  # most of what changed meanwhile, ingestion still running
-        optimize_store(target.store)  # indexes built before the first query arrives
+        target.writer.optimize()  # indexes built before the first query arrives
         with self.lock:
             self._catch_up(target)  # the rest, with ingestion paused
             self.registry.activate(target.id)
@@ -297,7 +312,7 @@ class EmbeddingSpaces:
         old, new = scanning(self.active.store).manifest(), scanning(target.store).manifest()
         gone = [f for f in new if f not in old]
         for i in range(0, len(gone), 500):
-            target.store.delete(ChunkFilter(file_ids=tuple(gone[i : i + 500])))
+            target.writer.delete(ChunkFilter(file_ids=tuple(gone[i : i + 500])))
         stale = [f for f, chunks in old.items() if new.get(f) != chunks]
         for i in range(0, len(stale), COPY_FILES):
             self._copy(tuple(stale[i : i + COPY_FILES]), target)
@@ -332,9 +347,10 @@ class EmbeddingSpaces:
         for record in self.registry.retired():
             if time.time() - record.changed_at < DROP_AFTER:
                 continue
-            store = open_chunk_store(self.settings, record.id, record.dimension)
-            if isinstance(store, DropsTables):
-                store.drop()
+            for table in (record.id, sentence_table(record.id)):
+                store = open_chunk_store(self.settings, table, record.dimension)
+                if isinstance(store, DropsTables):
+                    store.drop()
             if record.model_id not in in_use:
                 self.cache.forget(record.model_id)
             self.registry.forget(record.id)

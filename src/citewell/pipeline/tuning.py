@@ -58,6 +58,7 @@ KB_CHUNKING = (
     "contextual_chunks",
     "document_summary",
     "bm25_enriched_texts",
+    "sentence_vectors",
 )
 ENRICH_SETTINGS = (
     "contextual_chunks",

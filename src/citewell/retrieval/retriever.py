@@ -9,10 +9,16 @@ from dataclasses import dataclass, field
 
 from citewell.embedders.base import Embedder
 from citewell.rerankers.base import Reranker
-from citewell.retrieval.fusion import reciprocal_rank_fusion, top, weighted_score_fusion
+from citewell.retrieval.fusion import (
+    RankedIds,
+    reciprocal_rank_fusion,
+    top,
+    weighted_score_fusion,
+)
+from citewell.retrieval.sentences import PAIRS_PER_CHUNK, SENTENCE_SHARE, best_per_chunk, weights
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import ChunkStore, SearchHit
-from citewell.types import ChunkFilter, ScoredChunk, SearchMode
+from citewell.types import ChunkFilter, ScoredChunk, SearchMode, StoredChunk
 
 
 @dataclass(frozen=True)
@@ -46,10 +52,12 @@ class RetrievalTrace:
 @dataclass(frozen=True)
 class SearchSpace:
     """A chunk store and the embedder that made its vectors: always used as a pair, so a
-    query is never embedded by one model and compared with another's vectors."""
+    query is never embedded by one model and compared with another's vectors. ``sentences``
+    holds the sentence pairs of chunks whose KB embeds them (``sentence_vectors``)."""
 
     store: ChunkStore
     embedder: Embedder
+    sentences: ChunkStore | None = None
 
 
 class HybridRetriever:
@@ -116,13 +124,13 @@ class HybridRetriever:
             keyword = self._keyword(space, settings, query, pool, where, trace)
             ranked = _single(keyword, bm25=True)
         elif mode is SearchMode.VECTOR:
-            ranked = _single(self._vector(space, query, pool, where, trace), bm25=False)
+            ranked = self._vector_only(space, settings, query, pool, where, trace)
         else:
             ranked = self._hybrid(space, settings, query, pool, where, trace)
         if reranker is None:
-            kept = self._best_with_rows(space, ranked[: 2 * k], k, floor, trace)
+            kept = self._best_with_rows(space, ranked[: 2 * k], k, floor, where, trace)
         else:  # the whole pool is read and reranked, then cut
-            results = self._with_rows(space, ranked, trace)
+            results = self._with_rows(space, ranked, where, trace)
             began = time.perf_counter()
             results = reranker.rerank(query, results, min(k, settings.top_k_reranker))
             trace.timings["rerank"] = _ms(began)
@@ -137,6 +145,7 @@ class HybridRetriever:
         ranked: list[ScoredChunk],
         k: int,
         floor: float,
+        where: ChunkFilter,
         trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
         """The first k candidates above the threshold that have rows and are not the same
@@ -151,7 +160,7 @@ class HybridRetriever:
         while start < len(above) and len(out) < k:
             batch = above[start : start + k - len(out)]
             start += len(batch)
-            out.extend(self._with_rows(space, batch, trace, seen))
+            out.extend(self._with_rows(space, batch, where, trace, seen))
             fetched += trace.timings["fetch"]
         trace.timings["fetch"] = fetched
         return out
@@ -160,10 +169,13 @@ class HybridRetriever:
         self,
         space: SearchSpace,
         ranked: list[ScoredChunk],
+        where: ChunkFilter,
         trace: RetrievalTrace,
         seen: set[str] | None = None,
     ) -> list[ScoredChunk]:
-        """Those with rows, each passage once (``seen``: passages taken before)."""
+        """Those with rows inside ``where``, each passage once (``seen``: passages taken
+        before). The store filtered every search already; the check here makes sure no
+        sentence pair whose file left a KB since can bring that file's chunk back."""
         began = time.perf_counter()
         chunks = {c.id: c for c in space.store.get([r.chunk_id for r in ranked])}
         trace.timings["fetch"] = _ms(began)
@@ -171,7 +183,7 @@ class HybridRetriever:
         seen = set() if seen is None else seen
         for result in ranked:
             chunk = chunks.get(result.chunk_id)
-            if chunk is None or chunk.text.strip() in seen:
+            if chunk is None or chunk.text.strip() in seen or not _inside(chunk, where):
                 continue  # gone since the search, or the same passage in another file
             seen.add(chunk.text.strip())
             result.chunk = chunk
@@ -193,16 +205,38 @@ class HybridRetriever:
         trace.timings["keyword"] = _ms(began)  # beside the vector search, on its own thread
         return hits
 
-    def _vector(
+    def _dense(
         self, space: SearchSpace, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
-    ) -> list[SearchHit]:
+    ) -> tuple[list[SearchHit], list[SearchHit]]:
+        """The chunks nearest the query, and those whose best sentence pair is (empty when
+        no KB searched embeds pairs)."""
         began = time.perf_counter()
-        vector = space.embedder.embed([query], "query")[0]
+        vector = space.embedder.embed([query], "query")[0].tolist()
         trace.timings["embed"] = _ms(began)
         began = time.perf_counter()
-        hits = space.store.vector_search(vector.tolist(), k, where)
+        hits = space.store.vector_search(vector, k, where)
         trace.timings["vector"] = _ms(began)
-        return hits
+        if space.sentences is None:
+            return hits, []
+        began = time.perf_counter()
+        pairs = space.sentences.vector_search(vector, PAIRS_PER_CHUNK * k, where)
+        trace.timings["sentences"] = _ms(began)
+        return hits, best_per_chunk(pairs, k)
+
+    def _vector_only(
+        self,
+        space: SearchSpace,
+        settings: RetrievalSettings,
+        query: str,
+        k: int,
+        where: ChunkFilter,
+        trace: RetrievalTrace,
+    ) -> list[ScoredChunk]:
+        hits, best = self._dense(space, query, k, where, trace)
+        if not best:
+            return _single(hits, bm25=False)
+        fused = _fuse(settings, [_pairs(hits), _pairs(best)], [1 - SENTENCE_SHARE, SENTENCE_SHARE])
+        return _combine(top(fused, k), hits, [])
 
     def _hybrid(
         self,
@@ -214,19 +248,29 @@ class HybridRetriever:
         trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
         keyword = self._pool.submit(self._keyword, space, settings, query, k, where, trace)
-        vector_hits = self._vector(space, query, k, where, trace)
+        vector_hits, best = self._dense(space, query, k, where, trace)
         keyword_hits = keyword.result()
-        lists = [
-            [(h.chunk_id, h.score) for h in vector_hits],
-            [(h.chunk_id, h.score) for h in keyword_hits],
-        ]
-        weights = [1.0 - settings.bm25_weight, settings.bm25_weight]
-        fused = (
-            reciprocal_rank_fusion(lists, weights, settings.rrf_k)
-            if settings.fusion == "rrf"
-            else weighted_score_fusion(lists, weights)
-        )
+        lists = [_pairs(vector_hits), *([_pairs(best)] if best else []), _pairs(keyword_hits)]
+        fused = _fuse(settings, lists, weights(settings.bm25_weight, bool(best)))
         return _combine(top(fused, k), vector_hits, keyword_hits)
+
+
+def _pairs(hits: Sequence[SearchHit]) -> RankedIds:
+    return [(h.chunk_id, h.score) for h in hits]
+
+
+def _fuse(
+    settings: RetrievalSettings, lists: Sequence[RankedIds], weights: Sequence[float]
+) -> dict[str, float]:
+    if settings.fusion == "rrf":
+        return reciprocal_rank_fusion(lists, weights, settings.rrf_k)
+    return weighted_score_fusion(lists, weights)
+
+
+def _inside(chunk: StoredChunk, where: ChunkFilter) -> bool:
+    if where.file_ids is not None and chunk.file_id not in where.file_ids:
+        return False
+    return where.kb_ids is None or not set(chunk.kb_ids).isdisjoint(where.kb_ids)
 
 
 def _ms(began: float) -> float:
