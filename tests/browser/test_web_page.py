@@ -202,10 +202,15 @@ def test_an_owner_sets_the_kbs_own_chunking(page, site):
     chunking = page.get_by_role("form", name="Chunking")
     chunking.get_by_label("text_splitter").select_option("token")
     chunking.get_by_label("chunk_size").fill("128")
+    chunking.get_by_label("sentence_vectors").select_option("true")
     chunking.get_by_role("button", name="Save chunking").click()
     page.get_by_text("Chunking saved").wait_for()
     own = site.app.catalog.get_kb("chunked").settings
-    assert own.chunking_map == {"text_splitter": "token", "chunk_size": 128}
+    assert own.chunking_map == {
+        "text_splitter": "token",
+        "chunk_size": 128,
+        "sentence_vectors": True,
+    }
     assert site.app.chunk_sets.labels.of(own_id(site, "chunked")).label.endswith("~1")
     assert page.problems == []
 

@@ -88,7 +88,7 @@ class HybridRetriever:
         self._current = current
         fixed_ranking = Ranking(settings, reranker)
         self._ranking = ranking or (lambda: fixed_ranking)
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewell-bm25")
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citewell-search")
 
     @property
     def space(self) -> SearchSpace:
@@ -213,15 +213,26 @@ class HybridRetriever:
         began = time.perf_counter()
         vector = space.embedder.embed([query], "query")[0].tolist()
         trace.timings["embed"] = _ms(began)
+        pairs = None
+        if space.sentences is not None:  # beside the chunks' search, on a thread of its own
+            pairs = self._pool.submit(self._pairs, space.sentences, vector, k, where, trace)
         began = time.perf_counter()
         hits = space.store.vector_search(vector, k, where)
         trace.timings["vector"] = _ms(began)
-        if space.sentences is None:
-            return hits, []
+        return hits, pairs.result() if pairs is not None else []
+
+    def _pairs(
+        self,
+        store: ChunkStore,
+        vector: list[float],
+        k: int,
+        where: ChunkFilter,
+        trace: RetrievalTrace,
+    ) -> list[SearchHit]:
         began = time.perf_counter()
-        pairs = space.sentences.vector_search(vector, PAIRS_PER_CHUNK * k, where)
+        hits = store.vector_search(vector, PAIRS_PER_CHUNK * k, where)
         trace.timings["sentences"] = _ms(began)
-        return hits, best_per_chunk(pairs, k)
+        return best_per_chunk(hits, k)
 
     def _vector_only(
         self,

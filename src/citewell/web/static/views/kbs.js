@@ -243,6 +243,7 @@ function chunkingForm(kb) {
     number("chunk_size", { min: 1 }),
     number("chunk_overlap"),
     choice("contextual_chunks", ["", true, false]),
+    choice("sentence_vectors", ["", true, false]),
     h("button", { type: "submit" }, "Save chunking"),
     progress,
   ], async (node) => {
