@@ -79,6 +79,9 @@ def test_the_kb_keeps_pairs_beside_its_chunks_and_searches_find_them(world):
     chunks, pairs = _chunks(world, world.pairs), _pairs(world, world.pairs)
     assert chunks > 0 and pairs >= 2 * chunks  # about three long sentences a chunk here
     assert _pairs(world, world.plain) == 0  # the server's setting is off
+    with world.client("admin") as admin:
+        stats = admin.get("/api/v1/stats/store").json()
+        assert stats["sentence_pairs"] == pairs and stats["rows"] == 2 * chunks
     with world.client("alice") as alice:
         found = _search(alice, [world.pairs])
         assert len(found) == chunks and found[0]["score"] > 0

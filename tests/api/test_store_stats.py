@@ -40,6 +40,7 @@ def test_admins_see_rows_index_and_kb_copies(world):
     body = response.json()
     assert body["store"] == type(world.app.store).__name__
     assert body["rows"] >= INDEX_FROM and body["index"]["rows"] == body["rows"]
+    assert body["sentence_pairs"] == 0  # sentence_vectors is off
     assert body["index"]["recall_at_50"] is None  # not asked for
     if isinstance(world.app.store, LanceChunkStore):
         assert body["index"]["vector_index"] not in ("none", "exact (in memory)")

@@ -22,6 +22,7 @@ class StoreStatsPublic(BaseModel):
     rows: int
     index: IndexHealth | None  # None: the store cannot report its indexes
     kb_copies: KbCopyStats | None  # None: the store keeps none (PostgreSQL)
+    sentence_pairs: int  # rows of the table beside it (``sentence_vectors``)
 
 
 @router.get("/store")
@@ -37,4 +38,7 @@ def store_stats(
     index = store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None
     copies = store.kb_copies() if isinstance(store, ReportsKbCopies) else None
     rows = index.rows if index is not None else store.count(ChunkFilter())
-    return StoreStatsPublic(store=type(store).__name__, rows=rows, index=index, kb_copies=copies)
+    pairs = app.spaces.active.sentences.count(ChunkFilter())
+    return StoreStatsPublic(
+        store=type(store).__name__, rows=rows, index=index, kb_copies=copies, sentence_pairs=pairs
+    )
