@@ -87,7 +87,10 @@ def postgres() -> Iterator[object]:
     """A real PostgreSQL + pgvector on 127.0.0.1 for the whole session (testing/postgres.py)."""
     from citewell.testing.postgres import EmbeddedPostgres
 
-    server = EmbeddedPostgres()
+    # One test process holds many apps, each with its own database and pool (5 idle
+    # connections and a listener each, up to 16 engines cached): PostgreSQL's default of
+    # 100 connections is too few for the API tier's PostgreSQL pass.
+    server = EmbeddedPostgres(settings={"max_connections": "300"})
     server.start()
     yield server
     server.stop()
