@@ -215,13 +215,13 @@ class HybridRetriever:
         trace.timings["embed"] = _ms(began)
         pairs = None
         if space.sentences is not None:  # beside the chunks' search, on a thread of its own
-            pairs = self._pool.submit(self._pairs, space.sentences, vector, k, where, trace)
+            pairs = self._pool.submit(self._pair_search, space.sentences, vector, k, where, trace)
         began = time.perf_counter()
         hits = space.store.vector_search(vector, k, where)
         trace.timings["vector"] = _ms(began)
         return hits, pairs.result() if pairs is not None else []
 
-    def _pairs(
+    def _pair_search(
         self,
         store: ChunkStore,
         vector: list[float],
@@ -246,7 +246,8 @@ class HybridRetriever:
         hits, best = self._dense(space, query, k, where, trace)
         if not best:
             return _single(hits, bm25=False)
-        fused = _fuse(settings, [_pairs(hits), _pairs(best)], [1 - SENTENCE_SHARE, SENTENCE_SHARE])
+        shares = [1 - SENTENCE_SHARE, SENTENCE_SHARE]
+        fused = _fuse(settings, [_ranked(hits), _ranked(best)], shares)
         return _combine(top(fused, k), hits, [])
 
     def _hybrid(
@@ -261,12 +262,12 @@ class HybridRetriever:
         keyword = self._pool.submit(self._keyword, space, settings, query, k, where, trace)
         vector_hits, best = self._dense(space, query, k, where, trace)
         keyword_hits = keyword.result()
-        lists = [_pairs(vector_hits), *([_pairs(best)] if best else []), _pairs(keyword_hits)]
+        lists = [_ranked(vector_hits), *([_ranked(best)] if best else []), _ranked(keyword_hits)]
         fused = _fuse(settings, lists, weights(settings.bm25_weight, bool(best)))
         return _combine(top(fused, k), vector_hits, keyword_hits)
 
 
-def _pairs(hits: Sequence[SearchHit]) -> RankedIds:
+def _ranked(hits: Sequence[SearchHit]) -> RankedIds:
     return [(h.chunk_id, h.score) for h in hits]
 
 
