@@ -79,6 +79,7 @@ def _result_json(r: ScoredChunk, n: int) -> dict[str, Any]:
         "vector_score": r.vector_score,
         "bm25_score": r.bm25_score,
         "rerank_score": r.rerank_score,
+        "sentence_score": r.sentence_score,
         "chunk_id": c.id,
         "text": c.text,
     }

@@ -52,7 +52,8 @@ def ingest(
         f"{report.files_seen} files: {report.files_indexed} indexed, "
         f"{report.files_linked} linked (same bytes already stored), "
         f"{report.files_unchanged} unchanged, {report.files_failed} failed; "
-        f"{report.chunks_stored} chunks stored, {report.chunks_embedded} embedded."
+        f"{report.chunks_stored} chunks stored, {report.chunks_embedded} texts embedded "
+        "(the rest came from the cache)."
     )
     for error in report.errors:
         click.echo(f"  failed: {error}", err=True)

@@ -104,6 +104,7 @@ class ScoredChunk:
     bm25_score: float | None = None
     bm25_rank: int | None = None
     rerank_score: float | None = None
+    sentence_score: float | None = None  # its best sentence pair's (``sentence_vectors``)
     kb_id: str | None = None
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -138,5 +139,5 @@ class IngestReport:
     files_unchanged: int = 0
     files_failed: int = 0
     chunks_stored: int = 0
-    chunks_embedded: int = 0
+    chunks_embedded: int = 0  # texts the model embedded (sentence pairs too), not cached
     errors: tuple[str, ...] = ()

@@ -85,6 +85,8 @@ def test_the_kb_keeps_pairs_beside_its_chunks_and_searches_find_them(world):
     with world.client("alice") as alice:
         found = _search(alice, [world.pairs])
         assert len(found) == chunks and found[0]["score"] > 0
+        assert all(r["sentence_score"] > 0 for r in found)  # each ranked by its best pair too
+        assert all(r["sentence_score"] is None for r in _search(alice, [world.plain]))
         assert {r["knowledge_base_id"] for r in found} == {world.pairs}
         text = alice.get(f"/api/v1/files/{world.file_id}/content").text
         assert all(text[r["start"] : r["end"]] == r["text"] for r in found)  # chunks, not pairs

@@ -83,6 +83,8 @@ def test_a_chunk_found_by_one_sentence_ranks_and_other_kbs_pairs_stay_out(tmp_pa
     for mode in (SearchMode.VECTOR, SearchMode.HYBRID):
         with_pairs = retriever.search(query, kb, 2, mode)
         assert with_pairs[0].chunk_id == "hit", mode  # its one sentence is the query
+        assert with_pairs[0].sentence_score is not None
+        assert with_pairs[0].sentence_score > (with_pairs[0].vector_score or 0.0)
         assert {r.chunk.kb_ids for r in with_pairs} == {("kb",)}
     assert plain.search(query, kb, 1, SearchMode.VECTOR)[0].chunk_id == "near"
 

@@ -94,6 +94,7 @@ def hit_trace(found: Sequence[ScoredChunk]) -> list[dict[str, Any]]:
             "vector_score": None if r.vector_score is None else round(r.vector_score, 6),
             "bm25_rank": r.bm25_rank,
             "bm25_score": None if r.bm25_score is None else round(r.bm25_score, 6),
+            "sentence_score": None if r.sentence_score is None else round(r.sentence_score, 6),
         }
         for r in found
     ]

@@ -248,7 +248,7 @@ class HybridRetriever:
             return _single(hits, bm25=False)
         shares = [1 - SENTENCE_SHARE, SENTENCE_SHARE]
         fused = _fuse(settings, [_ranked(hits), _ranked(best)], shares)
-        return _combine(top(fused, k), hits, [])
+        return _combine(top(fused, k), hits, [], best)
 
     def _hybrid(
         self,
@@ -264,7 +264,7 @@ class HybridRetriever:
         keyword_hits = keyword.result()
         lists = [_ranked(vector_hits), *([_ranked(best)] if best else []), _ranked(keyword_hits)]
         fused = _fuse(settings, lists, weights(settings.bm25_weight, bool(best)))
-        return _combine(top(fused, k), vector_hits, keyword_hits)
+        return _combine(top(fused, k), vector_hits, keyword_hits, best)
 
 
 def _ranked(hits: Sequence[SearchHit]) -> RankedIds:
@@ -307,9 +307,11 @@ def _combine(
     fused: list[tuple[str, float]],
     vector_hits: Sequence[SearchHit],
     keyword_hits: Sequence[SearchHit],
+    pair_hits: Sequence[SearchHit] = (),
 ) -> list[ScoredChunk]:
     by_vector = {h.chunk_id: h for h in vector_hits}
     by_keyword = {h.chunk_id: h for h in keyword_hits}
+    by_pair = {h.chunk_id: h.score for h in pair_hits}
     out = []
     for chunk_id, score in fused:
         v, b = by_vector.get(chunk_id), by_keyword.get(chunk_id)
@@ -321,6 +323,7 @@ def _combine(
                 vector_rank=v.rank if v else None,
                 bm25_score=b.score if b else None,
                 bm25_rank=b.rank if b else None,
+                sentence_score=by_pair.get(chunk_id),
             )
         )
     return out

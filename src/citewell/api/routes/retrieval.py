@@ -67,6 +67,7 @@ def _results(app: Any, results: list[ScoredChunk]) -> JSONResponse:
                 "vector_score": r.vector_score,
                 "bm25_score": r.bm25_score,
                 "rerank_score": r.rerank_score,
+                "sentence_score": r.sentence_score,
                 **m,
             }
             for r, m in zip(results, metadatas, strict=False)
