@@ -2,7 +2,13 @@
 
 from citewell.pipeline.sentences import sentence_pairs, sentence_rows
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings, SearchSpace
-from citewell.retrieval.sentences import best_per_chunk, chunk_of, sentence_id, weights
+from citewell.retrieval.sentences import (
+    best_per_chunk,
+    chunk_of,
+    sentence_id,
+    weights,
+    with_pairless,
+)
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import SearchHit
 from citewell.stores.lancedb import LanceChunkStore
@@ -102,3 +108,36 @@ def test_a_pair_left_behind_in_a_kb_cannot_bring_its_chunk_back(tmp_path):
     for mode in (SearchMode.VECTOR, SearchMode.HYBRID):
         assert retriever.search(text, ChunkFilter(kb_ids=("kb",)), 5, mode) == []
         assert len(retriever.search(text, ChunkFilter(kb_ids=("kb2",)), 5, mode)) == 1
+
+
+def test_chunks_of_a_kb_without_pairs_keep_their_whole_vector_weight(tmp_path):
+    """Searching a KB with pairs and one without at once: the plain KB's chunk takes its own
+    vector score in the pairs' list, so the same text ranks alike in either KB."""
+    embedder = FakeHashEmbedder()
+    chunks = LanceChunkStore(tmp_path / "lance", "chunks", embedder.dimension)
+    pairs = LanceChunkStore(tmp_path / "lance", "chunks_sentences", embedder.dimension)
+    text = "Storks migrate south every autumn over the sea. Grebes dive for snails in reeds."
+    rows = [chunk("paired", text, kb="kb"), chunk("plain", text + " Swans.", kb="kb2")]
+    chunks.upsert([_stored(embedder, r) for r in rows])
+    made, _ = sentence_rows(rows[:1], [text])
+    pairs.upsert([_stored(embedder, r) for r in made])
+    space = SearchSpace(chunks, embedder, pairs)
+    retriever = HybridRetriever(None, None, RetrievalSettings(), current=lambda: space)
+    both = ChunkFilter(kb_ids=("kb", "kb2"))
+    found = retriever.search(text + " Swans.", both, 2, SearchMode.VECTOR)
+    assert [r.chunk_id for r in found] == ["plain", "paired"]  # its own text ranks first
+    assert found[0].sentence_score is None  # it has no pairs (its vector stood in)
+    assert found[1].sentence_score is not None  # from its pair
+    assert found[0].score > found[1].score
+
+
+def test_a_chunk_with_pairs_that_missed_the_pair_list_gets_no_stand_in():
+    class Pairs:  # answers get() as a store holding pair 0 of chunk "a" only
+        def get(self, ids):
+            return [chunk(i, "x") for i in ids if i == sentence_id("a", 0)]
+
+    vector_hits = [SearchHit("a", 0.9, 0), SearchHit("b", 0.7, 1), SearchHit("c", 0.5, 2)]
+    best = [SearchHit("c", 0.8, 0)]
+    merged = with_pairless(Pairs(), vector_hits, best)  # type: ignore[arg-type]
+    assert merged == [SearchHit("c", 0.8, 0), SearchHit("b", 0.7, 1)]
+    assert with_pairless(Pairs(), vector_hits, []) == []  # no KB searched has pairs

@@ -15,7 +15,13 @@ from citewell.retrieval.fusion import (
     top,
     weighted_score_fusion,
 )
-from citewell.retrieval.sentences import PAIRS_PER_CHUNK, SENTENCE_SHARE, best_per_chunk, weights
+from citewell.retrieval.sentences import (
+    PAIRS_PER_CHUNK,
+    SENTENCE_SHARE,
+    best_per_chunk,
+    weights,
+    with_pairless,
+)
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import ChunkStore, SearchHit
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode, StoredChunk
@@ -58,6 +64,17 @@ class SearchSpace:
     store: ChunkStore
     embedder: Embedder
     sentences: ChunkStore | None = None
+
+
+@dataclass(frozen=True)
+class _Dense:
+    """One query's dense lists: the chunks nearest it, each chunk's best sentence pair
+    (what results report; empty when no KB searched embeds pairs), and the pairs' list as
+    fused, where chunks without pairs stand in with their own vector's score."""
+
+    hits: list[SearchHit]
+    pairs: list[SearchHit]
+    pair_list: list[SearchHit]
 
 
 class HybridRetriever:
@@ -207,9 +224,7 @@ class HybridRetriever:
 
     def _dense(
         self, space: SearchSpace, query: str, k: int, where: ChunkFilter, trace: RetrievalTrace
-    ) -> tuple[list[SearchHit], list[SearchHit]]:
-        """The chunks nearest the query, and those whose best sentence pair is (empty when
-        no KB searched embeds pairs)."""
+    ) -> _Dense:
         began = time.perf_counter()
         vector = space.embedder.embed([query], "query")[0].tolist()
         trace.timings["embed"] = _ms(began)
@@ -219,7 +234,13 @@ class HybridRetriever:
         began = time.perf_counter()
         hits = space.store.vector_search(vector, k, where)
         trace.timings["vector"] = _ms(began)
-        return hits, pairs.result() if pairs is not None else []
+        if pairs is None or space.sentences is None:
+            return _Dense(hits, [], [])
+        best = pairs.result()
+        began = time.perf_counter()
+        fused = with_pairless(space.sentences, hits, best)
+        trace.timings["pairless"] = _ms(began)
+        return _Dense(hits, best, fused)
 
     def _pair_search(
         self,
@@ -243,12 +264,12 @@ class HybridRetriever:
         where: ChunkFilter,
         trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
-        hits, best = self._dense(space, query, k, where, trace)
-        if not best:
-            return _single(hits, bm25=False)
+        dense = self._dense(space, query, k, where, trace)
+        if not dense.pair_list:
+            return _single(dense.hits, bm25=False)
         shares = [1 - SENTENCE_SHARE, SENTENCE_SHARE]
-        fused = _fuse(settings, [_ranked(hits), _ranked(best)], shares)
-        return _combine(top(fused, k), hits, [], best)
+        fused = _fuse(settings, [_ranked(dense.hits), _ranked(dense.pair_list)], shares)
+        return _combine(top(fused, k), dense.hits, [], dense.pairs)
 
     def _hybrid(
         self,
@@ -260,11 +281,12 @@ class HybridRetriever:
         trace: RetrievalTrace,
     ) -> list[ScoredChunk]:
         keyword = self._pool.submit(self._keyword, space, settings, query, k, where, trace)
-        vector_hits, best = self._dense(space, query, k, where, trace)
+        dense = self._dense(space, query, k, where, trace)
         keyword_hits = keyword.result()
-        lists = [_ranked(vector_hits), *([_ranked(best)] if best else []), _ranked(keyword_hits)]
-        fused = _fuse(settings, lists, weights(settings.bm25_weight, bool(best)))
-        return _combine(top(fused, k), vector_hits, keyword_hits, best)
+        pair_list = [_ranked(dense.pair_list)] if dense.pair_list else []
+        lists = [_ranked(dense.hits), *pair_list, _ranked(keyword_hits)]
+        fused = _fuse(settings, lists, weights(settings.bm25_weight, bool(pair_list)))
+        return _combine(top(fused, k), dense.hits, keyword_hits, dense.pairs)
 
 
 def _ranked(hits: Sequence[SearchHit]) -> RankedIds:

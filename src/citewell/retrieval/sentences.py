@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citewell.stores.base import SearchHit
+from citewell.stores.base import ChunkStore, SearchHit
 
 SENTENCE_SHARE = 0.5  # of the vector list's weight in fusion (best on SciFact's train split)
 PAIRS_PER_CHUNK = 2  # pairs read per chunk wanted (4 found the same on SciFact, slower)
@@ -37,6 +37,27 @@ def best_per_chunk(hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
             if len(out) == k:
                 break
     return out
+
+
+def with_pairless(
+    pairs: ChunkStore, vector_hits: Sequence[SearchHit], best: Sequence[SearchHit]
+) -> list[SearchHit]:
+    """``best`` with the vector hits whose chunks have no pairs (a KB that embeds none, or
+    a file ingested before the switch) scored by their own vector: else a search over KBs
+    with and without pairs would give the latter half the vector weight. Every chunk with
+    pairs has a pair 0 (``pipeline.sentences``), so one read of those ids tells them apart;
+    a chunk with pairs that missed ``best`` stays out, as its best pair ranked too low."""
+    listed = {h.chunk_id for h in best}
+    missing = [h for h in vector_hits if h.chunk_id not in listed]
+    if not best or not missing:
+        return list(best)
+    paired = {chunk_of(row.id) for row in pairs.get([sentence_id(h.chunk_id, 0) for h in missing])}
+    merged = sorted([*best, *(h for h in missing if h.chunk_id not in paired)], key=_by_score)
+    return [SearchHit(h.chunk_id, h.score, rank) for rank, h in enumerate(merged)]
+
+
+def _by_score(hit: SearchHit) -> float:
+    return -hit.score
 
 
 def weights(bm25_weight: float, with_sentences: bool) -> list[float]:
