@@ -1,13 +1,16 @@
 """Sentence vectors: how a chunk's sentence pairs are made, mapped back and searched."""
 
+from dataclasses import replace
+
 from citewell.pipeline.sentences import sentence_pairs, sentence_rows
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings, SearchSpace
 from citewell.retrieval.sentences import (
+    PairedLabels,
     best_per_chunk,
     chunk_of,
     sentence_id,
+    stand_ins,
     weights,
-    with_pairless,
 )
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import SearchHit
@@ -131,13 +134,30 @@ def test_chunks_of_a_kb_without_pairs_keep_their_whole_vector_weight(tmp_path):
     assert found[0].score > found[1].score
 
 
-def test_a_chunk_with_pairs_that_missed_the_pair_list_gets_no_stand_in():
-    class Pairs:  # answers get() as a store holding pair 0 of chunk "a" only
-        def get(self, ids):
-            return [chunk(i, "x") for i in ids if i == sentence_id("a", 0)]
+def test_labels_are_split_by_whether_they_hold_pairs_and_counted_once_a_while(tmp_path):
+    embedder = FakeHashEmbedder()
+    pairs = LanceChunkStore(tmp_path / "lance", "chunks_sentences", embedder.dimension)
+    made, _ = sentence_rows([chunk("c", TEXT, kb="kb")], [TEXT])
+    pairs.upsert([_stored(embedder, r) for r in made])
+    labels = PairedLabels(ttl=60)
+    where = ChunkFilter(kb_ids=("kb", "kb2"), file_ids=("f",))
+    assert labels.split(pairs, where) == (
+        ChunkFilter(kb_ids=("kb",), file_ids=("f",)),
+        ChunkFilter(kb_ids=("kb2",), file_ids=("f",)),
+    )
+    every = ChunkFilter(file_ids=("f",))  # every KB the caller may read
+    assert labels.split(pairs, every) == (every, ChunkFilter(kb_ids=(), file_ids=("f",)))
+    pairs.upsert([_stored(embedder, replace(made[0], id="d.0", kb_ids=("kb2",)))])
+    assert labels.split(pairs, where)[1].kb_ids == ("kb2",)  # remembered for ttl seconds
+    assert PairedLabels().split(pairs, where)[1].kb_ids == ()
 
-    vector_hits = [SearchHit("a", 0.9, 0), SearchHit("b", 0.7, 1), SearchHit("c", 0.5, 2)]
-    best = [SearchHit("c", 0.8, 0)]
-    merged = with_pairless(Pairs(), vector_hits, best)  # type: ignore[arg-type]
-    assert merged == [SearchHit("c", 0.8, 0), SearchHit("b", 0.7, 1)]
-    assert with_pairless(Pairs(), vector_hits, []) == []  # no KB searched has pairs
+
+def test_stand_ins_merge_by_score_and_keep_each_chunks_best():
+    best = [SearchHit("a", 0.9, 0), SearchHit("c", 0.6, 1)]
+    plain = [SearchHit("b", 0.7, 0), SearchHit("c", 0.8, 1)]
+    assert stand_ins(best, plain) == [
+        SearchHit("a", 0.9, 0),
+        SearchHit("c", 0.8, 1),
+        SearchHit("b", 0.7, 2),
+    ]
+    assert stand_ins(best, []) == best

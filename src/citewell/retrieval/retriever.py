@@ -18,9 +18,10 @@ from citewell.retrieval.fusion import (
 from citewell.retrieval.sentences import (
     PAIRS_PER_CHUNK,
     SENTENCE_SHARE,
+    PairedLabels,
     best_per_chunk,
+    stand_ins,
     weights,
-    with_pairless,
 )
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import ChunkStore, SearchHit
@@ -69,8 +70,8 @@ class SearchSpace:
 @dataclass(frozen=True)
 class _Dense:
     """One query's dense lists: the chunks nearest it, each chunk's best sentence pair
-    (what results report; empty when no KB searched embeds pairs), and the pairs' list as
-    fused, where chunks without pairs stand in with their own vector's score."""
+    (what results report; empty when no KB searched has pairs), and the pairs' list as
+    fused, where the chunks of KBs without pairs stand in with their own vector's score."""
 
     hits: list[SearchHit]
     pairs: list[SearchHit]
@@ -106,6 +107,7 @@ class HybridRetriever:
         fixed_ranking = Ranking(settings, reranker)
         self._ranking = ranking or (lambda: fixed_ranking)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citewell-search")
+        self._paired = PairedLabels()
 
     @property
     def space(self) -> SearchSpace:
@@ -228,19 +230,22 @@ class HybridRetriever:
         began = time.perf_counter()
         vector = space.embedder.embed([query], "query")[0].tolist()
         trace.timings["embed"] = _ms(began)
-        pairs = None
-        if space.sentences is not None:  # beside the chunks' search, on a thread of its own
-            pairs = self._pool.submit(self._pair_search, space.sentences, vector, k, where, trace)
+        pairs = plain = None
+        if space.sentences is not None:  # beside the chunks' search, on threads of their own
+            paired, without = self._paired.split(space.sentences, where)
+            if paired.kb_ids != ():
+                pairs = self._pool.submit(
+                    self._pair_search, space.sentences, vector, k, paired, trace
+                )
+            if pairs is not None and without.kb_ids:
+                plain = self._pool.submit(space.store.vector_search, vector, k, without)
         began = time.perf_counter()
         hits = space.store.vector_search(vector, k, where)
         trace.timings["vector"] = _ms(began)
-        if pairs is None or space.sentences is None:
+        if pairs is None:
             return _Dense(hits, [], [])
         best = pairs.result()
-        began = time.perf_counter()
-        fused = with_pairless(space.sentences, hits, best)
-        trace.timings["pairless"] = _ms(began)
-        return _Dense(hits, best, fused)
+        return _Dense(hits, best, stand_ins(best, plain.result() if plain else []))
 
     def _pair_search(
         self,

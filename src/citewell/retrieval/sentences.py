@@ -9,9 +9,13 @@ its whole-chunk vector ranks it below the candidate pool.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from citewell.stores.base import ChunkStore, SearchHit
+from citewell.types import ChunkFilter
 
 SENTENCE_SHARE = 0.5  # of the vector list's weight in fusion (best on SciFact's train split)
 PAIRS_PER_CHUNK = 2  # pairs read per chunk wanted (4 found the same on SciFact, slower)
@@ -39,25 +43,49 @@ def best_per_chunk(hits: Sequence[SearchHit], k: int) -> list[SearchHit]:
     return out
 
 
-def with_pairless(
-    pairs: ChunkStore, vector_hits: Sequence[SearchHit], best: Sequence[SearchHit]
-) -> list[SearchHit]:
-    """``best`` with the vector hits whose chunks have no pairs (a KB that embeds none, or
-    a file ingested before the switch) scored by their own vector: else a search over KBs
-    with and without pairs would give the latter half the vector weight. Every chunk with
-    pairs has a pair 0 (``pipeline.sentences``), so one read of those ids tells them apart;
-    a chunk with pairs that missed ``best`` stays out, as its best pair ranked too low."""
-    listed = {h.chunk_id for h in best}
-    missing = [h for h in vector_hits if h.chunk_id not in listed]
-    if not best or not missing:
-        return list(best)
-    paired = {chunk_of(row.id) for row in pairs.get([sentence_id(h.chunk_id, 0) for h in missing])}
-    merged = sorted([*best, *(h for h in missing if h.chunk_id not in paired)], key=_by_score)
-    return [SearchHit(h.chunk_id, h.score, rank) for rank, h in enumerate(merged)]
+class PairedLabels:
+    """Which of a search's labels (KBs, chunk sets) hold sentence pairs, each counted in the
+    pairs' table once per ``ttl`` seconds: a search over KBs with and without pairs ranks
+    the latter's chunks by their own vector in the pairs' list (``stand_ins``), else they
+    would fuse with half the vector weight. Another process's writes show within ``ttl``."""
+
+    def __init__(self, ttl: float = 30.0) -> None:
+        self.ttl = ttl
+        self._store: ChunkStore | None = None
+        self._known: dict[str, tuple[bool, float]] = {}
+        self._lock = threading.Lock()
+
+    def split(self, pairs: ChunkStore, where: ChunkFilter) -> tuple[ChunkFilter, ChunkFilter]:
+        """``where`` cut into the labels with pairs and those without (either may hold no
+        label). A search of every KB (no labels) counts as all with pairs."""
+        if where.kb_ids is None:
+            return where, replace(where, kb_ids=())
+        with_pairs = tuple(label for label in where.kb_ids if self._has(pairs, label))
+        without = tuple(label for label in where.kb_ids if label not in with_pairs)
+        return replace(where, kb_ids=with_pairs), replace(where, kb_ids=without)
+
+    def _has(self, pairs: ChunkStore, label: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if self._store is not pairs:  # another model's space: its own tables
+                self._store, self._known = pairs, {}
+            known = self._known.get(label)
+        if known is not None and now - known[1] < self.ttl:
+            return known[0]
+        has = pairs.count(ChunkFilter(kb_ids=(label,))) > 0
+        with self._lock:
+            self._known[label] = (has, now)
+        return has
 
 
-def _by_score(hit: SearchHit) -> float:
-    return -hit.score
+def stand_ins(best: Sequence[SearchHit], plain: Sequence[SearchHit]) -> list[SearchHit]:
+    """The pairs' list with ``plain`` (chunks of labels without pairs, by their own vector)
+    merged in by score: cosines of the same model, so the two compare."""
+    merged: dict[str, float] = {}
+    for hit in (*best, *plain):
+        merged[hit.chunk_id] = max(hit.score, merged.get(hit.chunk_id, hit.score))
+    ranked = sorted(merged.items(), key=lambda item: -item[1])
+    return [SearchHit(chunk_id, score, rank) for rank, (chunk_id, score) in enumerate(ranked)]
 
 
 def weights(bm25_weight: float, with_sentences: bool) -> list[float]:
