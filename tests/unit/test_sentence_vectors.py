@@ -141,6 +141,10 @@ def test_labels_are_split_by_whether_they_hold_pairs_and_counted_once_a_while(tm
     pairs.upsert([_stored(embedder, r) for r in made])
     labels = PairedLabels(ttl=60)
     where = ChunkFilter(kb_ids=("kb", "kb2"), file_ids=("f",))
+    empty = LanceChunkStore(tmp_path / "lance", "other_sentences", embedder.dimension)
+    none = ChunkFilter(kb_ids=(), file_ids=("f",))
+    assert labels.split(empty, where) == (replace(where, kb_ids=()), where)
+    assert labels.split(empty, ChunkFilter(file_ids=("f",)))[0] == none  # no pair search
     assert labels.split(pairs, where) == (
         ChunkFilter(kb_ids=("kb",), file_ids=("f",)),
         ChunkFilter(kb_ids=("kb2",), file_ids=("f",)),

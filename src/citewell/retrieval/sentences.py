@@ -52,19 +52,23 @@ class PairedLabels:
     def __init__(self, ttl: float = 30.0) -> None:
         self.ttl = ttl
         self._store: ChunkStore | None = None
-        self._known: dict[str, tuple[bool, float]] = {}
+        self._known: dict[str | None, tuple[bool, float]] = {}
         self._lock = threading.Lock()
 
     def split(self, pairs: ChunkStore, where: ChunkFilter) -> tuple[ChunkFilter, ChunkFilter]:
         """``where`` cut into the labels with pairs and those without (either may hold no
-        label). A search of every KB (no labels) counts as all with pairs."""
+        label). A search of every KB (no labels) counts as all with pairs; an empty table
+        (the default) as none, without a count per label."""
+        if not self._has(pairs, None):
+            return replace(where, kb_ids=()), where
         if where.kb_ids is None:
             return where, replace(where, kb_ids=())
         with_pairs = tuple(label for label in where.kb_ids if self._has(pairs, label))
         without = tuple(label for label in where.kb_ids if label not in with_pairs)
         return replace(where, kb_ids=with_pairs), replace(where, kb_ids=without)
 
-    def _has(self, pairs: ChunkStore, label: str) -> bool:
+    def _has(self, pairs: ChunkStore, label: str | None) -> bool:
+        """Whether the label (None: any label) has pairs, counted at most once a ttl."""
         now = time.monotonic()
         with self._lock:
             if self._store is not pairs:  # another model's space: its own tables
@@ -72,7 +76,7 @@ class PairedLabels:
             known = self._known.get(label)
         if known is not None and now - known[1] < self.ttl:
             return known[0]
-        has = pairs.count(ChunkFilter(kb_ids=(label,))) > 0
+        has = pairs.count(ChunkFilter(kb_ids=None if label is None else (label,))) > 0
         with self._lock:
             self._known[label] = (has, now)
         return has
