@@ -63,8 +63,6 @@ def test_pair_hits_become_each_chunks_best():
 
 
 def _stored(embedder, row: StoredChunk, text: str | None = None) -> StoredChunk:
-    from dataclasses import replace
-
     vector = embedder.embed([text or row.text])[0].tolist()
     return replace(row, terms=terms_string(row.text), vector=tuple(vector))
 

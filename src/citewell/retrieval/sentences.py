@@ -63,8 +63,9 @@ class PairedLabels:
             return replace(where, kb_ids=()), where
         if where.kb_ids is None:
             return where, replace(where, kb_ids=())
-        with_pairs = tuple(label for label in where.kb_ids if self._has(pairs, label))
-        without = tuple(label for label in where.kb_ids if label not in with_pairs)
+        has = {label: self._has(pairs, label) for label in where.kb_ids}
+        with_pairs = tuple(label for label, yes in has.items() if yes)
+        without = tuple(label for label, yes in has.items() if not yes)
         return replace(where, kb_ids=with_pairs), replace(where, kb_ids=without)
 
     def _has(self, pairs: ChunkStore, label: str | None) -> bool:
@@ -85,6 +86,8 @@ class PairedLabels:
 def stand_ins(best: Sequence[SearchHit], plain: Sequence[SearchHit]) -> list[SearchHit]:
     """The pairs' list with ``plain`` (chunks of labels without pairs, by their own vector)
     merged in by score: cosines of the same model, so the two compare."""
+    if not plain:  # every KB searched has pairs: ``best`` is ranked already
+        return list(best)
     merged: dict[str, float] = {}
     for hit in (*best, *plain):
         merged[hit.chunk_id] = max(hit.score, merged.get(hit.chunk_id, hit.score))
