@@ -96,6 +96,21 @@ class Settings(BaseSettings):
         ge=0,
     )
 
+    table_copy_mb: int = _setting(
+        0,
+        "Memory (MB) for an in-memory copy of a whole chunk table at or above "
+        "vector_index_min_rows (LanceDB only; 0, the default, keeps big tables in LanceDB "
+        "alone). A table is copied when rows x (5 x dimension + 1,536) bytes fits: about "
+        "3.5 GB a million 384-dimensional chunks (vectors, an IVF index of 8-bit vectors "
+        "made in memory with faiss, text and BM25 postings). Searches of every KB of the "
+        "table then run on the copy (at a million chunks in one KB, a hybrid search of "
+        "about 20 ms instead of 42-58, BENCHMARKS.md) while it holds the table's latest "
+        "version; after a write, searches read LanceDB until the table has had no write "
+        "for 20 seconds and a new copy is made (tens of seconds at a million chunks, at "
+        "the lowest priority). Each API process keeps its own copy.",
+        ge=0,
+    )
+
     # --- chunking --------------------------------------------------------------
     text_splitter: Literal[
         "character",

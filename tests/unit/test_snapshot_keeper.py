@@ -105,3 +105,58 @@ def test_another_process_write_is_seen_within_the_check_interval():
         assert settled(keeper) == FakeSnapshot(1)
         table.at = 2  # written elsewhere: no changed() in this process
         assert (keeper.current() is None) is seen_at_once
+
+
+@dataclass(frozen=True)
+class BigSnapshot:
+    version: int
+    nbytes: int
+
+
+@dataclass
+class BigTable:
+    """A SnapshotSource past the ANN threshold whose copies take ``nbytes``."""
+
+    at: int = 1
+    rows: int = 500
+    nbytes: int = 1000
+    indexes: list[object] = field(default_factory=list)
+
+    def version(self) -> int:
+        return self.at
+
+    def count_rows(self) -> int:
+        return self.rows
+
+    def load(self, index=None) -> BigSnapshot:
+        self.indexes.append(index)
+        return BigSnapshot(self.at, self.nbytes)
+
+
+def test_a_big_table_is_copied_with_an_index_when_it_fits():
+    table = BigTable()
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0)
+    assert keeper.current() is None
+    assert settled(keeper) == BigSnapshot(1, 1000)
+    assert table.indexes == [keeper._index]
+
+
+def test_a_big_copy_over_its_memory_is_dropped_and_not_tried_again():
+    table = BigTable(nbytes=4000)
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0)
+    assert keeper.current() is None
+    assert settled(keeper) is None
+    assert keeper._big_rows == 250  # 500 rows took twice the budget
+    table.at = 2  # a write: the table is still past what fits, so no new load
+    keeper.current()
+    assert settled(keeper) is None and len(table.indexes) == 1
+
+
+def test_a_big_copy_waits_for_the_table_to_go_quiet():
+    table = BigTable()
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.3)
+    began = time.perf_counter()
+    assert keeper.current() is None
+    table.at = 2  # another process writes while the keeper waits
+    assert settled(keeper) == BigSnapshot(2, 1000)
+    assert time.perf_counter() - began >= 0.3

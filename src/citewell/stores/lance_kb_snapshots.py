@@ -24,9 +24,7 @@ copy is not (yet) known to be current.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import queue
 import threading
 import time
@@ -38,6 +36,7 @@ import numpy as np
 
 from citewell.stores.base import KbCopyStats
 from citewell.stores.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
+from citewell.stores.snapshot_keeper import lower_priority
 from citewell.types import StoredChunk
 
 log = logging.getLogger(__name__)
@@ -66,12 +65,7 @@ class KbSnapshot:
 
     @property
     def nbytes(self) -> int:
-        """About what the copy holds: vectors, rows, postings and the id maps."""
-        snapshot = self.snapshot
-        postings = snapshot.postings
-        arrays = (snapshot.vectors, postings.start, postings.rows, postings.impact)
-        maps = 120 * snapshot.rows.num_rows + 100 * len(postings.vocabulary)
-        return int(sum(a.nbytes for a in arrays) + snapshot.rows.nbytes + maps)
+        return self.snapshot.nbytes
 
 
 def _stamp(fragment: Any) -> Stamp:
@@ -79,13 +73,6 @@ def _stamp(fragment: Any) -> Stamp:
     deletion = meta.deletion_file
     files = tuple(sorted(f.path for f in meta.files))
     return files, "" if deletion is None else repr(deletion)
-
-
-def _lower_priority() -> None:
-    """Let searches have the cores first: this thread (Linux schedules threads one by one)
-    runs at the lowest priority. LanceDB's own threads read for it at theirs."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def _kb_predicate(key: Key) -> str:
@@ -242,7 +229,7 @@ class KbSnapshots:
     def _work(self) -> None:
         """Runs while there are requests; ends (under the lock that ``_request`` starts it
         under, so none is left waiting) IDLE_SECONDS after the last."""
-        _lower_priority()
+        lower_priority()  # LanceDB's own threads read for it at theirs
         while True:
             try:
                 key = self._pending.get(timeout=IDLE_SECONDS)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
@@ -90,7 +91,7 @@ class LanceSnapshotSource:
     def count_rows(self) -> int:
         return int(self._table.count_rows())
 
-    def load(self) -> TableSnapshot:
+    def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot:
         version = self._table.version
         data = self._table.search().select(SNAPSHOT_COLUMNS).limit(None).to_arrow()
-        return TableSnapshot.from_arrow(version, data, self._dimension)
+        return TableSnapshot.from_arrow(version, data, self._dimension, index)

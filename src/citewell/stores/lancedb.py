@@ -33,6 +33,7 @@ from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
 
 WRITE_CACHE_MB = 64
+BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
 
 
 def schema(dimension: int) -> pa.Schema:
@@ -95,6 +96,7 @@ class LanceChunkStore:
         cache_mb: int = 1024,
         renew_after_versions: int = RENEW_AFTER_VERSIONS,
         kb_snapshot_mb: int = 512,
+        table_copy_mb: int = 0,
     ):
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
@@ -113,7 +115,11 @@ class LanceChunkStore:
                 self._upkeep.ensure_scalar_indexes()
         self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
         self._snapshots = SnapshotKeeper(
-            LanceSnapshotSource(self._table, dimension), self.vector_index.min_rows
+            LanceSnapshotSource(self._table, dimension),
+            self.vector_index.min_rows,
+            big_rows=(table_copy_mb << 20) // (5 * dimension + BIG_ROW_EXTRA),
+            big_bytes=table_copy_mb << 20,
+            index=self.vector_index,
         )
         self._kb_snapshots = KbSnapshots(
             self._addresses.dataset, lambda: int(self._table.version), dimension,

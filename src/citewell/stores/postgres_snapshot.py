@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 
 from citewell.db.change_listener import ChangeListener
 from citewell.errors import StoreError
+from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.rows import ROW_COLUMNS
 from citewell.stores.snapshot import TableSnapshot
 
@@ -80,9 +81,9 @@ class PostgresSnapshotSource:
         with self._autocommit.connect() as db:
             return int(db.execute(text(f"SELECT chunks FROM {self.stats}")).scalar_one())
 
-    def load(self) -> TableSnapshot:
+    def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot:
         """The rows and the version they are at, read in one repeatable-read transaction
-        (binary, so vectors come as bytes)."""
+        (binary, so vectors come as bytes); ``index``: see TableSnapshot.from_arrow."""
         columns = ", ".join(f'"{c}"' for c in (*ROW_COLUMNS, "terms", "vector"))
         with self.engine.connect() as connection:
             db = connection.execution_options(isolation_level="REPEATABLE READ")
@@ -93,7 +94,7 @@ class PostgresSnapshotSource:
                 with driver.cursor(binary=True) as cursor:
                     cursor.execute(f"SELECT {columns} FROM {self.table}")  # type: ignore[arg-type]
                     rows = cursor.fetchall()
-        return TableSnapshot.from_arrow(version, self._arrow(rows), self.dimension)
+        return TableSnapshot.from_arrow(version, self._arrow(rows), self.dimension, index)
 
     def _arrow(self, rows: list[tuple[Any, ...]]) -> pa.Table:
         names = [*ROW_COLUMNS, "terms"]

@@ -22,6 +22,7 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
         policy,
         settings.lance_cache_mb,
         kb_snapshot_mb=settings.kb_snapshot_mb,
+        table_copy_mb=settings.table_copy_mb,
     )
 
 

@@ -5,7 +5,9 @@ LanceDB costs a few milliseconds per query before it scans anything; a numpy mat
 half a millisecond against LanceDB's 9-13, and rows are taken from an Arrow table in memory.
 The snapshot is a cache of the table at one version, used only while the table is at that
 version (snapshot_keeper builds the next one), so it never serves a stale chunk. Tables at
-or above the ANN threshold are not snapshotted. Either store fills it (``SnapshotSource``).
+or above the ANN threshold are snapshotted only within ``table_copy_mb``; their vectors are
+then searched through an IVF index in memory (ann_memory). Either store fills it
+(``SnapshotSource``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from citewell.stores.ann_memory import MemoryVectorIndex
 from citewell.stores.bm25_memory import KeywordPostings
+from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -35,10 +39,18 @@ class TableSnapshot:
     rows: pa.Table  # ROW_COLUMNS, turned into chunks only when asked for
     row_of: dict[str, int]
     postings: KeywordPostings
+    ann: MemoryVectorIndex | None = None  # big tables: vectors searched approximately
 
     @classmethod
-    def from_arrow(cls, version: int, data: pa.Table, dimension: int) -> TableSnapshot:
-        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``."""
+    def from_arrow(
+        cls,
+        version: int,
+        data: pa.Table,
+        dimension: int,
+        index: VectorIndexPolicy | None = None,
+    ) -> TableSnapshot:
+        """A snapshot of ``data`` (ROW_COLUMNS, terms and vector), the table at ``version``;
+        with ``index``, its vectors are searched through an IVF index in memory."""
         count = data.num_rows
         vectors = np.zeros((count, dimension), dtype=np.float32)
         if count:
@@ -56,7 +68,18 @@ class TableSnapshot:
         row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
         postings = KeywordPostings.build(data["terms"])
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
-        return cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings)
+        ann = MemoryVectorIndex.build(vectors, index) if index is not None and count else None
+        return cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings, ann)
+
+    @property
+    def nbytes(self) -> int:
+        """About what the snapshot holds: vectors, rows, postings, the id maps, the index."""
+        postings = self.postings
+        arrays = (self.vectors, postings.start, postings.rows, postings.impact)
+        masks = sum(m.nbytes for m in self.kb_rows.values())
+        maps = 120 * self.rows.num_rows + 100 * len(postings.vocabulary)
+        held = sum(a.nbytes for a in arrays) + self.rows.nbytes + masks + maps
+        return int(held + (self.ann.nbytes if self.ann is not None else 0))
 
     def get(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         """The chunks of those ids that the table holds."""
@@ -93,8 +116,12 @@ class TableSnapshot:
         """(chunk id, cosine similarity) of the k nearest allowed rows, best first."""
         if not len(self.ids):
             return []
-        scores = self.vectors @ np.asarray(vector, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
         allowed = self.mask(where)
+        if self.ann is not None:
+            rows, cosines = self.ann.search(query, k, allowed)
+            return [(str(self.ids[r]), float(c)) for r, c in zip(rows, cosines, strict=True)]
+        scores = self.vectors @ query
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
         return self._best(scores, k, np.isfinite)
@@ -119,4 +146,4 @@ class SnapshotSource(Protocol):
 
     def count_rows(self) -> int: ...
 
-    def load(self) -> TableSnapshot: ...
+    def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot: ...

@@ -7,20 +7,30 @@ behind one rebuild: a server taking an upload a second answered searches in 0.7 
 soak benchmark). Now a stale or missing snapshot makes searches read the table itself
 (fresh, some milliseconds slower) while one background thread builds the next snapshot;
 writes made meanwhile make it build again before the result is used.
+
+A table at or above the ANN threshold is copied too when ``big_rows`` allows (the
+``table_copy_mb`` setting), with its vectors under an IVF index in memory. Such a copy
+takes tens of seconds to make at a million chunks, so it is made only once the table has
+had no write for ``quiet`` seconds (during ingestion searches read LanceDB, as they did
+before), on a thread at the lowest priority that then rests as long as the copy took.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 
+from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.snapshot import SnapshotSource, TableSnapshot
 
 log = logging.getLogger(__name__)
 
 CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes (LanceDB)
 RETRY_INTERVAL = 1.0  # after a failed build
+QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this long
 
 
 class SnapshotKeeper:
@@ -31,9 +41,21 @@ class SnapshotKeeper:
     notification says the version moved (postgres_snapshot): asked before every use (0)."""
 
     def __init__(
-        self, source: SnapshotSource, max_rows: int, check_interval: float = CHECK_INTERVAL
+        self,
+        source: SnapshotSource,
+        max_rows: int,
+        check_interval: float = CHECK_INTERVAL,
+        big_rows: int = 0,
+        big_bytes: int = 0,
+        quiet: float = QUIET_SECONDS,
+        index: VectorIndexPolicy | None = None,
     ) -> None:
+        """``big_rows``: tables from ``max_rows`` up to this many rows are copied too,
+        within ``big_bytes`` (checked once a copy is made: then ``big_rows`` shrinks), their
+        vectors under an IVF index laid out by ``index``."""
         self._source, self._max_rows, self._interval = source, max_rows, check_interval
+        self._big_rows, self._big_bytes, self._quiet = big_rows, big_bytes, quiet
+        self._index = index or VectorIndexPolicy()
         self._lock = threading.Lock()
         self._snapshot: TableSnapshot | None = None
         self._covers = -1  # table version the snapshot (or "too large: none") stands for
@@ -82,11 +104,17 @@ class SnapshotKeeper:
         while True:
             with self._lock:
                 writes = self._writes
-            snapshot, version = None, -1
+            snapshot, version, spent = None, -1, 0.0
             try:
                 version = self._source.version()
-                if self._source.count_rows() < self._max_rows:
+                rows = self._source.count_rows()
+                if rows < self._max_rows:
                     snapshot = self._source.load()
+                elif rows <= self._big_rows and self._quiet_since(version, writes):
+                    began = time.monotonic()
+                    snapshot = self._load_big(rows)
+                    spent = time.monotonic() - began
+                if snapshot is not None:
                     version = snapshot.version
             except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
                 log.debug("building the in-memory snapshot failed", exc_info=True)
@@ -99,3 +127,36 @@ class SnapshotKeeper:
                         self._failed_at = self._checked  # try again a second later
                     self._building = False
                     return
+            time.sleep(spent)  # a big copy made in vain: rest as long before the next
+
+    def _quiet_since(self, version: int, writes: int) -> bool:
+        """Wait until the table has had no write (of any process) for ``quiet`` seconds."""
+        lower_priority()
+        quiet_from = time.monotonic()
+        while time.monotonic() - quiet_from < self._quiet:
+            time.sleep(min(CHECK_INTERVAL, self._quiet))
+            latest = self._source.version()
+            with self._lock:
+                if self._writes != writes:
+                    return False  # ours: _build starts over
+            if latest != version:
+                version, quiet_from = latest, time.monotonic()
+        return True
+
+    def _load_big(self, rows: int) -> TableSnapshot | None:
+        snapshot = self._source.load(self._index)
+        held = snapshot.nbytes
+        if held <= self._big_bytes:
+            log.info("copied a table of %d rows into memory (%d MB)", rows, held >> 20)
+            return snapshot
+        with self._lock:  # longer rows than the estimate: admit fewer from now on
+            self._big_rows = min(self._big_rows, rows * self._big_bytes // held)
+        log.info("a copy of %d rows took %d MB, over table_copy_mb: not kept", rows, held >> 20)
+        return None
+
+
+def lower_priority() -> None:
+    """Searches have the cores first: the calling thread (Linux schedules threads one by
+    one) runs at the lowest priority from now on."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)

@@ -1,0 +1,74 @@
+"""The in-memory IVF index of a big table's copy: recall against exact search, filters,
+and exact scores for what it returns."""
+
+import numpy as np
+import pytest
+
+from citewell.stores import ann_memory
+from citewell.stores.ann_memory import MemoryVectorIndex
+from citewell.stores.lance_upkeep import VectorIndexPolicy
+
+
+def clustered(rows: int, dimension: int = 32, seed: int = 0) -> np.ndarray:
+    """Rows around 200 random centres, normalised, as embeddings of related texts are."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(200, dimension))
+    vectors = centres[rng.integers(0, 200, rows)] + 0.6 * rng.normal(size=(rows, dimension))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32)
+
+
+def exact(vectors, query, k, allowed=None):
+    scores = vectors @ query
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    return np.argsort(-scores)[:k]
+
+
+@pytest.fixture(scope="module")
+def built():
+    vectors = clustered(20_000)
+    return vectors, MemoryVectorIndex.build(vectors, VectorIndexPolicy())
+
+
+def recall(index, vectors, queries, k, allowed=None) -> float:
+    found = 0
+    for query in queries:
+        rows, _ = index.search(query, k, allowed)
+        found += len(set(rows) & set(exact(vectors, query, k, allowed)))
+    return found / (k * len(queries))
+
+
+def test_recall_at_50_against_exact_search(built):
+    vectors, index = built
+    assert index.partitions == round(20_000**0.5)
+    queries = clustered(40, seed=1)
+    assert recall(index, vectors, queries, 50) >= 0.95
+
+
+def test_scores_are_exact_cosines_best_first(built):
+    vectors, index = built
+    query = clustered(1, seed=2)[0]
+    rows, scores = index.search(query, 10, None)
+    assert np.allclose(scores, vectors[rows] @ query, atol=1e-6)
+    assert list(scores) == sorted(scores, reverse=True)
+
+
+def test_a_filter_keeping_many_rows_masks_the_others(built, monkeypatch):
+    monkeypatch.setattr(ann_memory, "EXACT_ROWS", 100)  # the bitmap path, not the exact scan
+    vectors, index = built
+    allowed = np.random.default_rng(3).random(len(vectors)) < 0.3
+    queries = clustered(20, seed=4)
+    for query in queries:
+        rows, _ = index.search(query, 20, allowed)
+        assert len(rows) == 20 and allowed[rows].all()
+    assert recall(index, vectors, queries, 20, allowed) >= 0.95
+
+
+def test_a_filter_keeping_few_rows_is_searched_exactly(built):
+    vectors, index = built
+    allowed = np.zeros(len(vectors), dtype=bool)
+    allowed[[5, 500, 5000]] = True
+    rows, _ = index.search(clustered(1, seed=5)[0], 10, allowed)
+    assert sorted(rows) == [5, 500, 5000]
+    assert len(index.search(vectors[0], 10, np.zeros(len(vectors), dtype=bool))[0]) == 0
