@@ -48,9 +48,13 @@ def test_admins_see_rows_index_and_kb_copies(world):
         copies = body["kb_copies"]
         assert copies["budget_mb"] == world.settings.kb_snapshot_mb
         assert copies["copies"] == 0  # the one KB holds the whole table: no copy is made
+        whole = body["table_copy"]  # table_copy_mb is 0 by default: no copy of the table
+        assert whole["budget_mb"] == world.settings.table_copy_mb == 0
+        assert (whole["current"], whole["rows"]) == (False, 0)
     else:  # CI's second pass of this tier keeps everything in PostgreSQL
         assert body["index"]["vector_index"] == "pgvector HNSW (cosine)"
         assert body["kb_copies"] is None  # it keeps no copies of single KBs
+        assert body["table_copy"] is None
 
 
 def test_recall_is_measured_only_when_asked_and_bounded(world):

@@ -108,3 +108,15 @@ class MemoryVectorIndex:
         best = np.argpartition(-scores, k - 1)[:k]
         best = best[np.argsort(-scores[best], kind="stable")]
         return rows[best], scores[best]
+
+    def recall(self, samples: int, k: int = 50) -> float:
+        """Mean share of the exact top k that the index finds, with the vectors of evenly
+        spread rows as queries (as ``citewell check`` measures LanceDB's index)."""
+        count = len(self.vectors)
+        found = []
+        for row in sorted({int(i * count / samples) for i in range(samples)}):
+            query = self.vectors[row]
+            rows, _ = self.search(query, k, None)
+            truth = self._exact(np.arange(count), query, k)[0]
+            found.append(len(set(rows.tolist()) & set(truth.tolist())) / max(1, len(truth)))
+        return round(float(np.mean(found)), 3) if found else 1.0

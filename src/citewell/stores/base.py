@@ -167,6 +167,30 @@ class KbCopyStats:
     searches_from_table: int
 
 
+@dataclass(frozen=True)
+class TableCopyStats:
+    """One process's in-memory copy of a whole table at or above the ANN threshold
+    (LanceDB, ``table_copy_mb``), for ``GET /api/v1/stats/store``. ``current``: it holds the
+    table's latest version, so searches run on it; ``rows`` 0: none is held (too big for
+    the budget, or being made after a write). ``recall_at_50``: its IVF index against an
+    exact search over the copy, when samples were asked for."""
+
+    budget_mb: float
+    current: bool
+    rows: int
+    megabytes: float
+    partitions: int
+    recall_at_50: float | None = None
+    recall_samples: int = 0
+
+
+@runtime_checkable
+class ReportsTableCopy(Protocol):
+    """An optional capability: a store that keeps a whole big table in memory."""
+
+    def table_copy(self, recall_samples: int = 0) -> TableCopyStats: ...
+
+
 @runtime_checkable
 class ReportsKbCopies(Protocol):
     """An optional capability: a store that keeps in-memory copies of single KBs."""

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit
+from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.lance_kb_snapshots import KbSnapshots
 from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses
@@ -100,6 +100,7 @@ class LanceChunkStore:
     ):
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
+        self._table_copy_mb = table_copy_mb
         self.vector_index = vector_index or VectorIndexPolicy()
         self._path, self._name, self._cache_mb = path, table, cache_mb
         # Writes and upkeep read few index pages: a small cache of their own.
@@ -229,6 +230,10 @@ class LanceChunkStore:
         """Rows, index layout and (with samples) the vector index's recall@50 measured
         against exact search, for ``citewell check``."""
         return self._upkeep.health(recall_samples)
+
+    def table_copy(self, recall_samples: int = 0) -> TableCopyStats:
+        """This process's in-memory copy of the whole table (``table_copy_mb``)."""
+        return self._snapshots.big_copy_stats(self._table_copy_mb, recall_samples)
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""

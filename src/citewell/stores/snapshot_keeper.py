@@ -23,6 +23,7 @@ import os
 import threading
 import time
 
+from citewell.stores.base import TableCopyStats
 from citewell.stores.lance_upkeep import VectorIndexPolicy
 from citewell.stores.snapshot import SnapshotSource, TableSnapshot
 
@@ -87,6 +88,18 @@ class SnapshotKeeper:
                 return self._snapshot
             self._start_build()
             return None
+
+    def big_copy_stats(self, budget_mb: int, recall_samples: int = 0) -> TableCopyStats:
+        """The copy of a table past the ANN threshold, if one is current (and its recall)."""
+        snapshot = self.current()
+        ann = snapshot.ann if snapshot is not None else None
+        if snapshot is None or ann is None:
+            return TableCopyStats(budget_mb, snapshot is not None, 0, 0.0, 0)
+        recall = ann.recall(recall_samples) if recall_samples else None
+        megabytes = round(snapshot.nbytes / 2**20, 3)
+        return TableCopyStats(
+            budget_mb, True, len(snapshot.ids), megabytes, ann.partitions, recall, recall_samples
+        )
 
     def changed(self) -> None:
         """This process wrote to the table: the snapshot no longer holds it."""

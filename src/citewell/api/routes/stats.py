@@ -11,7 +11,14 @@ from pydantic import BaseModel
 
 from citewell.api.deps import AdminDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.stores.base import IndexHealth, KbCopyStats, ReportsIndexHealth, ReportsKbCopies
+from citewell.stores.base import (
+    IndexHealth,
+    KbCopyStats,
+    ReportsIndexHealth,
+    ReportsKbCopies,
+    ReportsTableCopy,
+    TableCopyStats,
+)
 from citewell.types import ChunkFilter
 
 router = APIRouter(prefix="/api/v1/stats", tags=["stats"], route_class=OffLoopJsonRoute)
@@ -22,6 +29,7 @@ class StoreStatsPublic(BaseModel):
     rows: int
     index: IndexHealth | None  # None: the store cannot report its indexes
     kb_copies: KbCopyStats | None  # None: the store keeps none (PostgreSQL)
+    table_copy: TableCopyStats | None  # None: the store keeps none (PostgreSQL)
     sentence_pairs: int  # rows of the table beside it (``sentence_vectors``)
 
 
@@ -33,12 +41,19 @@ def store_stats(
 ) -> StoreStatsPublic:
     """The active embedding model's chunk table. ``recall_samples`` > 0 also measures the
     vector index's recall@50 against exact search on that many stored vectors, as
-    ``citewell check`` does (each sample is an exact search reading every vector)."""
+    ``citewell check`` does (each sample is an exact search reading every vector), and
+    that of the in-memory copy's index when one is held."""
     store = app.store
     index = store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None
     copies = store.kb_copies() if isinstance(store, ReportsKbCopies) else None
+    table_copy = store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None
     rows = index.rows if index is not None else store.count(ChunkFilter())
     pairs = app.spaces.active.sentences.count(ChunkFilter())
     return StoreStatsPublic(
-        store=type(store).__name__, rows=rows, index=index, kb_copies=copies, sentence_pairs=pairs
+        store=type(store).__name__,
+        rows=rows,
+        index=index,
+        kb_copies=copies,
+        table_copy=table_copy,
+        sentence_pairs=pairs,
     )
