@@ -27,6 +27,7 @@ from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
 SNAPSHOT_COLUMNS = [*ROW_COLUMNS, "terms", "vector"]
+FULL_MASK_ROWS = 65_536  # above it, a filter keeping every row is dropped (a scan is cheap)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,8 @@ class TableSnapshot:
         if where.file_ids is not None:
             in_files = np.isin(self.file_ids, list(where.file_ids))
             allowed = in_files if allowed is None else allowed & in_files
+        if allowed is not None and len(allowed) > FULL_MASK_ROWS and allowed.all():
+            return None  # one KB holding a big table: no mask to apply per search
         return allowed
 
     def keyword_search(
