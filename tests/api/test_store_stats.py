@@ -51,6 +51,7 @@ def test_admins_see_rows_index_and_kb_copies(world):
         whole = body["table_copy"]  # table_copy_mb is 0 by default: no copy of the table
         assert whole["budget_mb"] == world.settings.table_copy_mb == 0
         assert (whole["current"], whole["rows"]) == (False, 0)
+        assert whole["needed_mb"] > 0  # what to set to have one
     else:  # CI's second pass of this tier keeps everything in PostgreSQL
         assert body["index"]["vector_index"] == "pgvector HNSW (cosine)"
         assert body["kb_copies"] is None  # it keeps no copies of single KBs

@@ -172,10 +172,13 @@ class TableCopyStats:
     """One process's in-memory copy of a whole table at or above the ANN threshold
     (LanceDB, ``table_copy_mb``), for ``GET /api/v1/stats/store``. ``current``: it holds the
     table's latest version, so searches run on it; ``rows`` 0: none is held (too big for
-    the budget, or being made after a write). ``recall_at_50``: its IVF index against an
-    exact search over the copy, when samples were asked for."""
+    the budget, or being made after a write). ``needed_mb``: about what a copy of the table
+    would take now (the ``table_copy_mb`` to set; 0 below the ANN threshold, where every
+    table is searched from memory anyway). ``recall_at_50``: the copy's IVF index against
+    an exact search over the copy, when samples were asked for."""
 
     budget_mb: float
+    needed_mb: float
     current: bool
     rows: int
     megabytes: float

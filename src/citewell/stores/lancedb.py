@@ -233,7 +233,10 @@ class LanceChunkStore:
 
     def table_copy(self, recall_samples: int = 0) -> TableCopyStats:
         """This process's in-memory copy of the whole table (``table_copy_mb``)."""
-        return self._snapshots.big_copy_stats(self._table_copy_mb, recall_samples)
+        rows = self._counts(None)
+        per_row = 5 * self.dimension + BIG_ROW_EXTRA
+        needed = round(rows * per_row / 2**20, 3) if rows >= self.vector_index.min_rows else 0.0
+        return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""

@@ -89,16 +89,19 @@ class SnapshotKeeper:
             self._start_build()
             return None
 
-    def big_copy_stats(self, budget_mb: int, recall_samples: int = 0) -> TableCopyStats:
+    def big_copy_stats(
+        self, budget_mb: int, needed_mb: float, recall_samples: int = 0
+    ) -> TableCopyStats:
         """The copy of a table past the ANN threshold, if one is current (and its recall)."""
         snapshot = self.current()
         ann = snapshot.ann if snapshot is not None else None
         if snapshot is None or ann is None:
-            return TableCopyStats(budget_mb, snapshot is not None, 0, 0.0, 0)
+            return TableCopyStats(budget_mb, needed_mb, snapshot is not None, 0, 0.0, 0)
         recall = ann.recall(recall_samples) if recall_samples else None
         megabytes = round(snapshot.nbytes / 2**20, 3)
+        rows, partitions = len(snapshot.ids), ann.partitions
         return TableCopyStats(
-            budget_mb, True, len(snapshot.ids), megabytes, ann.partitions, recall, recall_samples
+            budget_mb, needed_mb, True, rows, megabytes, partitions, recall, recall_samples
         )
 
     def changed(self) -> None:
