@@ -41,7 +41,7 @@ def recall(index, vectors, queries, k, allowed=None) -> float:
 
 def test_recall_at_50_against_exact_search(built):
     vectors, index = built
-    assert index.partitions == round(20_000**0.5)
+    assert index.partitions == round(20_000**0.5) and index.probes(20_000) == 60
     queries = clustered(40, seed=1)
     assert recall(index, vectors, queries, 50) >= 0.95
 
@@ -72,3 +72,12 @@ def test_a_filter_keeping_few_rows_is_searched_exactly(built):
     rows, _ = index.search(clustered(1, seed=5)[0], 10, allowed)
     assert sorted(rows) == [5, 500, 5000]
     assert len(index.search(vectors[0], 10, np.zeros(len(vectors), dtype=bool))[0]) == 0
+
+
+def test_few_rows_get_no_index_and_exact_search():
+    vectors = clustered(100)
+    index = MemoryVectorIndex.build(vectors, VectorIndexPolicy())
+    assert index.index is None and index.partitions == 0
+    query = clustered(1, seed=6)[0]
+    rows, _ = index.search(query, 5, None)
+    assert list(rows) == list(exact(vectors, query, 5))

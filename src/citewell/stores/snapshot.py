@@ -27,6 +27,8 @@ from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
 SNAPSHOT_COLUMNS = [*ROW_COLUMNS, "terms", "vector"]
+SAMPLED_TOP_FROM = 65_536  # rows: above it the top k are sought among a sample's best first
+SAMPLE_STEP = 32
 FULL_MASK_ROWS = 65_536  # above it, a filter keeping every row is dropped (a scan is cheap)
 
 
@@ -136,9 +138,21 @@ class TableSnapshot:
         k = min(k, int(counts(scores).sum()))
         if k <= 0:
             return []
-        best = np.argpartition(-scores, k - 1)[:k]
+        rows = _at_least_kth(scores, k)
+        best = rows[np.argpartition(-scores[rows], k - 1)[:k]]
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(str(self.ids[i]), float(scores[i])) for i in best]
+
+
+def _at_least_kth(scores: npt.NDArray[np.floating], k: int) -> npt.NDArray[np.intp]:
+    """Rows that may hold the k highest scores. On a big array, those at or above the k-th
+    highest of every 32nd score, which is at most the true k-th: a partition of a million
+    scores took 3.8 ms, this about 1."""
+    if len(scores) < SAMPLED_TOP_FROM or len(scores) // SAMPLE_STEP <= k:
+        return np.arange(len(scores))
+    sample = scores[::SAMPLE_STEP]
+    floor = np.partition(sample, len(sample) - k)[len(sample) - k]
+    return np.flatnonzero(scores >= floor)
 
 
 class SnapshotSource(Protocol):
