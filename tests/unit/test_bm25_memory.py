@@ -54,3 +54,21 @@ def test_chunked_columns_give_the_same_postings():
     whole = KeywordPostings.build(pa.array(["a b", "b c", "c c d"]))
     parts = KeywordPostings.build(pa.chunked_array([["a b"], ["b c", "c c d"]]))
     assert parts.scores(["c", "b"]).tolist() == whole.scores(["c", "b"]).tolist()
+
+
+def test_rows_read_in_batches_give_the_same_postings(monkeypatch):
+    from citewell.stores import bm25_memory
+
+    rng = random.Random(11)
+    documents = [" ".join(rng.choices(WORDS, k=rng.randint(0, 12))) for _ in range(100)]
+    documents[40:47] = [""] * 7  # a batch of nothing but empty rows
+    whole = KeywordPostings.build(pa.array(documents))
+    monkeypatch.setattr(bm25_memory, "BATCH_ROWS", 7)
+    batched = KeywordPostings.build(pa.array(documents))
+    assert batched.vocabulary == whole.vocabulary
+    assert batched.start.tolist() == whole.start.tolist()
+    assert batched.rows.tolist() == whole.rows.tolist()
+    assert batched.impact.tolist() == pytest.approx(whole.impact.tolist())
+    assert batched.scores(["sick", "day"]).tolist() == pytest.approx(
+        reference(documents, ["sick", "day"])
+    )
