@@ -244,7 +244,7 @@ class LanceChunkStore:
 
     # --- reads ------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
-        snapshot = self._current_snapshot() or self._kb_snapshot(where)
+        snapshot = self._snapshot_for(where)
         if snapshot is not None:
             ranked = snapshot.search(vector, k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
@@ -253,6 +253,12 @@ class LanceChunkStore:
         query = partial(ann_query, table, self.vector_index, vector, rows_in, matching)
         rows = self._run(query, k, where, "_distance")
         return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
+
+    def _snapshot_for(self, where: ChunkFilter) -> TableSnapshot | None:
+        """What in memory answers a search with this filter: a small table's snapshot, a
+        small KB's copy (faster than the whole big table's copy: a million-row mask and
+        scores for a few thousand rows), or a big table's copy; None: read LanceDB."""
+        return self._kb_snapshot(where) or self._current_snapshot()
 
     def _current_snapshot(self) -> TableSnapshot | None:
         """The in-memory snapshot, when the table is small and it holds the latest version."""
@@ -279,7 +285,7 @@ class LanceChunkStore:
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
         if not terms.strip() or not self._fts_ready:
             return []
-        snapshot = self._current_snapshot() or self._kb_snapshot(where)
+        snapshot = self._snapshot_for(where)
         if snapshot is not None:
             ranked = snapshot.keyword_search(terms.split(), k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
