@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from citewell.stores.ann_memory import MemoryVectorIndex
 from citewell.stores.bm25_memory import KeywordPostings
@@ -38,7 +39,7 @@ class TableSnapshot:
     ids: npt.NDArray[np.object_]
     file_ids: npt.NDArray[np.object_]
     vectors: npt.NDArray[np.float32]
-    kb_rows: dict[str, npt.NDArray[np.bool_]]
+    kb_rows: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]  # see _kb_rows
     rows: pa.Table  # ROW_COLUMNS, turned into chunks only when asked for
     row_of: dict[str, int]
     postings: KeywordPostings
@@ -59,12 +60,7 @@ class TableSnapshot:
         if count:
             flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
             vectors = flat.astype(np.float32, copy=False).reshape(count, dimension)
-        kb_rows: dict[str, npt.NDArray[np.bool_]] = {}
-        for row, kbs in enumerate(data["kb_ids"].to_pylist()):
-            for kb in kbs or ():
-                if kb not in kb_rows:
-                    kb_rows[kb] = np.zeros(count, dtype=bool)
-                kb_rows[kb][row] = True
+        kb_rows = _kb_rows(data["kb_ids"], count)
         id_list = data["id"].to_pylist()
         ids = np.array(id_list, dtype=object)
         file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
@@ -96,8 +92,13 @@ class TableSnapshot:
         if where.kb_ids is not None:
             allowed = np.zeros(len(self.ids), dtype=bool)
             for kb in where.kb_ids:
-                if kb in self.kb_rows:
-                    allowed |= self.kb_rows[kb]
+                rows = self.kb_rows.get(kb)
+                if rows is None:
+                    continue
+                if rows.dtype == np.bool_:
+                    np.logical_or(allowed, rows, out=allowed)
+                else:
+                    allowed[rows] = True
         if where.file_ids is not None:
             in_files = np.isin(self.file_ids, list(where.file_ids))
             allowed = in_files if allowed is None else allowed & in_files
@@ -156,6 +157,33 @@ def _at_least_kth(
             floor = np.partition(sample, len(sample) - k)[len(sample) - k]
             return np.flatnonzero(admitted & (scores >= floor))
     return np.flatnonzero(admitted)
+
+
+def _kb_rows(
+    kb_ids: pa.ChunkedArray | pa.Array, count: int
+) -> dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]:
+    """Each KB's rows: a mask for a KB holding over an eighth of them, else their numbers,
+    so a big table of many small KBs (one per user, say) costs 4 bytes a membership
+    rather than a byte a row for each KB."""
+    lists = kb_ids.combine_chunks() if isinstance(kb_ids, pa.ChunkedArray) else kb_ids
+    kbs = pc.list_flatten(lists)
+    if len(kbs) == 0:
+        return {}
+    rows = pc.list_parent_indices(lists).to_numpy().astype(np.int32)
+    encoded = pc.dictionary_encode(kbs)
+    codes = encoded.indices.to_numpy()
+    order = np.argsort(codes, kind="stable")  # rows stay in order within a KB
+    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+    found: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]] = {}
+    for code, kb in enumerate(encoded.dictionary.to_pylist()):
+        members = rows[order[bounds[code] : bounds[code + 1]]]
+        if len(members) * 8 > count:
+            mask = np.zeros(count, dtype=bool)
+            mask[members] = True
+            found[kb] = mask
+        else:
+            found[kb] = members
+    return found
 
 
 class SnapshotSource(Protocol):
