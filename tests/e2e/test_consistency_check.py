@@ -2,6 +2,7 @@
 stored files is found, and --repair makes them agree (a real LanceDB, a real SQLite)."""
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -123,3 +124,21 @@ def test_the_vector_index_and_its_recall_are_reported_and_low_recall_is_repaired
     assert "trained the vector index anew" in app.check(repair=True).repairs
     assert retrained == [True]
     app.close()
+
+
+def test_check_says_what_memory_a_copy_of_a_big_table_takes(filled):
+    filled.close()
+
+    def run(**env):
+        data = str(filled.settings.data_dir)
+        cmd = [sys.executable, "-m", "citewell", "--data-dir", data, "check"]
+        environment = {**os.environ, "CITEWELL_VECTOR_INDEX_MIN_ROWS": "2", **env}
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=300, check=False, env=environment
+        )
+
+    without = run()  # two chunks past a threshold of two: a "big" table, no copy allowed
+    assert without.returncode == 0, without.stderr
+    assert "table_copy_mb = 1 would let each API process search a copy" in without.stdout
+    allowed = run(CITEWELL_TABLE_COPY_MB="64")
+    assert allowed.returncode == 0 and "table_copy_mb" not in allowed.stdout

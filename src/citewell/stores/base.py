@@ -193,6 +193,10 @@ class ReportsTableCopy(Protocol):
 
     def table_copy(self, recall_samples: int = 0) -> TableCopyStats: ...
 
+    def table_copy_needed_mb(self) -> float:
+        """About what a copy of the table would take now (0: below the ANN threshold)."""
+        ...
+
 
 @runtime_checkable
 class ReportsKbCopies(Protocol):

@@ -233,10 +233,14 @@ class LanceChunkStore:
 
     def table_copy(self, recall_samples: int = 0) -> TableCopyStats:
         """This process's in-memory copy of the whole table (``table_copy_mb``)."""
-        rows = self._counts(None)
-        per_row = 5 * self.dimension + BIG_ROW_EXTRA
-        needed = round(rows * per_row / 2**20, 3) if rows >= self.vector_index.min_rows else 0.0
+        needed = self.table_copy_needed_mb()
         return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
+
+    def table_copy_needed_mb(self) -> float:
+        rows = self._counts(None)
+        if rows < self.vector_index.min_rows:
+            return 0.0
+        return round(rows * (5 * self.dimension + BIG_ROW_EXTRA) / 2**20, 3)
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""
