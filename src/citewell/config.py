@@ -99,15 +99,16 @@ class Settings(BaseSettings):
     table_copy_mb: int = _setting(
         0,
         "Memory (MB) for an in-memory copy of a whole chunk table at or above "
-        "vector_index_min_rows (LanceDB only; 0, the default, keeps big tables in LanceDB "
-        "alone). A table is copied when rows x (5 x dimension + 1,536) bytes fits: about "
-        "3.5 GB a million 384-dimensional chunks (vectors, an IVF index of 8-bit vectors "
-        "made in memory with faiss, text and BM25 postings). Searches of every KB of the "
-        "table then run on the copy (at a million chunks in one KB, a hybrid search of "
-        "about 20 ms instead of 42-58, BENCHMARKS.md) while it holds the table's latest "
-        "version; after a write, searches read LanceDB until the table has had no write "
-        "for 20 seconds and a new copy is made (tens of seconds at a million chunks, at "
-        "the lowest priority). Each API process keeps its own copy.",
+        "vector_index_min_rows, in each API process (LanceDB only; 0, the default, keeps "
+        "big tables in LanceDB alone). A table is copied when rows x (5 x dimension + "
+        "1,536) bytes fits: about 3.3 GB a million 384-dimensional chunks (text, BM25 "
+        "postings, vectors and an IVF index of 4-bit codes made with faiss; twice that "
+        "for a minute while it is made). Searches then run on the copy while it holds the "
+        "table's latest version: at a million chunks in one KB a hybrid search took 23-28 "
+        "ms instead of 42-64 (BENCHMARKS.md). After a write searches read LanceDB until "
+        "the table has had no write for 20 seconds and a new copy is made (about a minute "
+        "at a million chunks, at the lowest priority). 'citewell check' prints what a big "
+        "table needs; GET /api/v1/stats/store shows the copy.",
         ge=0,
     )
 
