@@ -160,3 +160,18 @@ def test_a_big_copy_waits_for_the_table_to_go_quiet():
     table.at = 2  # another process writes while the keeper waits
     assert settled(keeper) == BigSnapshot(2, 1000)
     assert time.perf_counter() - began >= 0.3
+
+
+def test_a_big_copy_that_fails_is_not_tried_again():
+    class Failing(BigTable):
+        def load(self, index=None):
+            self.indexes.append(index)
+            raise MemoryError
+
+    table = Failing()
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0)
+    assert keeper.current() is None
+    assert settled(keeper) is None
+    time.sleep(1.1)  # past the retry interval of a failed build
+    keeper.current()
+    assert settled(keeper) is None and len(table.indexes) == 1 and keeper._big_rows == 0

@@ -120,14 +120,14 @@ class SnapshotKeeper:
         while True:
             with self._lock:
                 writes = self._writes
-            snapshot, version, spent = None, -1, 0.0
+            snapshot, version, spent, big = None, -1, 0.0, False
             try:
                 version = self._source.version()
                 rows = self._source.count_rows()
                 if rows < self._max_rows:
                     snapshot = self._source.load()
                 elif rows <= self._big_rows and self._quiet_since(version, writes):
-                    began = time.monotonic()
+                    began, big = time.monotonic(), True
                     snapshot = self._load_big(rows)
                     spent = time.monotonic() - began
                 if snapshot is not None:
@@ -135,6 +135,9 @@ class SnapshotKeeper:
             except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
                 log.debug("building the in-memory snapshot failed", exc_info=True)
                 version = -1
+                if big:  # a minute of work each time (out of memory?): not again
+                    log.warning("copying a big table into memory failed", exc_info=True)
+                    self._big_rows = 0
             with self._lock:
                 if writes == self._writes or version < 0:  # no write of ours since it began
                     self._snapshot, self._covers = snapshot, version
