@@ -4,6 +4,7 @@ import math
 import random
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -72,3 +73,13 @@ def test_rows_read_in_batches_give_the_same_postings(monkeypatch):
     assert batched.scores(["sick", "day"]).tolist() == pytest.approx(
         reference(documents, ["sick", "day"])
     )
+
+
+def test_rows_outside_the_filter_score_zero_and_the_others_as_before():
+    rng = random.Random(5)
+    documents = [" ".join(rng.choices(WORDS, k=rng.randint(1, 20))) for _ in range(200)]
+    postings = KeywordPostings.build(pa.array(documents))
+    allowed = np.array([i % 3 == 0 for i in range(200)])
+    whole = postings.scores(["leav", "day", "day"])
+    kept = postings.scores(["leav", "day", "day"], allowed)
+    assert kept.tolist() == np.where(allowed, whole, 0.0).tolist()

@@ -66,8 +66,12 @@ class KeywordPostings:
         impact = times * np.float32(k1 + 1) / (times + row_norm[rows])  # float32: half the temps
         return cls(vocabulary, start, rows, impact, documents)
 
-    def scores(self, words: list[str]) -> npt.NDArray[np.float32]:
-        """The BM25 score of every row for a query's terms (0 where none occurs)."""
+    def scores(
+        self, words: list[str], allowed: npt.NDArray[np.bool_] | None = None
+    ) -> npt.NDArray[np.float32]:
+        """The BM25 score of every row for a query's terms (0 where none occurs, and
+        outside ``allowed``: adding only a small KB's share of a big table's postings is
+        cheaper than adding them all and masking a million scores after)."""
         scores = np.zeros(self.documents, dtype=np.float32)
         for word, times in Counter(words).items():
             term = self.vocabulary.get(word)
@@ -75,8 +79,11 @@ class KeywordPostings:
                 continue
             begin, end = self.start[term], self.start[term + 1]
             idf = math.log((self.documents + 1) / (end - begin + 0.5))
-            rows = self.rows[begin:end]  # each row once per term: += is safe
-            scores[rows] += np.float32(times * idf) * self.impact[begin:end]
+            rows, impact = self.rows[begin:end], self.impact[begin:end]
+            if allowed is not None:
+                kept = allowed[rows]
+                rows, impact = rows[kept], impact[kept]
+            scores[rows] += np.float32(times * idf) * impact  # a row once per term: += is safe
         return scores
 
 

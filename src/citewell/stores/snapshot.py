@@ -110,10 +110,7 @@ class TableSnapshot:
         self, words: list[str], k: int, where: ChunkFilter
     ) -> list[tuple[str, float]]:
         """(chunk id, BM25 score) of the k best allowed rows holding a query term."""
-        scores = self.postings.scores(words)
-        allowed = self.mask(where)
-        if allowed is not None:
-            scores = np.where(allowed, scores, 0.0)
+        scores = self.postings.scores(words, self.mask(where))
         return self._best(scores, k, lambda s: s > 0)
 
     def search(
