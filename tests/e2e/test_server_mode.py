@@ -77,6 +77,20 @@ def _held_by(url: str, pid: int) -> int:
         engine.dispose()
 
 
+def _stop_holding(url: str, worker: subprocess.Popen[bytes], deadline: float) -> None:
+    """Stop ``worker`` (SIGSTOP) at a moment it holds running jobs. Seen holding, a worker
+    could still finish its batch before a SIGKILL landed (a batch of one-chunk files takes
+    a tenth of a second), and then nothing was left to take over."""
+    while True:
+        assert time.monotonic() < deadline, "the first worker never held a batch"
+        if _states(url).get("indexed", 0) >= 40 and _held_by(url, worker.pid):
+            os.killpg(worker.pid, signal.SIGSTOP)
+            if _held_by(url, worker.pid):
+                return  # stopped while holding: it cannot finish them now
+            os.killpg(worker.pid, signal.SIGCONT)
+        time.sleep(0.1)
+
+
 def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
     url, data = postgres.create_database(), tmp_path / "data"
     users = AuthStore(url_engine(url))
@@ -100,9 +114,7 @@ def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
         batches = _upload(bases, headers)
         deadline = time.monotonic() + 300
         assert len(batches) == FILES // 30
-        while _states(url).get("indexed", 0) < 40 or not _held_by(url, workers[0].pid):
-            assert time.monotonic() < deadline, "the first worker never held a batch"
-            time.sleep(0.1)
+        _stop_holding(url, workers[0], deadline)
         kill(workers[0])  # SIGKILL mid-batch: its claimed jobs must not be lost
         while _states(url) != {"indexed": FILES}:
             assert time.monotonic() < deadline, "the batches did not finish"
