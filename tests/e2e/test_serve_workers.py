@@ -73,14 +73,18 @@ def test_two_api_processes_share_the_queue_and_the_rate_limits(tmp_path):
         assert all(f["chunk_count"] == 1 for f in files)
         assert (data / "job-worker.lock").exists()
         # A fresh connection per request: the kernel spreads them over both processes,
-        # and the 40-a-minute budget holds across them.
+        # and the 40-a-minute budget holds across them (plus what refilled meanwhile: a
+        # busy CI machine took long enough for 3 more than the 2 once allowed here).
+        began = time.monotonic()
         codes = [
             httpx.get(
                 f"{base}/api/v1/knowledge", headers={"Authorization": f"Bearer {budget}"}
             ).status_code
             for _ in range(60)
         ]
-        assert 40 <= codes.count(200) <= 42 and codes.count(429) == 60 - codes.count(200)
+        refilled = (time.monotonic() - began) * 40 / 60
+        assert 40 <= codes.count(200) <= 40 + refilled + 1
+        assert codes.count(429) == 60 - codes.count(200)
         children = _children(server.pid)
         assert len(children) >= 2  # the two API processes (and multiprocessing's tracker)
     finally:
