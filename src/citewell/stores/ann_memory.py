@@ -36,6 +36,11 @@ PROBE_FACTOR = 5.0  # probes: 5 x sqrt(partitions), twice LanceDB's for 8-bit ve
 REFINE = 10  # candidates scored exactly: this many times what was asked for
 
 
+def _pq_codes(dimension: int) -> int:
+    """Product-quantiser codes a vector: one per two dimensions (one each if odd)."""
+    return dimension // 2 if dimension % 2 == 0 else dimension
+
+
 def _faiss() -> Any:
     import faiss  # deferred: tables below the threshold never need it
 
@@ -63,9 +68,8 @@ class MemoryVectorIndex:
         # OpenMP threads would not be; one query's search uses one anyway.
         faiss.omp_set_num_threads(1)
         partitions = min(policy.partitions(count), count // TRAIN_PER_PARTITION)
-        codes = dimension // 2 if dimension % 2 == 0 else dimension
         index = faiss.index_factory(
-            dimension, f"IVF{partitions},PQ{codes}x4fs", faiss.METRIC_INNER_PRODUCT
+            dimension, f"IVF{partitions},PQ{_pq_codes(dimension)}x4fs", faiss.METRIC_INNER_PRODUCT
         )
         faiss.extract_index_ivf(index).cp.niter = TRAIN_ITERATIONS
         sample = min(count, partitions * TRAIN_PER_PARTITION)
@@ -90,8 +94,8 @@ class MemoryVectorIndex:
     def nbytes(self) -> int:
         """The codes and row ids faiss holds (the float vectors are the copy's)."""
         count, dimension = self.vectors.shape
-        codes = (dimension // 2 if dimension % 2 == 0 else dimension) // 2
-        return int(count * (codes + 8) + self.partitions * dimension * 4)
+        code_bytes = _pq_codes(dimension) // 2  # 4 bits a code
+        return int(count * (code_bytes + 8) + self.partitions * dimension * 4)
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.bool_] | None

@@ -118,7 +118,7 @@ class LanceChunkStore:
         self._snapshots = SnapshotKeeper(
             LanceSnapshotSource(self._table, dimension),
             self.vector_index.min_rows,
-            big_rows=(table_copy_mb << 20) // (5 * dimension + BIG_ROW_EXTRA),
+            big_rows=(table_copy_mb << 20) // self._copy_row_bytes(),
             big_bytes=table_copy_mb << 20,
             index=self.vector_index,
         )
@@ -240,7 +240,11 @@ class LanceChunkStore:
         rows = self._counts(None)
         if rows < self.vector_index.min_rows:
             return 0.0
-        return round(rows * (5 * self.dimension + BIG_ROW_EXTRA) / 2**20, 3)
+        return round(rows * self._copy_row_bytes() / 2**20, 3)
+
+    def _copy_row_bytes(self) -> int:
+        """A row of a big table's copy, as ``table_copy_mb`` is documented to count it."""
+        return 5 * self.dimension + BIG_ROW_EXTRA
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""
