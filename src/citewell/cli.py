@@ -55,7 +55,7 @@ def main(ctx: click.Context, data_dir: Path | None, config: Path | None) -> None
 def raise_open_file_limit(wanted: int = 65_536) -> None:
     """Lift the soft limit on open files towards the hard one (often 1,024 of 524,288 under
     systemd): Lance 9 leaves a file open for good each time it adds to or merges a vector
-    index, one or two per 1,024 chunks ingested into a table above 50,000 (docs/deploy.md)."""
+    index, one or two per 4,096 chunks ingested into a table above 50,000 (docs/deploy.md)."""
     try:
         import resource
     except ImportError:  # not on Windows

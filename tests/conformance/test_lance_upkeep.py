@@ -224,6 +224,47 @@ def test_many_deleted_rows_are_compacted_away(tmp_path, policy):
     assert [h.chunk_id for h in store.keyword_search("w77", 5, ChunkFilter())] == ["c77"]
 
 
+def fragment_rows(store: LanceChunkStore) -> list[int]:
+    import lance
+
+    return [f.count_rows() for f in lance.dataset(store._table.uri).get_fragments()]
+
+
+def test_a_flushs_new_fragments_are_merged_before_they_are_indexed(tmp_path, policy):
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    grow(store, 0, 300)
+    before = fragment_rows(store)
+    for batch in range(5):  # five upserts, one optimize: as the job runner flushes
+        store.upsert(chunks(300 + batch * 10, 10))
+    store.optimize()
+    assert fragment_rows(store) == [*before, 50]  # one new fragment, older ones untouched
+    assert store.health(0).unindexed_rows == 0
+    hits = store.keyword_search("w321", 5, ChunkFilter(kb_ids=("kb0",)))
+    assert [h.chunk_id for h in hits] == ["c321"]
+    vector = chunks(340, 10)[5].vector  # as upserted: vectors are seeded per batch
+    assert store.vector_search(vector, 1, ChunkFilter())[0].chunk_id == "c345"
+
+
+def test_indexed_small_fragments_wait_until_16_more_have_gathered(tmp_path, policy):
+    """Lance merges only neighbours under the same index segments: a compaction may leave
+    many small fragments, and is not tried again after every batch (0.4-1.6 s each at a
+    million rows) but once 16 more have gathered."""
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    for batch in range(16):  # one fragment each, indexed before the next arrives
+        grow(store, batch * 10, 10)
+    assert len(fragment_rows(store)) == 16
+    grow(store, 160, 10)  # 17 small ones: more than 16, compacted
+    left = len(fragment_rows(store))
+    assert left < 17
+    for batch in range(17, 17 + 16):
+        grow(store, batch * 10, 10)
+    assert len(fragment_rows(store)) == left + 16  # not yet: 16 more, not more than 16
+    grow(store, 330, 10)
+    assert len(fragment_rows(store)) < left + 17
+    assert store.count(ChunkFilter()) == 340
+    assert [h.chunk_id for h in store.keyword_search("w333", 5, ChunkFilter())] == ["c333"]
+
+
 def test_lancedb_caches_stay_within_the_configured_size(tmp_path, policy):
     """Each write batch adds index segments that searches read into LanceDB's cache; old
     ones are never read again, so only the cache's bound stops the growth (seen in a soak:
