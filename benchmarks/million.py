@@ -43,9 +43,11 @@ os.environ.setdefault("RUST_LOG", "error")
 import numpy as np  # noqa: E402
 from common import open_scifact_index  # noqa: E402
 
+from citewell.config import Settings  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
 from citewell.retrieval.tokenize import terms_string  # noqa: E402
 from citewell.stores.lancedb import LanceChunkStore  # noqa: E402
+from citewell.stores.registry import table_copy_budget_mb  # noqa: E402
 from citewell.types import ChunkFilter, SearchMode, StoredChunk  # noqa: E402
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -283,9 +285,10 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--table-copy-mb",
-        type=int,
-        default=0,
-        help="the big table's table_copy_mb: searches wait for the copy before timing",
+        type=lambda text: text if text == "auto" else int(text),
+        default="auto",
+        help="the big table's table_copy_mb (default auto, as the server's; 0: no copy): "
+        "searches wait for the copy before timing",
     )
     parser.add_argument(
         "--no-writes", action="store_true", help="--compare: searches only, no write rounds"
@@ -313,7 +316,7 @@ def main() -> None:
         "chunks",
         vectors.shape[1],
         kb_snapshot_mb=args.kb_snapshot_mb,
-        table_copy_mb=args.table_copy_mb,
+        table_copy_mb=table_copy_budget_mb(Settings(table_copy_mb=args.table_copy_mb)),
     )
     if args.compare:
         # SciFact alone, made afresh each run (the write rounds below add to it).

@@ -395,16 +395,20 @@ def _print_check(report: Any) -> None:
 def _table_copy_hint(app: Any) -> None:
     """A table past the ANN threshold without the memory for a copy: say what it takes."""
     from citewell.stores.base import ReportsTableCopy
+    from citewell.stores.registry import table_copy_budget_mb
 
     store = app.store
     if not isinstance(store, ReportsTableCopy):
         return
-    needed = store.table_copy_needed_mb()
-    if needed and app.settings.table_copy_mb < needed:
+    needed, budget = store.table_copy_needed_mb(), table_copy_budget_mb(app.settings)
+    if needed and budget < needed:
+        auto = " ('auto' on this machine)" if app.settings.table_copy_mb == "auto" else ""
         click.echo(
-            f"searches read LanceDB's indexes: table_copy_mb = {math.ceil(needed * 1.1)} "
-            "would let each API process search a copy in memory, about 2-3x faster at a "
-            "million chunks (docs/user-guide.md, 'A whole big table in memory')"
+            f"searches read LanceDB's indexes: a copy in memory needs about "
+            f"{math.ceil(needed)} MB, table_copy_mb{auto} allows {budget}; "
+            f"table_copy_mb = {math.ceil(needed * 1.1)}, where each API process has that "
+            "memory to spare, would let it search a copy, about 2-3x faster at a million "
+            "chunks (docs/user-guide.md, 'A whole big table in memory')"
         )
 
 

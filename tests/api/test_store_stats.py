@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.registry import table_copy_budget_mb
 from tests.api.conftest import KeyedServer, keyed_server
 
 PARAGRAPH = (
@@ -48,10 +49,10 @@ def test_admins_see_rows_index_and_kb_copies(world):
         copies = body["kb_copies"]
         assert copies["budget_mb"] == world.settings.kb_snapshot_mb
         assert copies["copies"] == 0  # the one KB holds the whole table: no copy is made
-        whole = body["table_copy"]  # table_copy_mb is 0 by default: no copy of the table
-        assert whole["budget_mb"] == world.settings.table_copy_mb == 0
-        assert (whole["current"], whole["rows"]) == (False, 0)
-        assert whole["needed_mb"] > 0  # what to set to have one
+        whole = body["table_copy"]  # table_copy_mb "auto": a share of this machine's memory
+        assert world.settings.table_copy_mb == "auto"
+        assert whole["budget_mb"] == table_copy_budget_mb(world.settings) > whole["needed_mb"]
+        assert whole["needed_mb"] > 0  # the table is past the ANN threshold
     else:  # CI's second pass of this tier keeps everything in PostgreSQL
         assert body["index"]["vector_index"] == "pgvector HNSW (cosine)"
         assert body["kb_copies"] is None  # it keeps no copies of single KBs

@@ -137,8 +137,10 @@ def test_check_says_what_memory_a_copy_of_a_big_table_takes(filled):
             cmd, capture_output=True, text=True, timeout=300, check=False, env=environment
         )
 
-    without = run()  # two chunks past a threshold of two: a "big" table, no copy allowed
+    # Two chunks past a threshold of two: a "big" table, with no memory allowed for a copy.
+    without = run(CITEWELL_TABLE_COPY_MB="0")
     assert without.returncode == 0, without.stderr
-    assert "table_copy_mb = 1 would let each API process search a copy" in without.stdout
-    allowed = run(CITEWELL_TABLE_COPY_MB="64")
-    assert allowed.returncode == 0 and "table_copy_mb" not in allowed.stdout
+    assert "a copy in memory needs about 1 MB, table_copy_mb allows 0" in without.stdout
+    assert "table_copy_mb = 1, where each API process has that memory" in without.stdout
+    by_default = run()  # "auto": a fifth of this machine's memory is plenty for two chunks
+    assert by_default.returncode == 0 and "table_copy_mb" not in by_default.stdout

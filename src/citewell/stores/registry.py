@@ -22,8 +22,25 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
         policy,
         settings.lance_cache_mb,
         kb_snapshot_mb=settings.kb_snapshot_mb,
-        table_copy_mb=settings.table_copy_mb,
+        table_copy_mb=table_copy_budget_mb(settings),
     )
+
+
+# "auto": a fifth of the machine's memory for the copies of all API processes together. A
+# copy takes twice its size for the minute it is made, and the box usually also runs the
+# LLM; a million 384-d chunks (3.3 GB) fit from a 17 GB machine with one API process.
+AUTO_TABLE_COPY_SHARE = 5
+
+
+def table_copy_budget_mb(settings: Settings, memory: int | None = None) -> int:
+    """``table_copy_mb`` in megabytes, with "auto" sized by the machine (``memory`` bytes,
+    read from it when not given) and the API processes that each keep a copy."""
+    if settings.table_copy_mb != "auto":
+        return settings.table_copy_mb
+    from citewell.machine import memory_bytes
+
+    total = memory_bytes() if memory is None else memory
+    return total // AUTO_TABLE_COPY_SHARE // settings.workers >> 20
 
 
 def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
