@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 from common import open_scifact_index  # noqa: E402
 
 from citewell.config import Settings  # noqa: E402
+from citewell.machine import memory_free_bytes  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
 from citewell.retrieval.tokenize import terms_string  # noqa: E402
 from citewell.stores.lancedb import LanceChunkStore  # noqa: E402
@@ -317,6 +318,7 @@ def main() -> None:
         vectors.shape[1],
         kb_snapshot_mb=args.kb_snapshot_mb,
         table_copy_mb=table_copy_budget_mb(Settings(table_copy_mb=args.table_copy_mb)),
+        memory_free=memory_free_bytes,
     )
     if args.compare:
         # SciFact alone, made afresh each run (the write rounds below add to it).

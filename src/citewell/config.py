@@ -99,18 +99,18 @@ class Settings(BaseSettings):
     table_copy_mb: Annotated[int, Field(ge=0)] | Literal["auto"] = _setting(
         "auto",
         "Memory (MB) for an in-memory copy of a whole chunk table at or above "
-        "vector_index_min_rows, in each API process (LanceDB only). 'auto', the default: "
-        "a fifth of the machine's memory (or of the container's limit) shared by the "
-        "`workers` API processes, so 4.7 GB on a 24 GB machine with one; 0 keeps big "
-        "tables in LanceDB alone. A table is copied when rows x (5 x dimension + 1,536) "
-        "bytes fits: about 3.3 GB a million 384-dimensional chunks (text, BM25 postings, "
-        "vectors and an IVF index of 4-bit codes made with faiss; twice that for a minute "
-        "while it is made). Searches then run on the copy while it holds the table's "
-        "latest version: at a million chunks in one KB a hybrid search took 23-28 ms "
-        "instead of 42-92 (BENCHMARKS.md). After a write searches read LanceDB until the "
-        "table has had no write for 20 seconds and a new copy is made (about a minute at "
-        "a million chunks, at the lowest priority). 'citewell check' says when a big "
-        "table does not fit; GET /api/v1/stats/store shows the copy and its budget.",
+        "vector_index_min_rows, in each API process (LanceDB only). 'auto', the default: a "
+        "fifth of the machine's memory (or of the container's limit) shared by the `workers` "
+        "API processes, so 4.7 GB on a 24 GB machine with one; 0 keeps big tables in LanceDB "
+        "alone. A table is copied when rows x (5 x dimension + 1,536) bytes fits: about 3.3 GB "
+        "a million 384-dimensional chunks (text, BM25 postings, vectors and an IVF index of "
+        "4-bit codes made with faiss; twice that for a minute while it is made, so it is put "
+        "off while less memory is free). Searches then run on the copy while it holds the "
+        "table's latest version: at a million chunks in one KB a hybrid search took 23-30 ms "
+        "instead of 42-99 (BENCHMARKS.md). After a write searches read LanceDB until the table "
+        "has had no write for 20 seconds and a new copy is made (about a minute at a million "
+        "chunks, at the lowest priority). 'citewell check' says when a big table does not fit; "
+        "GET /api/v1/stats/store shows the copy and its budget.",
     )
 
     # --- chunking --------------------------------------------------------------

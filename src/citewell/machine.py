@@ -1,15 +1,21 @@
-"""Facts about the machine, read once at start-up where a setting says "auto"."""
+"""Facts about the machine: its memory, read once at start-up where a setting says "auto",
+and the memory free now, read before a large allocation that can wait."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-# Where a container's memory limit is written: cgroup v2, then v1.
+# Where a container's memory limit is written: cgroup v2, then v1; and what it uses now.
 CGROUP_LIMITS = (
     Path("/sys/fs/cgroup/memory.max"),
     Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
 )
+CGROUP_USAGE = (
+    Path("/sys/fs/cgroup/memory.current"),
+    Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+MEMINFO = Path("/proc/meminfo")
 
 
 def memory_bytes(cgroup_limits: tuple[Path, ...] = CGROUP_LIMITS) -> int:
@@ -30,3 +36,31 @@ def _read_limit(path: Path) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def memory_free_bytes(
+    meminfo: Path = MEMINFO,
+    cgroup_limits: tuple[Path, ...] = CGROUP_LIMITS,
+    cgroup_usage: tuple[Path, ...] = CGROUP_USAGE,
+) -> int | None:
+    """Memory that can be taken now without swapping or pushing others out: the kernel's
+    MemAvailable, or what is left under the container's limit when that is less. None
+    when neither can be read (not Linux)."""
+    free = [value for value in (_mem_available(meminfo),) if value is not None]
+    for limit_path, usage_path in zip(cgroup_limits, cgroup_usage, strict=True):
+        limit, usage = _read_limit(limit_path), _read_limit(usage_path)
+        if limit is not None and usage is not None:
+            free.append(max(0, limit - usage))
+            break
+    return min(free) if free else None
+
+
+def _mem_available(meminfo: Path) -> int | None:
+    try:
+        lines = meminfo.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024  # the kernel counts in kB
+    return None

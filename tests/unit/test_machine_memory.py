@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from citewell.config import Settings
-from citewell.machine import memory_bytes
+from citewell.machine import memory_bytes, memory_free_bytes
 from citewell.stores.registry import table_copy_budget_mb
 
 GIB = 1 << 30
@@ -43,3 +43,18 @@ def test_auto_gives_a_fifth_of_the_memory_shared_by_the_api_processes():
 def test_a_number_is_taken_as_it_is_and_zero_turns_copies_off():
     assert table_copy_budget_mb(Settings.load(table_copy_mb=700), memory=GIB) == 700
     assert table_copy_budget_mb(Settings.load(table_copy_mb=0), memory=64 * GIB) == 0
+
+
+def test_free_memory_is_the_kernels_available_or_what_the_container_has_left(tmp_path):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 16384000 kB\nMemFree: 1000 kB\nMemAvailable: 8192000 kB\n")
+    limit, usage = tmp_path / "memory.max", tmp_path / "memory.current"
+    absent = (tmp_path / "absent",)
+    assert memory_free_bytes(meminfo, absent, absent) == 8192000 * 1024
+    limit.write_text(f"{4 * GIB}\n")
+    usage.write_text(f"{3 * GIB}\n")
+    assert memory_free_bytes(meminfo, (limit,), (usage,)) == GIB  # the container's room
+    limit.write_text("max\n")  # no limit: the kernel's figure
+    assert memory_free_bytes(meminfo, (limit,), (usage,)) == 8192000 * 1024
+    assert memory_free_bytes(tmp_path / "absent", absent, absent) is None  # not Linux
+    assert 0 < (memory_free_bytes() or 0) <= memory_bytes()  # this (Linux) machine's

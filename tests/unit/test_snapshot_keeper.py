@@ -175,3 +175,30 @@ def test_a_big_copy_that_fails_is_not_tried_again():
     time.sleep(1.1)  # past the retry interval of a failed build
     keeper.current()
     assert settled(keeper) is None and len(table.indexes) == 1 and keeper._big_rows == 0
+
+
+def test_a_big_copy_waits_for_free_memory_of_twice_its_size(monkeypatch):
+    from citewell.stores import snapshot_keeper
+
+    monkeypatch.setattr(snapshot_keeper, "MEMORY_RETRY", 0.2)
+    free = [1999]  # 500 rows of 2 bytes (2,000 / 1,000) while made twice over: 2,000
+    table = BigTable()
+    keeper = SnapshotKeeper(
+        table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0,
+        memory_free=lambda: free[0],
+    )  # fmt: skip
+    assert keeper.current() is None
+    assert settled(keeper) is None and table.indexes == []  # put off: the table is read
+    free[0] = 2000  # memory freed (an LLM unloaded)
+    time.sleep(0.25)  # past the put-off's retry
+    assert keeper.current() is None
+    assert settled(keeper) == BigSnapshot(1, 1000)
+
+
+def test_a_big_copy_is_made_when_free_memory_cannot_be_read():
+    table = BigTable()
+    keeper = SnapshotKeeper(
+        table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0, memory_free=lambda: None
+    )
+    assert keeper.current() is None
+    assert settled(keeper) == BigSnapshot(1, 1000)

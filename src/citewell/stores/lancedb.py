@@ -97,6 +97,7 @@ class LanceChunkStore:
         renew_after_versions: int = RENEW_AFTER_VERSIONS,
         kb_snapshot_mb: int = 512,
         table_copy_mb: int = 0,
+        memory_free: Callable[[], int | None] | None = None,
     ):
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
@@ -121,6 +122,7 @@ class LanceChunkStore:
             big_rows=(table_copy_mb << 20) // self._copy_row_bytes(),
             big_bytes=table_copy_mb << 20,
             index=self.vector_index,
+            memory_free=memory_free,
         )
         self._kb_snapshots = KbSnapshots(
             self._addresses.dataset, lambda: int(self._table.version), dimension,

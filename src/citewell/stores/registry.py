@@ -11,6 +11,7 @@ from citewell.stores.base import ChunkStore
 
 
 def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
+    from citewell.machine import memory_free_bytes
     from citewell.stores.lance_upkeep import VectorIndexPolicy
     from citewell.stores.lancedb import LanceChunkStore
 
@@ -23,6 +24,7 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
         settings.lance_cache_mb,
         kb_snapshot_mb=settings.kb_snapshot_mb,
         table_copy_mb=table_copy_budget_mb(settings),
+        memory_free=memory_free_bytes,
     )
 
 

@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 
 from citewell.stores.base import TableCopyStats
 from citewell.stores.lance_upkeep import VectorIndexPolicy
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes (LanceDB)
 RETRY_INTERVAL = 1.0  # after a failed build
 QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this long
+MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is tried again
 
 
 class SnapshotKeeper:
@@ -50,12 +52,17 @@ class SnapshotKeeper:
         big_bytes: int = 0,
         quiet: float = QUIET_SECONDS,
         index: VectorIndexPolicy | None = None,
+        memory_free: Callable[[], int | None] | None = None,
     ) -> None:
         """``big_rows``: tables from ``max_rows`` up to this many rows are copied too,
         within ``big_bytes`` (checked once a copy is made: then ``big_rows`` shrinks), their
-        vectors under an IVF index laid out by ``index``."""
+        vectors under an IVF index laid out by ``index``. ``memory_free``: the machine's
+        memory free for use now (None: unknown); a big copy is put off while it is less than
+        twice what the copy will take, the peak while it is made."""
         self._source, self._max_rows, self._interval = source, max_rows, check_interval
         self._big_rows, self._big_bytes, self._quiet = big_rows, big_bytes, quiet
+        self._row_bytes = big_bytes // big_rows if big_rows else 0
+        self._memory_free = memory_free or (lambda: None)
         self._index = index or VectorIndexPolicy()
         self._lock = threading.Lock()
         self._snapshot: TableSnapshot | None = None
@@ -63,7 +70,7 @@ class SnapshotKeeper:
         self._checked = float("-inf")
         self._writes = 0  # this process's writes so far; a build started before one is stale
         self._building = False
-        self._failed_at = float("-inf")
+        self._retry_at = float("-inf")  # after a failed or put-off build
 
     def current(self) -> TableSnapshot | None:
         """The snapshot of the table's latest version, or None: the table is too large, or
@@ -72,7 +79,7 @@ class SnapshotKeeper:
             return None
         with self._lock:
             now = time.monotonic()
-            if self._building or now - self._failed_at < RETRY_INTERVAL:
+            if self._building or now < self._retry_at:
                 return None
             # Too large for a snapshot: nothing stale can be served, so look again (has it
             # shrunk?) only now and then, not before every use.
@@ -120,16 +127,19 @@ class SnapshotKeeper:
         while True:
             with self._lock:
                 writes = self._writes
-            snapshot, version, spent, big = None, -1, 0.0, False
+            snapshot, version, spent, big, retry = None, -1, 0.0, False, RETRY_INTERVAL
             try:
                 version = self._source.version()
                 rows = self._source.count_rows()
                 if rows < self._max_rows:
                     snapshot = self._source.load()
                 elif rows <= self._big_rows and self._quiet_since(version, writes):
-                    began, big = time.monotonic(), True
-                    snapshot = self._load_big(rows)
-                    spent = time.monotonic() - began
+                    if self._memory_short(rows):
+                        version, retry = -1, MEMORY_RETRY
+                    else:
+                        began, big = time.monotonic(), True
+                        snapshot = self._load_big(rows)
+                        spent = time.monotonic() - began
                 if snapshot is not None:
                     version = snapshot.version
             except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
@@ -143,7 +153,7 @@ class SnapshotKeeper:
                     self._snapshot, self._covers = snapshot, version
                     self._checked = time.monotonic()
                     if version < 0:
-                        self._failed_at = self._checked  # try again a second later
+                        self._retry_at = self._checked + retry
                     self._building = False
                     return
             time.sleep(spent)  # a big copy made in vain: rest as long before the next
@@ -160,6 +170,18 @@ class SnapshotKeeper:
                     return False  # ours: _build starts over
             if latest != version:
                 version, quiet_from = latest, time.monotonic()
+        return True
+
+    def _memory_short(self, rows: int) -> bool:
+        """Too little memory free now to make the copy (other programs, an LLM loaded)."""
+        free, peak = self._memory_free(), 2 * rows * self._row_bytes
+        if free is None or free >= peak:
+            return False
+        log.info(
+            "a copy of the table (%d rows) needs about %d MB while it is made, %d MB are "
+            "free: searches read LanceDB; trying again in a minute",
+            rows, peak >> 20, free >> 20,
+        )  # fmt: skip
         return True
 
     def _load_big(self, rows: int) -> TableSnapshot | None:
