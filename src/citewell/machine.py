@@ -23,14 +23,14 @@ def memory_bytes(cgroup_limits: tuple[Path, ...] = CGROUP_LIMITS) -> int:
     when one is set and lower (a server in Docker must not size itself by the host)."""
     physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     for path in cgroup_limits:
-        limit = _read_limit(path)
+        limit = _read_bytes(path)
         if limit is not None:
             return min(physical, limit)
     return physical
 
 
-def _read_limit(path: Path) -> int | None:
-    """A cgroup file's byte limit; None when absent, unreadable or unlimited ("max")."""
+def _read_bytes(path: Path) -> int | None:
+    """A cgroup file's byte count; None when absent, unreadable or unlimited ("max")."""
     try:
         text = path.read_text().strip()
     except OSError:
@@ -46,9 +46,10 @@ def memory_free_bytes(
     """Memory that can be taken now without swapping or pushing others out: the kernel's
     MemAvailable, or what is left under the container's limit when that is less. None
     when neither can be read (not Linux)."""
-    free = [value for value in (_mem_available(meminfo),) if value is not None]
+    available = _mem_available(meminfo)
+    free = [] if available is None else [available]
     for limit_path, usage_path in zip(cgroup_limits, cgroup_usage, strict=True):
-        limit, usage = _read_limit(limit_path), _read_limit(usage_path)
+        limit, usage = _read_bytes(limit_path), _read_bytes(usage_path)
         if limit is not None and usage is not None:
             free.append(max(0, limit - usage))
             break

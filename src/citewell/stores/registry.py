@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 from citewell.config import Settings
 from citewell.errors import ConfigError
+from citewell.machine import memory_bytes, memory_free_bytes
 from citewell.stores.base import ChunkStore
 
 
 def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
-    from citewell.machine import memory_free_bytes
     from citewell.stores.lance_upkeep import VectorIndexPolicy
     from citewell.stores.lancedb import LanceChunkStore
 
@@ -39,8 +39,6 @@ def table_copy_budget_mb(settings: Settings, memory: int | None = None) -> int:
     read from it when not given) and the API processes that each keep a copy."""
     if settings.table_copy_mb != "auto":
         return settings.table_copy_mb
-    from citewell.machine import memory_bytes
-
     total = memory_bytes() if memory is None else memory
     return total // AUTO_TABLE_COPY_SHARE // settings.workers >> 20
 
