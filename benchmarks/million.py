@@ -32,8 +32,9 @@ import random
 import re
 import shutil
 import statistics
+import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,40 @@ def write_cost(
     }
 
 
+@dataclass
+class Training:
+    """``citewell check --repair``'s training of the vector index, in a thread: the store
+    builds it beside the writes. ``seconds``: how long it took, once done."""
+
+    store: LanceChunkStore
+    seconds: float = 0.0
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._train, name="benchmark-training")
+        thread.start()
+        time.sleep(1.0)  # it has read the table's version before the first write
+        return thread
+
+    def _train(self) -> None:
+        began = time.perf_counter()
+        self.store.rebuild_vector_index()
+        self.seconds = round(time.perf_counter() - began, 1)
+
+
+def split_by_training(runs: list[dict[str, float]]) -> dict[str, Any]:
+    """The big table's cost per 256 chunks in rounds begun while the training ran, and after."""
+    parts: dict[str, Any] = {}
+    for label, flag in (("during", 1.0), ("after", 0.0)):
+        costs = [w["per_256_s"] for w in runs if w["during_training"] == flag]
+        if costs:
+            parts[label] = {
+                "rounds": len(costs),
+                "median": statistics.median(costs),
+                "mean": round(statistics.mean(costs), 3),
+            }
+    return parts
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--source", type=Path, required=True, help="SciFact data dir")
@@ -299,6 +334,12 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=1,
         help="--compare: 256-chunk upserts in each write round before its optimize",
+    )
+    parser.add_argument(
+        "--train-during-writes",
+        action="store_true",
+        help="--compare: train the big table's vector index anew as the write rounds begin "
+        "(in the background, as the store does when the table has doubled)",
     )
     parser.add_argument(
         "--compare",
@@ -344,10 +385,18 @@ def main() -> None:
         writes: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
         fresh = 20_000_000 + int(time.time()) % 100_000 * 100_000  # rows no run wrote before
         per = args.upserts_per_optimize
+        training = Training(store) if args.train_during_writes else None
+        thread = training.start() if training is not None else None
         for n in range(args.write_rounds):  # alternating, new rows each time
             for name, target in (("small", small), ("big", store)):
                 position = fresh + 1000 * per * n + (500 * per if name == "big" else 0)
-                writes[name].append(write_cost(target, rows, vectors, position, args.seed, per))
+                during = thread is not None and thread.is_alive()
+                cost = write_cost(target, rows, vectors, position, args.seed, per)
+                writes[name].append({**cost, "during_training": float(during)})
+        if training is not None and thread is not None:
+            thread.join()
+            result["training_s"] = training.seconds
+            result["big_by_training"] = split_by_training(writes["big"])
         result["writes_median_s"] = {
             name: {key: statistics.median(w[key] for w in runs) for key in runs[0]}
             for name, runs in writes.items()

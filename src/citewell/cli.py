@@ -419,6 +419,8 @@ def _index_line(health: Any) -> str:
             f" trained on {health.trained_rows:,} rows in {health.partitions} partition(s),"
             f" {health.unindexed_rows:,} rows not yet indexed"
         )
+    if health.training_rows:
+        line += f", being trained anew on {health.training_rows:,} rows in the background"
     if health.recall_at_50 is not None:
         line += f", recall@50 {health.recall_at_50:.3f} ({health.recall_samples} queries)"
     return line

@@ -46,6 +46,7 @@ def test_admins_see_rows_index_and_kb_copies(world):
     if isinstance(world.app.store, LanceChunkStore):
         assert body["index"]["vector_index"] not in ("none", "exact (in memory)")
         assert body["index"]["trained_rows"] > 0
+        assert body["index"]["training_rows"] == 0  # no training under way in the background
         copies = body["kb_copies"]
         assert copies["budget_mb"] == world.settings.kb_snapshot_mb
         assert copies["copies"] == 0  # the one KB holds the whole table: no copy is made

@@ -46,6 +46,7 @@ def chunks(start: int, count: int) -> list[StoredChunk]:
 def grow(store: LanceChunkStore, start: int, count: int) -> None:
     store.upsert(chunks(start, count))
     store.optimize()
+    assert store.wait_for_training(30)  # a retraining runs in the background
 
 
 def segments(store: LanceChunkStore, column: str) -> int:

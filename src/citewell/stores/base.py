@@ -146,6 +146,7 @@ class IndexHealth:
     vector_index: str  # "exact (in memory)" or the index type
     trained_rows: int = 0
     partitions: int = 0
+    training_rows: int = 0  # rows a training under way in the background trains on
     unindexed_rows: int = 0
     segments: dict[str, int] = field(default_factory=dict)
     recall_at_50: float | None = None  # ANN against exact search, on sampled stored vectors

@@ -18,7 +18,8 @@ the table:
 - the vector index is trained anew when the table has doubled since it was trained, or when
   it was made with another layout or type (an older release's IVF-HNSW index): delta rows sit
   in partitions chosen by old centroids, which is how recall decayed to 0.73 at a million.
-  Doubling keeps the total training work under twice that of one final build.
+  Doubling keeps the total training work under twice that of one final build. The first
+  training runs here; later ones in the background while writes go on (lance_training).
 
 The vector index is IVF with 8-bit scalar quantisation and about sqrt(rows) partitions,
 scanned flat; a query probes a share of them that grows as its filter keeps fewer rows
@@ -34,12 +35,14 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from citewell.stores.base import IndexHealth
+from citewell.stores.lance_training import BackgroundTraining, TrainingRun
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,7 @@ CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
 KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 UPKEEP_CACHE_BYTES = 1 << 20
 TRAINING_SAMPLE_RATE = 64  # rows sampled per partition to train the vector index
+VECTOR_INDEX_NAME = "vector_idx"  # what LanceDB names it
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,12 @@ class VectorIndexPolicy:
 class TableUpkeep:
     """Index maintenance for one table; the caller holds the store's write lock."""
 
-    def __init__(self, table: Any, policy: VectorIndexPolicy) -> None:
+    def __init__(
+        self, table: Any, policy: VectorIndexPolicy, on_trained: Callable[[], None] | None = None
+    ) -> None:
         self.table = table
         self.policy = policy
+        self._training = BackgroundTraining(on_trained)
         self._cleaned = 0.0
         self._waiting: dict[str, int] = {}  # index name -> segment count with nothing to merge
         self._layouts: dict[str, tuple[int, int]] = {}  # base segment uuid -> vector_layout
@@ -119,25 +126,31 @@ class TableUpkeep:
         rows = self.table.count_rows()
         if not rows:
             return False
-        self._compact()
+        self._compact(self._training.running)
         self._refresh()
         self.ensure_scalar_indexes()
         trained = self._retrain_vectors(rows)
         # Also after a retraining: the other indexes still lack the new rows (skipping them
         # left 24,143 rows to a flat full-text scan: 160 ms a search at 60,000 chunks).
-        self._add_deltas()
-        self._cleanup()
+        training = self._training.running is not None
+        self._add_deltas(vectors=not training)
+        if not training:
+            self._cleanup()
         self._refresh()
         return trained
 
-    def _compact(self) -> None:
+    def _compact(self, training: TrainingRun | None) -> None:
         """Merge the fragments no index covers yet (a flush's new rows) at every call: no
         index has to be re-mapped for them. Merge the other small fragments only once 16
         more have gathered than the last such compaction left, or when many deleted rows
         (replaced and removed files) still take space and scan time: re-mapping the index
         segments over them cost 0.4-1.6 s a time at a million rows, and Lance merges only
-        neighbours under the same segments, so it can leave many small ones behind."""
+        neighbours under the same segments, so it can leave many small ones behind.
+        While a training runs, only fragments written since it began are merged."""
         dataset = self._dataset()
+        if training is not None:
+            self._compact_unindexed(dataset, after=training.last_fragment)
+            return
         fragments = dataset.get_fragments()
         live = [f.count_rows() for f in fragments]
         small = sum(1 for rows in live if rows < SMALL_FRAGMENT_ROWS)
@@ -153,14 +166,19 @@ class TableUpkeep:
         elif small > 1:
             self._compact_unindexed(dataset)
 
-    def _compact_unindexed(self, dataset: Any) -> None:
-        """Run only the compaction tasks whose fragments no index segment covers."""
+    def _compact_unindexed(self, dataset: Any, after: int = -1) -> None:
+        """Run only the compaction tasks whose fragments no index segment covers (and that
+        come after fragment ``after``)."""
         from lance.optimize import Compaction
 
         covered = {f for s in _segments(dataset) for f in s.fragment_ids}
         options = {"target_rows_per_fragment": SMALL_FRAGMENT_ROWS}
         plan = Compaction.plan(dataset, options)  # type: ignore[arg-type]
-        tasks = [task for task in plan.tasks if not any(f.id in covered for f in task.fragments)]
+        tasks = [
+            task
+            for task in plan.tasks
+            if not any(f.id in covered or f.id <= after for f in task.fragments)
+        ]
         if tasks:
             rewrites = [task.execute(dataset) for task in tasks]
             Compaction.commit(dataset, rewrites, options)  # type: ignore[arg-type]
@@ -193,11 +211,16 @@ class TableUpkeep:
     def index_names(self) -> dict[str, str]:
         return {i.columns[0]: i.name for i in self.table.list_indices()}
 
-    def _add_deltas(self) -> None:
-        due = [index.name for index in self._refresh() if self._delta_due(index)]
+    def _add_deltas(self, vectors: bool = True) -> None:
+        """New rows into each index as a delta segment, then merges of small segments; the
+        vector index's only when ``vectors`` (not while it is trained anew)."""
+        indexes = [i for i in self._refresh() if vectors or i.columns[0] != "vector"]
+        due = [index.name for index in indexes if self._delta_due(index)]
         if due:  # one commit for all of them (one per index cost 2.3x as much at 1M)
             self._dataset().optimize.optimize_indices(index_names=due, num_indices_to_merge=0)
         for index in self._refresh():
+            if not vectors and index.columns[0] == "vector":
+                continue
             segments = index.num_segments or 1
             waited = self._waiting.get(index.name, 0)
             if segments <= self.policy.max_deltas + 1 or segments < waited + 2:
@@ -223,34 +246,59 @@ class TableUpkeep:
         return bool(index.num_unindexed_rows >= self.policy.vector_delta_rows)
 
     def _retrain_vectors(self, rows: int) -> bool:
-        """Train the vector index when there is none yet, the table has doubled since it
-        was trained, or it has another layout. Returns whether it trained."""
-        if rows < self.policy.min_rows:
+        """Train the vector index here when there is none yet; start a training in the
+        background when the table has doubled since it was trained, or the index has another
+        layout. Returns whether it trained here."""
+        if rows < self.policy.min_rows or not self._training.may_start():
             return False
         layout = self.vector_layout()
-        if layout is not None:
-            trained, partitions = layout
-            kind = next(i.index_type for i in self._refresh() if i.columns[0] == "vector")
-            fits = partitions == self.policy.partitions(trained) and str(kind) == INDEX_TYPE
-            if rows < 2 * trained and fits:
-                return False
-        self.train_vectors(rows)
-        return True
+        if layout is None:
+            self.train_vectors(rows)
+            return True
+        trained, partitions = layout
+        kind = next(i.index_type for i in self._refresh() if i.columns[0] == "vector")
+        fits = partitions == self.policy.partitions(trained) and str(kind) == INDEX_TYPE
+        if rows >= 2 * trained or not fits:
+            self.start_training()
+        return False
+
+    def start_training(self) -> None:
+        """Train the vector index anew on every row, in the background (after a training
+        already under way)."""
+        self._training.wait()
+        name = self.index_names().get("vector", VECTOR_INDEX_NAME)
+        self._training.start(self._dataset(), partial(self._build_vectors, name=name))
 
     def train_vectors(self, rows: int) -> None:
-        from lancedb.index import IvfSq
-
+        """Train the first vector index, here and now."""
         began = time.monotonic()
+        name = self.index_names().get("vector", VECTOR_INDEX_NAME)
+        self._build_vectors(self._dataset(), rows, name)
+        self._refresh()
+        log.info("Trained the vector index on %d chunks in %.0f s", rows, time.monotonic() - began)
+
+    def _build_vectors(self, dataset: Any, rows: int, name: str) -> None:
         # k-means on 64 sampled rows a partition instead of LanceDB's 256: at 1.14M rows
         # 58 s instead of 105, recall@50 0.98 / 0.97 (whole table / a 1 % KB) against
         # 0.97 / 0.98, within the noise of 40 queries.
-        config = IvfSq(
-            distance_type="cosine",
+        dataset.create_index(
+            "vector",
+            "IVF_SQ",
+            name=name,
+            metric="cosine",
+            replace=True,
             num_partitions=self.policy.partitions(rows),
             sample_rate=TRAINING_SAMPLE_RATE,
         )
-        self.table.create_index("vector", config=config, replace=True)
-        log.info("Trained the vector index on %d chunks in %.0f s", rows, time.monotonic() - began)
+        self._waiting.pop(name, None)  # one segment now: nothing waits for a merge
+
+    def wait_for_training(self, timeout: float | None = None) -> bool:
+        """Wait for a training under way in the background; returns whether none runs."""
+        return self._training.wait(timeout)
+
+    @property
+    def training_failure(self) -> str | None:
+        return self._training.failure
 
     def _segment_rows(self, name: str) -> list[int]:
         """Rows in each segment of an index in the manifest's order (oldest first, as Lance's
@@ -293,15 +341,17 @@ class TableUpkeep:
     def health(self, samples: int) -> IndexHealth:
         rows = self.table.count_rows()
         layout = self.vector_layout()
-        indexes = list(self.table.list_indices())
+        indexes = self._refresh()
         if layout is None:
             return IndexHealth(rows, "exact (in memory)" if rows < self.policy.min_rows else "none")
         vector = next(i for i in indexes if i.columns[0] == "vector")
+        training = self._training.running
         return IndexHealth(
             rows=rows,
             vector_index=str(vector.index_type),
             trained_rows=layout[0],
             partitions=layout[1],
+            training_rows=0 if training is None else training.rows,
             unindexed_rows=max(i.num_unindexed_rows for i in indexes),
             segments={i.columns[0]: i.num_segments or 1 for i in indexes},
             recall_at_50=self.recall(samples, rows) if samples else None,

@@ -108,7 +108,7 @@ class LanceChunkStore:
         self._db, _ = _connect(path, min(cache_mb, WRITE_CACHE_MB))
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()
-        self._upkeep = TableUpkeep(self._table, self.vector_index)
+        self._upkeep = TableUpkeep(self._table, self.vector_index, on_trained=self._trained)
         self._addresses = RowAddresses(self._table.uri)
         self._counts: FilterCounts[str | None] = FilterCounts(self._table.count_rows)
         self._fts_ready = "terms" in self._upkeep.index_names()
@@ -220,11 +220,27 @@ class LanceChunkStore:
         if trained:  # searches move to a handle with the new index loaded
             self._search.renew()
 
+    def _trained(self) -> None:
+        """A training in the background has committed: searches move to the new index."""
+        self._changed()
+        self._search.renew()
+
+    def wait_for_training(self, timeout: float | None = None) -> bool:
+        """Wait for a training of the vector index under way in the background (tests,
+        benchmarks, a CLI about to exit); returns whether none runs now."""
+        return self._upkeep.wait_for_training(timeout)
+
     def rebuild_vector_index(self) -> None:
         """Train the vector index anew on every row (``citewell check --repair`` does this
-        when the measured recall is low)."""
-        with self._write_lock:
-            self._upkeep.train_vectors(self._table.count_rows())
+        when the measured recall is low); writes go on meanwhile."""
+        with self._write_lock:  # nothing may compact the rows the training reads first
+            self._upkeep.start_training()
+        self._upkeep.wait_for_training()
+        if self._upkeep.training_failure is not None:
+            raise StoreError(
+                f"Training the vector index anew failed: {self._upkeep.training_failure}. "
+                "Run the repair again; if it keeps failing, check the data dir's disk space."
+            )
         self._changed()
         self._search.renew().join()
 
