@@ -45,6 +45,7 @@ def ingest(
         return
     with click_errors(), progress("Ingesting") as report_progress:
         report = ctx.app().ingest(list(targets), kb, report_progress)
+    _wait_for_training(ctx.app())
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
         return
@@ -104,7 +105,25 @@ def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: boo
         click.echo(f"Stopped; the batch's unfinished jobs stay queued (batch {batch}).", err=True)
     finally:
         app.close()
+    _wait_for_training(app)
     _print_batch(app, batch, as_json)
+
+
+def _wait_for_training(app: Any) -> None:
+    """The ingest grew the store past twice what its vector index was trained on, and the
+    new training runs in this process: exiting would lose it (the next write starts it
+    again, and a short ingest would lose it again)."""
+    if app.wait_for_index_training(0):
+        return
+    click.echo(
+        "Training the vector index anew for the grown store (about a minute per million "
+        "chunks); waiting for it. Ctrl-C stops waiting: the next write starts it again.",
+        err=True,
+    )
+    try:
+        app.wait_for_index_training()
+    except KeyboardInterrupt:
+        click.echo("Stopped waiting; the index stays as it was.", err=True)
 
 
 def _print_batch(app: Any, batch: str, as_json: bool) -> None:

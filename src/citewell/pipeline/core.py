@@ -245,6 +245,11 @@ class Citewell:
         self._kb_ids = {k: v for k, v in self._kb_ids.items() if v != kb.id}
 
     # --- ingestion ----------------------------------------------------------------
+    def wait_for_index_training(self, timeout: float | None = None) -> bool:
+        """Wait for a training of the vector index that this process's writes started in
+        the background (a command about to exit); returns whether none runs."""
+        return self.ingestor.writer.wait_for_training(timeout)
+
     def ingest(
         self, targets: Sequence[Path | str], kb: str, progress: ProgressCallback | None = None
     ) -> IngestReport:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from citewell.retrieval.sentences import sentence_id
 from citewell.splitters.semantic import sentence_spans
-from citewell.stores.base import ChunkStore, optimize_store
+from citewell.stores.base import ChunkStore, optimize_store, wait_for_training
 from citewell.types import ChunkFilter, StoredChunk
 
 MIN_SENTENCE = 20  # characters: shorter ones (labels, numbers, "Results.") say too little
@@ -75,3 +75,10 @@ class SpaceWriter:
         """Fold recent writes into both tables' indexes (after a batch of writes)."""
         optimize_store(self.chunks)
         optimize_store(self.sentences)
+
+    def wait_for_training(self, timeout: float | None = None) -> bool:
+        """Wait for both tables' trainings under way in the background; returns whether
+        none runs (``timeout`` 0: only ask)."""
+        return wait_for_training(self.chunks, timeout) and wait_for_training(
+            self.sentences, timeout
+        )

@@ -122,6 +122,22 @@ class DropsTables(Protocol):
         ...
 
 
+@runtime_checkable
+class TrainsInBackground(Protocol):
+    """A store that trains its vector index anew in a thread of the process that wrote
+    (LanceDB). A process about to exit waits for it, or the training is lost and starts
+    again at the next write."""
+
+    def wait_for_training(self, timeout: float | None = None) -> bool:
+        """Returns whether no training runs (any more)."""
+        ...
+
+
+def wait_for_training(store: ChunkStore, timeout: float | None = None) -> bool:
+    """Wait for the store's training under way, if it trains in the background."""
+    return store.wait_for_training(timeout) if isinstance(store, TrainsInBackground) else True
+
+
 def optimize_store(store: ChunkStore) -> None:
     """Fold recent writes into the store's indexes, if it has any to fold."""
     if isinstance(store, OptimizesIndexes):

@@ -233,6 +233,7 @@ class LanceChunkStore:
     def rebuild_vector_index(self) -> None:
         """Train the vector index anew on every row (``citewell check --repair`` does this
         when the measured recall is low); writes go on meanwhile."""
+        self._upkeep.wait_for_training()  # one under way: not while writes wait for the lock
         with self._write_lock:  # nothing may compact the rows the training reads first
             self._upkeep.start_training()
         self._upkeep.wait_for_training()
