@@ -54,6 +54,9 @@ def test_admins_see_rows_index_and_kb_copies(world):
         assert world.settings.table_copy_mb == "auto"
         assert whole["budget_mb"] == table_copy_budget_mb(world.settings) > whole["needed_mb"]
         assert whole["needed_mb"] > 0  # the table is past the ANN threshold
+        # Written moments ago: the copy waits for 20 s without writes (or is made, or held).
+        assert whole["state"] in ("waiting", "copying", "current")
+        assert (whole["state"] == "current") == whole["current"]
     else:  # CI's second pass of this tier keeps everything in PostgreSQL
         assert body["index"]["vector_index"] == "pgvector HNSW (cosine)"
         assert body["kb_copies"] is None  # it keeps no copies of single KBs

@@ -95,10 +95,11 @@ def test_no_copy_without_memory_for_it(tmp_path):
 
 def test_the_copy_and_its_recall_are_reported(tmp_path):
     store = open_store(tmp_path / "lance")
-    assert store.table_copy().rows == 0  # nothing written: nothing copied
+    empty = store.table_copy()
+    assert (empty.rows, empty.state) == (0, "not_needed")  # nothing written: nothing copied
     store.upsert(CORPUS)
     wait_for_copy(store)
     stats = store.table_copy(recall_samples=5)
-    assert (stats.current, stats.rows, stats.budget_mb) == (True, 5, 64)
+    assert (stats.current, stats.rows, stats.budget_mb, stats.state) == (True, 5, 64, "current")
     assert stats.partitions == 0 and stats.megabytes > 0
     assert (stats.recall_at_50, stats.recall_samples) == (1.0, 5)

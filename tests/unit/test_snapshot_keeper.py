@@ -202,3 +202,46 @@ def test_a_big_copy_is_made_when_free_memory_cannot_be_read():
     )
     assert keeper.current() is None
     assert settled(keeper) == BigSnapshot(1, 1000)
+
+
+def stats_state(keeper: SnapshotKeeper, needed_mb: float = 1.0, budget_mb: int = 2) -> str:
+    return keeper.big_copy_stats(budget_mb, needed_mb).state
+
+
+def test_the_copys_state_says_why_searches_read_the_table():
+    table = BigTable()
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.3)
+    assert stats_state(keeper) == "waiting"  # asking starts the build, which waits for quiet
+    time.sleep(0.1)
+    assert stats_state(keeper) == "waiting"
+    assert settled(keeper) == BigSnapshot(1, 1000)
+    keeper.changed()  # a write of this process
+    assert stats_state(keeper) == "waiting"
+    assert stats_state(keeper, needed_mb=0.0) == "not_needed"  # below the ANN threshold
+    assert stats_state(keeper, needed_mb=5.0) == "too_big"
+
+
+def test_the_copys_state_names_too_little_memory_and_a_failure(monkeypatch):
+    table = BigTable()
+    keeper = SnapshotKeeper(
+        table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0, memory_free=lambda: 10
+    )
+    keeper.current()
+    assert settled(keeper) is None
+    assert stats_state(keeper) == "put_off"
+
+    class Failing(BigTable):
+        def load(self, index=None):
+            raise MemoryError
+
+    keeper = SnapshotKeeper(Failing(), max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0)
+    keeper.current()
+    assert settled(keeper) is None
+    assert stats_state(keeper) == "failed"
+
+
+def test_a_table_past_what_fits_is_too_big():
+    keeper = SnapshotKeeper(BigTable(rows=5000), max_rows=100, big_rows=1000, big_bytes=2000)
+    keeper.current()
+    assert settled(keeper) is None
+    assert stats_state(keeper) == "too_big"

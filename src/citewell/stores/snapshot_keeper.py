@@ -71,6 +71,7 @@ class SnapshotKeeper:
         self._writes = 0  # this process's writes so far; a build started before one is stale
         self._building = False
         self._retry_at = float("-inf")  # after a failed or put-off build
+        self._big_state = "waiting"  # where the big copy stands when none is current
 
     def current(self) -> TableSnapshot | None:
         """The snapshot of the table's latest version, or None: the table is too large, or
@@ -103,7 +104,11 @@ class SnapshotKeeper:
         snapshot = self.current()
         ann = snapshot.ann if snapshot is not None else None
         if snapshot is None or ann is None:
-            return TableCopyStats(budget_mb, needed_mb, snapshot is not None, 0, 0.0, 0)
+            state = "not_needed" if not needed_mb else self._big_state
+            if state == "waiting" and needed_mb > budget_mb:
+                state = "too_big"  # not built yet, and it will not be
+            current = snapshot is not None
+            return TableCopyStats(budget_mb, needed_mb, current, 0, 0.0, 0, state=state)
         recall = ann.recall(recall_samples) if recall_samples else None
         megabytes = round(snapshot.nbytes / 2**20, 3)
         rows, partitions = len(snapshot.ids), ann.partitions
@@ -133,11 +138,13 @@ class SnapshotKeeper:
                 rows = self._source.count_rows()
                 if rows < self._max_rows:
                     snapshot = self._source.load()
-                elif rows <= self._big_rows and self._quiet_since(version, writes):
+                elif rows > self._big_rows:
+                    self._big_state = "too_big"
+                elif self._quiet_since(version, writes):
                     if self._memory_short(rows):
-                        version, retry = -1, MEMORY_RETRY
+                        version, retry, self._big_state = -1, MEMORY_RETRY, "put_off"
                     else:
-                        began, big = time.monotonic(), True
+                        began, big, self._big_state = time.monotonic(), True, "copying"
                         snapshot = self._load_big(rows)
                         spent = time.monotonic() - began
                 if snapshot is not None:
@@ -147,7 +154,7 @@ class SnapshotKeeper:
                 version = -1
                 if big:  # a minute of work each time (out of memory?): not again
                     log.warning("copying a big table into memory failed", exc_info=True)
-                    self._big_rows = 0
+                    self._big_rows, self._big_state = 0, "failed"
             with self._lock:
                 if writes == self._writes or version < 0:  # no write of ours since it began
                     self._snapshot, self._covers = snapshot, version
@@ -161,6 +168,7 @@ class SnapshotKeeper:
     def _quiet_since(self, version: int, writes: int) -> bool:
         """Wait until the table has had no write (of any process) for ``quiet`` seconds."""
         lower_priority()
+        self._big_state = "waiting"
         quiet_from = time.monotonic()
         while time.monotonic() - quiet_from < self._quiet:
             time.sleep(min(CHECK_INTERVAL, self._quiet))
@@ -189,9 +197,11 @@ class SnapshotKeeper:
         held = snapshot.nbytes
         if held <= self._big_bytes:
             log.info("copied a table of %d rows into memory (%d MB)", rows, held >> 20)
+            self._big_state = "waiting"  # what the next write leaves it at
             return snapshot
         with self._lock:  # longer rows than the estimate: admit fewer from now on
             self._big_rows = min(self._big_rows, rows * self._big_bytes // held)
+            self._big_state = "too_big"
         log.info("a copy of %d rows took %d MB, over table_copy_mb: not kept", rows, held >> 20)
         return None
 
