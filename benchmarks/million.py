@@ -227,6 +227,15 @@ def compare(  # noqa: PLR0913
     return result
 
 
+def small_table(work: Path, rows, vectors: np.ndarray) -> LanceChunkStore:
+    """SciFact alone, made afresh (the write rounds add to it)."""
+    shutil.rmtree(work / "small", ignore_errors=True)
+    small = LanceChunkStore(work / "small", "chunks", vectors.shape[1])
+    small.upsert(originals(rows, vectors))
+    small.optimize()
+    return small
+
+
 def wait_for_table_copy(store, limit: float = 1800.0) -> float:
     """With table_copy_mb set, wait until the whole table's copy is made (after the table
     has been quiet for 20 s, tens of seconds at a million rows); the seconds waited."""
@@ -336,6 +345,13 @@ def parse_args() -> argparse.Namespace:
         help="--compare: 256-chunk upserts in each write round before its optimize",
     )
     parser.add_argument(
+        "--small-max-rows",
+        type=int,
+        default=0,
+        help="--compare: make the small table afresh (untimed) once the write rounds have "
+        "grown it past this many rows, so long runs compare against a small table",
+    )
+    parser.add_argument(
         "--train-during-writes",
         action="store_true",
         help="--compare: train the big table's vector index anew as the write rounds begin "
@@ -362,11 +378,7 @@ def main() -> None:
         memory_free=memory_free_bytes,
     )
     if args.compare:
-        # SciFact alone, made afresh each run (the write rounds below add to it).
-        shutil.rmtree(args.work / "small", ignore_errors=True)
-        small = LanceChunkStore(args.work / "small", "chunks", vectors.shape[1])
-        small.upsert(originals(rows, vectors))
-        small.optimize()
+        small = small_table(args.work, rows, vectors)
         rng = random.Random(args.seed)
         result = compare(
             small,
@@ -388,6 +400,8 @@ def main() -> None:
         training = Training(store) if args.train_during_writes else None
         thread = training.start() if training is not None else None
         for n in range(args.write_rounds):  # alternating, new rows each time
+            if args.small_max_rows and small._table.count_rows() > args.small_max_rows:
+                small = small_table(args.work, rows, vectors)  # untimed: small again
             for name, target in (("small", small), ("big", store)):
                 position = fresh + 1000 * per * n + (500 * per if name == "big" else 0)
                 during = thread is not None and thread.is_alive()
