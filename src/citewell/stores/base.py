@@ -193,7 +193,11 @@ class TableCopyStats:
     would take now (the ``table_copy_mb`` to set; 0 below the ANN threshold, where every
     table is searched from memory anyway). ``recall_at_50``: the copy's IVF index against
     an exact search over the copy, when samples were asked for. ``state``: why searches
-    do or do not run on a copy (COPY_STATES)."""
+    do or do not run on a copy: ``current``; ``not_needed`` (below vector_index_min_rows,
+    searched from memory anyway); ``too_big`` (over table_copy_mb); ``waiting`` (written in
+    the last 20 s, made once the table is quiet); ``copying``; ``put_off`` (less than twice
+    its size free, tried again in a minute); ``failed`` (see the log; not again until a
+    restart)."""
 
     budget_mb: float
     needed_mb: float
@@ -204,17 +208,6 @@ class TableCopyStats:
     recall_at_50: float | None = None
     recall_samples: int = 0
     state: str = "current"
-
-
-COPY_STATES = {
-    "current": "searches run on a copy of the table's latest version",
-    "not_needed": "the table is below vector_index_min_rows: searched from memory anyway",
-    "too_big": "the copy would need more than table_copy_mb (see needed_mb)",
-    "waiting": "the table was written in the last 20 s: the copy is made once it is quiet",
-    "copying": "the copy is being made (tens of seconds at a million chunks)",
-    "put_off": "too little memory free to make it (twice its size): tried again in a minute",
-    "failed": "making the copy failed (see the log); not tried again until a restart",
-}
 
 
 @runtime_checkable

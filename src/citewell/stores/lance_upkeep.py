@@ -214,13 +214,14 @@ class TableUpkeep:
     def _add_deltas(self, vectors: bool = True) -> None:
         """New rows into each index as a delta segment, then merges of small segments; the
         vector index's only when ``vectors`` (not while it is trained anew)."""
-        indexes = [i for i in self._refresh() if vectors or i.columns[0] != "vector"]
-        due = [index.name for index in indexes if self._delta_due(index)]
+
+        def kept_up(indexes: list[Any]) -> list[Any]:
+            return [i for i in indexes if vectors or i.columns[0] != "vector"]
+
+        due = [index.name for index in kept_up(self._refresh()) if self._delta_due(index)]
         if due:  # one commit for all of them (one per index cost 2.3x as much at 1M)
             self._dataset().optimize.optimize_indices(index_names=due, num_indices_to_merge=0)
-        for index in self._refresh():
-            if not vectors and index.columns[0] == "vector":
-                continue
+        for index in kept_up(self._refresh()):
             segments = index.num_segments or 1
             waited = self._waiting.get(index.name, 0)
             if segments <= self.policy.max_deltas + 1 or segments < waited + 2:
