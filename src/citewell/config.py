@@ -534,6 +534,14 @@ class Settings(BaseSettings):
     )
 
     # --- access -------------------------------------------------------------------
+    share_embeddings: bool = _setting(
+        False,
+        "Share the embedding cache (and the cache of recent query vectors) between users. "
+        "Off: each user's texts are cached apart (the owner of the KB written to, or the "
+        "caller for queries and /v1/embeddings), so no answer's speed or chunks_embedded "
+        "tells one user that another stored the same sentence. On: the same text is "
+        "embedded once for everyone, which gives that property up; for a one-team server.",
+    )
     auth: Literal["required", "none"] = _setting(
         "required",
         "'required': every API call but /healthz, /readyz and the docs needs an API key "

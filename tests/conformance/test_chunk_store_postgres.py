@@ -242,8 +242,11 @@ def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
     same answers here, and the same as an unfiltered search restricted to the KB after."""
     import numpy as np
 
+    import pyarrow as pa
+
     from citewell.retrieval.tokenize import terms_string
     from citewell.stores import postgres
+    from citewell.stores.scope_statistics import ScopeStatistics
     from citewell.types import ChunkFilter, StoredChunk
 
     rng = np.random.default_rng(3)
@@ -292,9 +295,12 @@ def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
     assert answers() == exact
     everything = ChunkFilter()
     pairs = zip(exact[::2], exact[1::2], strict=True)
+    # Keyword scores are the KB's own (its N, df and lengths), as if it were the table.
+    kept = [r for r in rows if r.id in members]
+    scope = ScopeStatistics.of(pa.array([r.terms for r in kept]))
     for (terms, vector), (keyword, vectors) in zip(queries, pairs, strict=True):
-        wide = [h.chunk_id for h in store.keyword_search(terms, 400, everything)]
-        assert keyword == [i for i in wide if i in members][:5]
+        ranked = scope.rank(terms.split(), [(r.id, r.terms) for r in kept], 5)
+        assert keyword == [chunk_id for chunk_id, _ in ranked]
         near = [h.chunk_id for h in store.vector_search(vector, 400, everything)]
         assert vectors == [i for i in near if i in members][:5]
 

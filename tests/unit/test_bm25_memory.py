@@ -75,11 +75,34 @@ def test_rows_read_in_batches_give_the_same_postings(monkeypatch):
     )
 
 
-def test_rows_outside_the_filter_score_zero_and_the_others_as_before():
+def test_a_filter_scores_its_rows_as_if_the_table_held_only_them():
+    """N, df and the average length come from the allowed rows: what other rows hold
+    (another tenant's KBs) changes no score."""
     rng = random.Random(5)
     documents = [" ".join(rng.choices(WORDS, k=rng.randint(1, 20))) for _ in range(200)]
     postings = KeywordPostings.build(pa.array(documents))
     allowed = np.array([i % 3 == 0 for i in range(200)])
-    whole = postings.scores(["leav", "day", "day"])
-    kept = postings.scores(["leav", "day", "day"], allowed)
-    assert kept.tolist() == np.where(allowed, whole, 0.0).tolist()
+    query = ["leav", "day", "day", "absent"]
+    kept = postings.scores(query, allowed)
+    alone = reference([d for d, a in zip(documents, allowed, strict=True) if a], query)
+    assert kept[allowed].tolist() == pytest.approx(alone, rel=1e-5)
+    assert not kept[~allowed].any()
+
+
+def test_a_word_only_other_rows_hold_changes_nothing_within_the_filter():
+    """The side channel this closes: B's probe word scored lower when A's rows held it."""
+    mine = ["probe alpha", "probe beta", "gamma delta"]
+    alone = KeywordPostings.build(pa.array(mine)).scores(["probe", "secret"])
+    shared = KeywordPostings.build(pa.array([*mine, "secret probe", "secret words here"]))
+    allowed = np.array([True, True, True, False, False])
+    scoped = shared.scores(["probe", "secret"], allowed)
+    assert scoped[:3].tolist() == pytest.approx(alone.tolist(), rel=1e-6)
+
+
+def test_a_filter_keeping_every_row_uses_the_stored_impacts():
+    documents = ["a b", "b c", "c c d"]
+    postings = KeywordPostings.build(pa.array(documents))
+    every = np.ones(3, dtype=bool)
+    assert postings.scores(["c", "b"], every).tolist() == postings.scores(["c", "b"]).tolist()
+    nothing = postings.scores(["c"], np.zeros(3, dtype=bool))
+    assert nothing.tolist() == [0.0, 0.0, 0.0]

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from citewell.api.names import Name, OptionalName
 from citewell.auth import ApiKey, User
 from citewell.auth.audit import AuditEvent
 from citewell.auth.grants import Grant, Group
@@ -35,7 +36,7 @@ class UserPublic(BaseModel):
 
 
 class UserCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
     password: str = Field(
         default="", max_length=1000, description="Empty: the user signs in with API keys only."
     )
@@ -49,7 +50,7 @@ class UserUpdate(BaseModel):
 
 
 class ApiKeyCreate(BaseModel):
-    name: str = Field(default="", max_length=200)
+    name: OptionalName = ""
     knowledge_bases: list[str] = Field(
         default_factory=list,
         max_length=1000,
@@ -104,7 +105,7 @@ class MePublic(BaseModel):
 
 
 class GroupCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
 
 
 class MemberCreate(BaseModel):

@@ -3,6 +3,8 @@ routes by type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -53,6 +55,17 @@ async def get_access(
     return held if held is not None else await run_in_threadpool(auth.access, key)
 
 
+async def get_recheck(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Callable[[], Access | None]:
+    """For long-lived responses: the caller's access as it stands now (None: the key or the
+    user was revoked since), to be called again while the response runs."""
+    auth: Authenticator = request.app.state.auth
+    key = credentials.credentials if credentials is not None else None
+    return partial(auth.current_access, key)
+
+
 async def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:
     if not access.is_admin:
         raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
@@ -79,3 +92,4 @@ AccessDep = Annotated[Access, Depends(get_access)]
 AdminDep = Annotated[Access, Depends(require_admin)]
 AuditDep = Annotated[AuditLog, Depends(get_audit)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
+RecheckDep = Annotated[Callable[[], Access | None], Depends(get_recheck)]

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from citewell.api.names import Name
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.catalog.labels import RechunkStatus
 from citewell.jobs import Job
@@ -57,13 +58,13 @@ class KnowledgeSettingsUpdate(BaseModel):
 
 
 class KnowledgeBaseCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
     description: str = Field(default="", max_length=MAX_DESCRIPTION)
     settings: KnowledgeSettingsUpdate | None = None
 
 
 class KnowledgeBaseUpdate(BaseModel):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Name | None = None
     description: str | None = Field(default=None, max_length=MAX_DESCRIPTION)
     settings: KnowledgeSettingsUpdate | None = Field(
         default=None, description="Only the owner or an admin may change these."
@@ -468,7 +469,8 @@ class ChatCompletionCreate(BaseModel):
 
 
 MAX_EMBEDDING_INPUTS = 2048  # as OpenAI's API
-TokenIds = Annotated[list[int], Field(min_length=1, max_length=8192)]
+TokenId = Annotated[int, Field(ge=0, le=2**31 - 1)]  # tokenizers index 32-bit vocabularies
+TokenIds = Annotated[list[TokenId], Field(min_length=1, max_length=8192)]
 
 
 class EmbeddingCreate(BaseModel):
@@ -482,7 +484,7 @@ class EmbeddingCreate(BaseModel):
         | Annotated[list[TokenIds], Field(min_length=1, max_length=MAX_EMBEDDING_INPUTS)]
     ) = Field(description="A text, texts, or token ids of the model's tokenizer (one or many).")
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1)
+    dimensions: int | None = Field(default=None, ge=1, le=65_536)
     user: str | None = Field(default=None, max_length=500)
 
     def inputs(self) -> list[str | list[int]]:

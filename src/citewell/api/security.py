@@ -67,6 +67,15 @@ class Authenticator:
         self.limiter.take(key.id)
         return self.grants.access(user, key)
 
+    def current_access(self, plain: str | None) -> Access | None:
+        """What the key reaches now, for a long-lived response (an event stream) to check
+        again as it goes; None once the key is revoked or expired or its user disabled.
+        Takes nothing from the rate limit: the stream was counted when it was opened."""
+        if not self.required:
+            return Access.everything()
+        found = self.users.identify(plain) if plain else None
+        return None if found is None else self.grants.access(*found)
+
     def held_access(self, plain: str | None) -> Access | None:
         """``access`` from memory alone, cheap enough for the event loop; None when any
         part of it needs the database (a new key, a reach not kept, a rate-limit claim),

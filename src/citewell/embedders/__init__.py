@@ -9,6 +9,7 @@ from citewell.embedders.cache import (
     DatabaseEmbeddingCache,
     EmbeddingCache,
     VectorCache,
+    embedding_tenant,
 )
 from citewell.embedders.onnx import OnnxEmbedder
 from citewell.embedders.remote import OllamaEmbedder, OpenAIEmbedder
@@ -24,6 +25,7 @@ __all__ = [
     "OpenAIEmbedder",
     "Vectors",
     "build_embedder",
+    "embedding_tenant",
     "normalize",
 ]
 

@@ -2,6 +2,13 @@
 
 Keyed by (model id, sha256 of the text), stored in SQLite in the data dir, so it holds across
 files, knowledge bases and re-ingests.
+
+Within one tenant only: a hit answers faster and embeds nothing, so a cache shared by all
+users would tell one whether another had stored a guessed sentence. The tenant is the owner
+of the KB written to (or the caller, for a query or /v1/embeddings), set around the work
+with ``embedding_tenant``; its id goes into the hash. Work with no tenant (the CLI, a server
+without authentication, model switches) keeps the plain hash. ``share_embeddings`` turns
+tenants off for a one-team server (decision 0020).
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol
 
@@ -36,8 +45,22 @@ class VectorCache(Protocol):
     def close(self) -> None: ...
 
 
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def text_hash(text: str, tenant: str = "") -> str:
+    keyed = f"{tenant}\0{text}" if tenant else text
+    return hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+
+
+_TENANT: ContextVar[str] = ContextVar("citewell_embedding_tenant", default="")
+
+
+@contextmanager
+def embedding_tenant(tenant: str) -> Iterator[None]:
+    """Embeddings made or looked up in this block are the tenant's own (a user id)."""
+    token = _TENANT.set(tenant)
+    try:
+        yield
+    finally:
+        _TENANT.reset(token)
 
 
 class EmbeddingCache:
@@ -154,9 +177,10 @@ class CachedEmbedder:
     """Wraps an embedder: document embeddings go through the persistent cache; single
     queries through a small in-memory one (dashboards and retries repeat the same query)."""
 
-    def __init__(self, inner: Embedder, cache: VectorCache) -> None:
+    def __init__(self, inner: Embedder, cache: VectorCache, shared: bool = False) -> None:
         self.inner = inner
         self.cache = cache
+        self.shared = shared  # one cache for every tenant (share_embeddings)
         self.model_id = inner.model_id
         self.embedded = 0  # texts actually sent to the model since construction
         self._queries: OrderedDict[str, Vectors] = OrderedDict()
@@ -171,7 +195,8 @@ class CachedEmbedder:
             return self._query(texts[0])
         if kind == "query" or not texts:
             return self.inner.embed(texts, kind)
-        hashes = [text_hash(t) for t in texts]
+        tenant = self._tenant()
+        hashes = [text_hash(t, tenant) for t in texts]
         known = self.cache.get(self.model_id, hashes)
         missing = {h: t for h, t in zip(hashes, texts, strict=False) if h not in known}
         if missing:
@@ -181,15 +206,19 @@ class CachedEmbedder:
             self.embedded += len(missing)
         return np.vstack([known[h] for h in hashes]).astype(np.float32)
 
+    def _tenant(self) -> str:
+        return "" if self.shared else _TENANT.get()
+
     def _query(self, text: str) -> Vectors:
+        key = f"{self._tenant()}\0{text}"
         with self._queries_lock:
-            vector = self._queries.get(text)
+            vector = self._queries.get(key)
             if vector is not None:
-                self._queries.move_to_end(text)
+                self._queries.move_to_end(key)
                 return vector.copy()
         vector = self.inner.embed([text], "query")
         with self._queries_lock:
-            self._queries[text] = vector
+            self._queries[key] = vector
             while len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
         return vector.copy()

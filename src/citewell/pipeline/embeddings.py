@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewell.embedders import Vectors
+from citewell.embedders import Vectors, embedding_tenant
 from citewell.errors import InvalidInput, ModelNotFound
 from citewell.pipeline.core import Citewell
 
@@ -32,9 +32,14 @@ def model_names(app: Citewell) -> list[str]:
 
 
 def embed_inputs(
-    app: Citewell, model: str, inputs: Sequence[str | Sequence[int]], dimensions: int | None
+    app: Citewell,
+    model: str,
+    inputs: Sequence[str | Sequence[int]],
+    dimensions: int | None,
+    tenant: str = "",
 ) -> Embeddings:
-    """Vectors for ``inputs`` (texts, or token ids of the active model's tokenizer)."""
+    """Vectors for ``inputs`` (texts, or token ids of the active model's tokenizer), from
+    ``tenant``'s own part of the embedding cache."""
     names = model_names(app)
     if model not in names:
         raise ModelNotFound(
@@ -50,7 +55,8 @@ def embed_inputs(
         raise InvalidInput("input must be one or more non-empty texts (or token-id lists).")
     measure = app.measure
     tokens = sum(measure.size(measure.clip(t, COUNTED_TOKENS)) for t in texts)
-    return Embeddings(app.embedder.embed(texts, "document"), tokens)
+    with embedding_tenant(tenant):
+        return Embeddings(app.embedder.embed(texts, "document"), tokens)
 
 
 def _decoded(app: Citewell, ids: Sequence[int]) -> str:
@@ -60,5 +66,10 @@ def _decoded(app: Citewell, ids: Sequence[int]) -> str:
             "Token-id input needs the embedding model's own tokenizer, which this (remote) "
             "model does not share; send text instead."
         )
-    text: str = decode(list(ids))
+    try:
+        text: str = decode(list(ids))
+    except (OverflowError, ValueError, TypeError, RuntimeError, IndexError) as exc:
+        raise InvalidInput(
+            f"Token ids {list(ids)[:8]}… are not ids of this model's tokenizer; send text."
+        ) from exc
     return text

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextvars import copy_context
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
-from citewell.embedders import CachedEmbedder
+from citewell.embedders import CachedEmbedder, embedding_tenant
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.pipeline.chunk_rows import ChunkRows, sha256, with_vector
@@ -144,8 +145,9 @@ class Ingestor:
         """Ingest ``items`` into ``kb``; ``observer`` hears each item's steps (the job queue
         records them; it may raise a CitewellError at 'parsing' to skip an item). The job
         queue passes ``optimize=False`` and compacts the store itself, less often."""
-        with self.lock:
-            report = self._ingest_items(items, kb, progress, strict, observer)
+        target = self.catalog.ensure_kb(kb)
+        with self.lock, embedding_tenant(target.owner_id):  # the KB owner's cache, no other
+            report = self._ingest_items(items, target.id, progress, strict, observer)
             if optimize:
                 self.writer.optimize()
             return report
@@ -257,7 +259,9 @@ class Ingestor:
         known = self.catalog.file_by_sha(digest)
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
-            future = pool.submit(self._prepare, item, data, digest, run.targets)
+            # In the caller's context: a semantic splitter embeds in the tenant's cache.
+            prepare = partial(self._prepare, item, data, digest, run.targets)
+            future = pool.submit(copy_context().run, prepare)
             run.parsing[future] = (item, digest, previous)
             return False
         self._flush(run)  # the identical file may still be pending

@@ -5,12 +5,13 @@ exist), and every chunk search carries the caller's readable KBs in the store's 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 
 from citewell.auth.access import Access
 from citewell.catalog import FileLink, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
+from citewell.embedders import embedding_tenant
 from citewell.errors import FileNotFound, Forbidden, KnowledgeBaseNotFound
 from citewell.pipeline.core import Citewell
 from citewell.retrieval import RetrievalTrace
@@ -74,12 +75,19 @@ class Scoped:
     @contextmanager
     def target_kb(self, name: str | None, default: str) -> Iterator[KnowledgeBase]:
         """Where fetched pages go: the named KB (made, owned by the caller, if it does not
-        exist) or the caller's own default KB (``default``, suffixed with the user's name).
+        exist) or the caller's own default KB (``default``, suffixed with the user's name),
+        looked up among the caller's own KBs only: a KB of that name that someone else owns
+        and shared (to read what lands in it, or to make it fail) is never a default.
         A KB made here and still empty when the block fails is removed again."""
-        if not name:
-            user = self.access.user
+        if name:
+            existing = self.find_kb(name)
+        else:
+            user, owner = self.access.user, self.access.user_id
             name = default if user is None else f"{default}-{user.name}"
-        existing = self.find_kb(name)
+            own_default = name
+            existing = self.app.catalog.resolve_kb(
+                name, lambda kb: kb.owner_id == owner and kb.name == own_default, owner
+            )
         kb = self.writable_kb(existing.id) if existing else self.create_kb(name)
         try:
             yield kb
@@ -186,8 +194,15 @@ class Scoped:
         trace: RetrievalTrace | None = None,
         threshold: float | None = None,
     ) -> list[ScoredChunk]:
-        """``where`` narrowed to the readable KBs, inside the store query."""
-        return self.app.search_where(query, self.access.where(where), mode, k, trace, threshold)
+        """``where`` narrowed to the readable KBs, inside the store query; the query's vector
+        from the caller's own cache."""
+        with self.tenant():
+            where = self.access.where(where)
+            return self.app.search_where(query, where, mode, k, trace, threshold)
+
+    def tenant(self) -> AbstractContextManager[None]:
+        """Embeddings made in this block are cached for the caller alone."""
+        return embedding_tenant(self.access.user_id)
 
     def collection_filter(self, names: Sequence[str]) -> ChunkFilter:
         return ChunkFilter(kb_ids=tuple(self._kb_id(name) for name in names))

@@ -158,7 +158,7 @@ class EmbeddingSpaces:
         embedder = embedder or self._rebuild(record)
         store = open_chunk_store(self.settings, record.id, record.dimension)
         sentences = open_chunk_store(self.settings, sentence_table(record.id), record.dimension)
-        cached = CachedEmbedder(embedder, self.cache)
+        cached = CachedEmbedder(embedder, self.cache, self.settings.share_embeddings)
         return Space(record, cached, store, sentences)
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:

@@ -134,8 +134,9 @@ class KnowledgeTools:
             return []
         embedder = self.app.embedder
         texts = [f"{kb.name}: {kb.description}" for kb in kbs]
-        vectors = np.asarray(embedder.embed(texts))
-        scores = vectors @ np.asarray(embedder.embed([query], kind="query"))[0]
+        with self.view.tenant():
+            vectors = np.asarray(embedder.embed(texts))
+            scores = vectors @ np.asarray(embedder.embed([query], kind="query"))[0]
         ranked = sorted(zip(scores.tolist(), kbs, strict=True), key=lambda p: -p[0])[:count]
         return [{**_kb_public(kb), "similarity": round(score, 4)} for score, kb in ranked]
 
@@ -340,14 +341,20 @@ def _opt_str(args: dict[str, Any], name: str) -> str | None:
     return value
 
 
+MAX_INT_ARGUMENT = 10**9  # offsets, counts and line numbers: beyond any text held
+
+
 def _int(args: dict[str, Any], name: str, default: int) -> int:
     value = args.get(name, default)
     if value is None:
         return default
     try:
-        return int(value)  # models send "5" as often as 5
-    except (TypeError, ValueError):
+        number = int(value)  # models send "5" as often as 5
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 arrives as inf
         raise ToolError(f"{name} must be an integer") from None
+    if not 0 <= number <= MAX_INT_ARGUMENT:
+        raise ToolError(f"{name} must be from 0 to {MAX_INT_ARGUMENT}")
+    return number
 
 
 def _count(args: dict[str, Any], default: int) -> int:

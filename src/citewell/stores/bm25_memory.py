@@ -3,8 +3,14 @@
 LanceDB's full-text query costs 10-15 ms on a 10,000-chunk table (most of it fixed cost
 before any posting is read); the same scores from arrays in memory take well under one. The
 definition is the one both stores already use (LanceDB's index and postgres_bm25): k1 1.2,
-b 0.75, idf ln((N + 1) / (df + 0.5)), N and the average length over the whole table, a
-query term counted as often as it occurs. Tokens are the stored terms split on whitespace.
+b 0.75, idf ln((N + 1) / (df + 0.5)), a query term counted as often as it occurs. Tokens
+are the stored terms split on whitespace.
+
+N, df and the average length are taken over the rows a search may read (``allowed``), never
+over the whole table: statistics over other tenants' rows would tell a caller which words
+they store (a word another KB holds lowers its idf). A search over every row uses the
+impacts computed when the postings were built; a narrower one recomputes them from each
+posting's tf and its row's length (decision 0020).
 
 Postings are grouped by term: ``rows[start[t]:start[t + 1]]`` are the rows holding term
 ``t`` and ``impact`` the matching tf parts, so a query touches only its terms' postings.
@@ -30,8 +36,12 @@ class KeywordPostings:
     vocabulary: dict[str, int]
     start: npt.NDArray[np.int64]  # len(vocabulary) + 1 offsets into rows/impact
     rows: npt.NDArray[np.int32]
-    impact: npt.NDArray[np.float32]
+    impact: npt.NDArray[np.float32]  # tf part with the whole table's average length
     documents: int
+    tf: npt.NDArray[np.uint16]  # per posting, for scores scoped to fewer rows
+    lengths: npt.NDArray[np.float32]  # per row, in terms
+    k1: float = K1
+    b: float = B
 
     @classmethod
     def build(
@@ -51,27 +61,36 @@ class KeywordPostings:
             found = _batch_postings(batch, begin, vocabulary, lengths)
             if found is not None:
                 parts.append(found)
+        row_lengths = lengths.astype(np.float32)
         if not parts:
             empty = np.zeros(0, dtype=np.int32)
-            return cls({}, np.zeros(1, dtype=np.int64), empty, empty.astype(np.float32), documents)
+            start = np.zeros(1, dtype=np.int64)
+            no_tf = empty.astype(np.uint16)
+            return cls(
+                {}, start, empty, empty.astype(np.float32), documents, no_tf, row_lengths, k1, b
+            )
         term, rows, tf = (np.concatenate(column) for column in zip(*parts, strict=True))
         del parts
         order = np.argsort(term, kind="stable")  # batches come in row order: rows stay sorted
         start = np.searchsorted(term[order], np.arange(len(vocabulary) + 1)).astype(np.int64)
         del term
-        rows, times = rows[order], tf[order].astype(np.float32)
+        rows, counts = rows[order], np.minimum(tf[order], 65_535).astype(np.uint16)
         del order, tf
         average = max(float(lengths.mean()), 1.0)
-        row_norm = (k1 * (1 - b + b * lengths / average)).astype(np.float32)
-        impact = times * np.float32(k1 + 1) / (times + row_norm[rows])  # float32: half the temps
-        return cls(vocabulary, start, rows, impact, documents)
+        impact = _tf_part(counts, row_lengths[rows], average, k1, b)
+        return cls(vocabulary, start, rows, impact, documents, counts, row_lengths, k1, b)
 
     def scores(
         self, words: list[str], allowed: npt.NDArray[np.bool_] | None = None
     ) -> npt.NDArray[np.float32]:
-        """The BM25 score of every row for a query's terms (0 where none occurs, and
-        outside ``allowed``: adding only a small KB's share of a big table's postings is
-        cheaper than adding them all and masking a million scores after)."""
+        """The BM25 score of every row for a query's terms, with N, df and the average
+        length of the ``allowed`` rows alone (0 where no term occurs, and outside
+        ``allowed``: adding only a small KB's share of a big table's postings is cheaper
+        than adding them all and masking a million scores after)."""
+        if allowed is not None and np.count_nonzero(allowed) == self.documents:
+            allowed = None  # every row: the stored impacts are the scoped ones
+        if allowed is not None:
+            return self._scoped_scores(words, allowed)
         scores = np.zeros(self.documents, dtype=np.float32)
         for word, times in Counter(words).items():
             term = self.vocabulary.get(word)
@@ -80,11 +99,45 @@ class KeywordPostings:
             begin, end = self.start[term], self.start[term + 1]
             idf = math.log((self.documents + 1) / (end - begin + 0.5))
             rows, impact = self.rows[begin:end], self.impact[begin:end]
-            if allowed is not None:
-                kept = allowed[rows]
-                rows, impact = rows[kept], impact[kept]
             scores[rows] += np.float32(times * idf) * impact  # a row once per term: += is safe
         return scores
+
+    def _scoped_scores(
+        self, words: list[str], allowed: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.float32]:
+        """Scores as if the table held only the allowed rows."""
+        scores = np.zeros(self.documents, dtype=np.float32)
+        documents = int(np.count_nonzero(allowed))
+        if documents == 0:
+            return scores
+        average = max(float(self.lengths[allowed].sum(dtype=np.float64)) / documents, 1.0)
+        for word, times in Counter(words).items():
+            term = self.vocabulary.get(word)
+            if term is None:
+                continue
+            begin, end = self.start[term], self.start[term + 1]
+            rows = self.rows[begin:end]
+            kept = allowed[rows]
+            rows, tf = rows[kept], self.tf[begin:end][kept]
+            if not len(rows):
+                continue
+            idf = math.log((documents + 1) / (len(rows) + 0.5))
+            impact = _tf_part(tf, self.lengths[rows], average, self.k1, self.b)
+            scores[rows] += np.float32(times * idf) * impact
+        return scores
+
+
+def _tf_part(
+    tf: npt.NDArray[np.uint16],
+    lengths: npt.NDArray[np.float32],
+    average: float,
+    k1: float,
+    b: float,
+) -> npt.NDArray[np.float32]:
+    """BM25's term-frequency part of each posting (what idf multiplies), in float32."""
+    times = tf.astype(np.float32)
+    norm = np.float32(k1 * (1 - b)) + np.float32(k1 * b / average) * lengths
+    return (times * np.float32(k1 + 1) / (times + norm)).astype(np.float32, copy=False)
 
 
 def _batch_postings(

@@ -7,9 +7,9 @@ fragments all over the table, where the same 10,000 chunks alone answer in 2 ms 
 memory. So the rows of a KB filter that keeps few rows are kept in memory (vectors, ids,
 row text, BM25 postings), searched exactly, within a memory budget, least recently used
 out first. Keyword scores in a copy count the KB as the collection (its own document
-count, lengths and term frequencies), as Open WebUI's per-collection BM25 does; LanceDB's
-full-text index, which answers while a copy is not current, counts the whole table. Ranks
-differ little between the two; the scores' scale may.
+count, lengths and term frequencies), as Open WebUI's per-collection BM25 does; while a copy
+is not current, LanceDB's full-text index finds the candidates and they are scored again
+with the same KB statistics (scope_statistics), never the whole table's.
 
 A copy is used only while it is known to hold the table's latest version. Other KBs'
 writes must not throw it away (a busy server ingests all the time), so a copy remembers

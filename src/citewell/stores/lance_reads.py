@@ -95,3 +95,11 @@ class LanceSnapshotSource:
         version = self._table.version
         data = self._table.search().select(SNAPSHOT_COLUMNS).limit(None).to_arrow()
         return TableSnapshot.from_arrow(version, data, self._dimension, index)
+
+
+def scope_terms(table: Any, predicate: str | None) -> Any:
+    """The terms column of the rows a filter keeps (for their BM25 statistics)."""
+    query = table.search().select(["terms"])
+    if predicate is not None:
+        query = query.where(predicate, prefilter=True)
+    return query.limit(None).to_arrow()["terms"]

@@ -20,7 +20,7 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.lance_kb_snapshots import KbSnapshots
-from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses
+from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses, scope_terms
 from citewell.stores.lance_search_table import (
     RENEW_AFTER_VERSIONS,
     SearchHandle,
@@ -28,6 +28,7 @@ from citewell.stores.lance_search_table import (
 )
 from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy, ann_query, prewarm
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
+from citewell.stores.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
 from citewell.stores.snapshot import TableSnapshot
 from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
@@ -111,6 +112,15 @@ class LanceChunkStore:
         self._upkeep = TableUpkeep(self._table, self.vector_index, on_trained=self._trained)
         self._addresses = RowAddresses(self._table.uri)
         self._counts: FilterCounts[str | None] = FilterCounts(self._table.count_rows)
+        self._scopes = ScopeStatisticsCache(
+            lambda where: scope_terms(self._table, where_sql(where))
+        )
+        # Counts taken since this process's latest write (``_writes``): whether keyword
+        # scores need a scope of their own must not rest on a count from before a KB grew.
+        self._writes = 0
+        self._fresh_counts: FilterCounts[tuple[str | None, int]] = FilterCounts(
+            lambda key: int(self._table.count_rows(key[0]))
+        )
         self._fts_ready = "terms" in self._upkeep.index_names()
         if self._fts_ready:
             with self._write_lock:  # a table from an older release may lack newer indexes
@@ -307,6 +317,8 @@ class LanceChunkStore:
         self._kb_snapshots.changed()
         self._snapshots.changed()
         self._addresses.forget()
+        self._scopes.changed()
+        self._writes += 1
         self._search.latest()
 
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
@@ -318,6 +330,14 @@ class LanceChunkStore:
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         table = self._search.table()
         query = partial(table.search, terms, query_type="fts", fts_columns="terms")
+        if not self._keeps_every_row(where):
+            # The index scores with the whole table's statistics: score again with the scope's.
+            found = query().where(where_sql(where), prefilter=True).select(["id", "terms"])
+            rows = found.with_row_id(True).limit(max(SCOPED_DEPTH, 4 * k)).to_list()
+            self._addresses.remember(rows)
+            pairs = ((r["id"], r["terms"]) for r in rows)
+            ranked = self._scopes.get(where).rank(terms.split(), pairs, k)
+            return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         rows = self._run(query, k, where, "_score")
         return [SearchHit(r["id"], float(r["_score"]), i) for i, r in enumerate(rows)]
 
@@ -337,6 +357,16 @@ class LanceChunkStore:
             rows = filtered.select(["id", score]).with_row_id(True).limit(k).to_list()
         self._addresses.remember(rows)
         return rows
+
+    def _keeps_every_row(self, where: ChunkFilter) -> bool:
+        """Whether the filter keeps every row now (no filter, or one counted since this
+        process's latest write; other processes' writes within COUNT_TTL)."""
+        if where.kb_ids is None and where.file_ids is None:
+            return True
+        if not where.kb_ids or where.file_ids is not None:
+            return False
+        rows = self._fresh_counts((None, self._writes))
+        return rows > 0 and self._fresh_counts((where_sql(where), self._writes)) == rows
 
     def _keeps_all(self, where: ChunkFilter) -> bool:
         """Whether the KB filter kept every row when last counted (one KB holding them all,

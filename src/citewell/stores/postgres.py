@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import pyarrow as pa
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
@@ -27,6 +28,7 @@ from citewell.stores.postgres_bm25 import FilterPlan, Postings
 from citewell.stores.postgres_schema import create_tables
 from citewell.stores.postgres_snapshot import PostgresSnapshotSource
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
+from citewell.stores.scope_statistics import ScopeStatisticsCache
 from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -104,6 +106,21 @@ class PostgresChunkStore:
         listener = counter if isinstance(counter, ChangeListener) else None
         source = PostgresSnapshotSource(engine, table, self.stats, dimension, listener)
         self._snapshots = SnapshotKeeper(source, memory_rows, check_interval=0.0)
+        self._scopes = ScopeStatisticsCache(self._scope_terms)
+
+    def _changed(self) -> None:
+        self._snapshots.changed()
+        self._scopes.changed()
+        self._counts.forget()  # "the filter keeps every row" must not outlive a write
+
+    def _scope_terms(self, where: ChunkFilter) -> pa.Array:
+        """The terms of the rows a filter keeps (scope_statistics counts them)."""
+        condition, params = filter_sql(where, "c")
+        with self.engine.connect() as db:
+            found = db.execute(
+                text(f"SELECT c.terms FROM {self.table} c WHERE {condition}"), params
+            )
+            return pa.array([terms for (terms,) in found], type=pa.string())
 
     # --- writes -----------------------------------------------------------------------
     def upsert(self, chunks: Sequence[StoredChunk]) -> int:
@@ -121,7 +138,7 @@ class PostgresChunkStore:
             _copy(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
             self.bm25.count_terms(db, unique)
             self._bump(db, len(unique), sum(len(c.terms.split()) for c in unique))
-        self._snapshots.changed()
+        self._changed()
         return len(chunks)
 
     @staticmethod
@@ -172,7 +189,7 @@ class PostgresChunkStore:
         condition, params = filter_sql(where)
         with self.engine.begin() as db:
             removed = self._remove(db, condition, params)
-        self._snapshots.changed()
+        self._changed()
         return removed
 
     def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
@@ -183,7 +200,7 @@ class PostgresChunkStore:
             self._set_kbs(
                 db, "array_append(kb_ids, CAST(:kb AS text))", condition, file_id, kb_id, within
             )
-        self._snapshots.changed()
+        self._changed()
 
     def unlink(self, file_id: str, kb_id: str) -> None:
         with self.engine.begin() as db:
@@ -191,7 +208,7 @@ class PostgresChunkStore:
                 db, "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", file_id, kb_id
             )
             self._remove(db, "file_id = :file AND cardinality(kb_ids) = 0", {"file": file_id})
-        self._snapshots.changed()
+        self._changed()
 
     def _set_kbs(
         self,
@@ -252,10 +269,12 @@ class PostgresChunkStore:
         condition, params = filter_sql(where, "c")
         with self.engine.begin() as db:
             _set_local(db, {"max_parallel_workers_per_gather": "0"})
-            _rows, kept, plan = self._plan(db, where)
+            rows, kept, plan = self._plan(db, where)
+            # Scored with the statistics of the rows the caller may read, never the table's.
+            scope = self._scopes.get(where) if kept < rows else None
             # Candidates reach as deep as the rows searched call for: a small KB in a big
             # table needs no more than a small table (and rescoring more costs lookups).
-            found = self.bm25.search(db, words, k, condition, params, plan, kept)
+            found = self.bm25.search(db, words, k, condition, params, plan, kept, scope)
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(found)]
 
     def _plan(self, db: Connection, where: ChunkFilter) -> tuple[int, int, FilterPlan]:
@@ -388,7 +407,7 @@ class PostgresChunkStore:
         with self.engine.begin() as db:
             for name in (self.bm25.table, self.bm25.df, self.stats, self.table):
                 db.execute(text(f"DROP TABLE IF EXISTS {name}"))
-        self._snapshots.changed()
+        self._changed()
 
     def optimize(self) -> None:
         """PostgreSQL keeps its indexes current on every write; refresh the planner's

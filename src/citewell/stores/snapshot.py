@@ -74,10 +74,10 @@ class TableSnapshot:
     def nbytes(self) -> int:
         """About what the snapshot holds: vectors, rows, postings, the id maps, the index."""
         postings = self.postings
-        arrays = (self.vectors, postings.start, postings.rows, postings.impact)
+        arrays = (postings.start, postings.rows, postings.impact, postings.tf, postings.lengths)
         masks = sum(m.nbytes for m in self.kb_rows.values())
         maps = 120 * self.rows.num_rows + 100 * len(postings.vocabulary)
-        held = sum(a.nbytes for a in arrays) + self.rows.nbytes + masks + maps
+        held = sum(a.nbytes for a in arrays) + self.vectors.nbytes + self.rows.nbytes + masks + maps
         return int(held + (self.ann.nbytes if self.ann is not None else 0))
 
     def get(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:

@@ -88,6 +88,27 @@ class ChunkStoreConformance:
         assert {h.chunk_id for h in hits} == {"c1", "c2"}
         assert filled.keyword_search(terms_string("weeks parental"), 10, ALL)[0].chunk_id == "c1"
 
+    def test_keyword_scores_come_from_the_searched_kbs_alone(self, store: ChunkStore) -> None:
+        """N, df and lengths are the filter's rows': another tenant's KB holding a word
+        changes no score in mine, so a score cannot tell whether anyone else stores it."""
+        mine = ChunkFilter(kb_ids=("mine",))
+        store.upsert(
+            [
+                make_chunk("m1", "fm", ("mine",), "Probe word alpha stays here.", 0),
+                make_chunk("m2", "fm", ("mine",), "Zanzibar probe beta.", 1, 1),
+                make_chunk("m3", "fm", ("mine",), "Quokka probe gamma.", 2, 2),
+            ]
+        )
+        optimize_store(store)
+        alone = {h.chunk_id: h.score for h in store.keyword_search("zanzibar quokka", 10, mine)}
+        theirs = "Zanzibar zanzibar merger plans for the pond, nine million euros."
+        store.upsert([make_chunk(f"o{i}", "fo", ("theirs",), theirs, 3, i) for i in range(40)])
+        optimize_store(store)
+        shared = {h.chunk_id: h.score for h in store.keyword_search("zanzibar quokka", 10, mine)}
+        assert set(alone) == {"m2", "m3"}
+        assert shared == pytest.approx(alone, rel=1e-4)
+        assert shared["m2"] == pytest.approx(shared["m3"], rel=1e-4)  # held by others or not
+
     def test_keyword_search_cjk(self, filled: ChunkStore) -> None:
         hits = filled.keyword_search(terms_string("北京的大学"), 10, ALL)
         assert [h.chunk_id for h in hits] == ["c5"]

@@ -6,15 +6,17 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
+from functools import partial
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.deps import ViewDep
+from citewell.api.deps import RecheckDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import BatchPublic, JobPublic
-from citewell.errors import InvalidInput
+from citewell.auth.access import Access
+from citewell.errors import CitewellError, InvalidInput
 from citewell.jobs import STATES, Job, JobNotFound
 from citewell.jobs.progress import ProgressTracker
 
@@ -37,10 +39,14 @@ def list_jobs(
 
 
 @router.get("/events", response_class=StreamingResponse)
-def kb_events(knowledge_base: str, view: ViewDep, request: Request) -> StreamingResponse:
-    """Server-sent events for every job of a knowledge base, as long as the client listens."""
+def kb_events(
+    knowledge_base: str, view: ViewDep, request: Request, recheck: RecheckDep
+) -> StreamingResponse:
+    """Server-sent events for every job of a knowledge base, as long as the client listens
+    and may read the KB."""
     kb_id = view.kb(knowledge_base).id
-    return _sse(_job_events(lambda: view.app.jobs.find(kb_id=kb_id), False, request))
+    fetch = partial(view.app.jobs.find, kb_id=kb_id)
+    return _sse(_job_events(fetch, False, request, _Reader(recheck, kb_id)))
 
 
 @router.get("/batches/{batch_id}")
@@ -85,20 +91,23 @@ def _visible(view: ViewDep, jobs: list[Job]) -> list[Job]:
 def _check(view: ViewDep, job: Job, write: bool) -> None:
     """A job of a KB the caller may not read does not exist for it; changing needs write."""
     if view.access.readable is not None and not view.access.can_read(job.kb_id):
-        raise JobNotFound(f"No job {job.id!r}; GET /api/v1/jobs lists yours.")
+        raise _no_job(job.id)
     if write and job.kb_id:
         view.writable_kb(job.kb_id)
-    elif write:
-        _admin_only(view)
+    elif write and (not view.access.is_admin or view.access.read_only):
+        raise _no_job(job.id)
 
 
-def _admin_only(view: ViewDep) -> None:
-    if not view.access.is_admin or view.access.read_only:
-        raise JobNotFound("No such job; GET /api/v1/jobs lists yours.")
+def _no_job(job_id: str) -> JobNotFound:
+    """One answer for a job that does not exist and one the caller may not see."""
+    return JobNotFound(f"No job {job_id!r}; GET /api/v1/jobs lists yours.")
 
 
 def _job(view: ViewDep, job_id: str, write: bool = False) -> Job:
-    job = view.app.jobs.get(job_id)
+    try:
+        job = view.app.jobs.get(job_id)
+    except JobNotFound:
+        raise _no_job(job_id) from None
     _check(view, job, write)
     return job
 
@@ -113,21 +122,46 @@ def _batch(view: ViewDep, batch_id: str, write: bool = False) -> list[Job]:
 
 # --- progress events (SSE) ------------------------------------------------------------------
 POLL_SECONDS = 0.25  # the database is the source of truth, so workers in other processes count
+REVOKED = "You may no longer read this knowledge base (or your key was revoked)."
 
 
 def _event(name: str, payload: str) -> str:
     return f"event: {name}\ndata: {payload}\n\n"
 
 
+class _Reader:
+    """Whether the stream's caller may still read its KB, checked on every poll: a revoked
+    grant or key, or a disabled user, ends the stream before the next event."""
+
+    def __init__(self, recheck: Callable[[], Access | None], kb_id: str = "") -> None:
+        self.recheck, self.kb_id = recheck, kb_id
+
+    def allows(self, jobs: list[Job]) -> bool:
+        try:
+            access = self.recheck()
+        except CitewellError:  # e.g. the key's owner was deleted
+            return False
+        if access is None:
+            return False
+        if access.readable is None:
+            return True
+        kb_ids = {self.kb_id, *(job.kb_id for job in jobs)}
+        return all(access.can_read(kb) for kb in kb_ids if kb) and all(j.kb_id for j in jobs)
+
+
 async def _job_events(
-    fetch: Callable[[], list[Job]], until_done: bool, request: Request
+    fetch: Callable[[], list[Job]], until_done: bool, request: Request, reader: _Reader
 ) -> AsyncIterator[str]:
     """'job' for every state change, then 'progress' (done/total, rate, ETA) after each round
-    of changes; with ``until_done``, 'done' once every job has finished."""
+    of changes; with ``until_done``, 'done' once every job has finished. Ends with 'revoked'
+    as soon as the caller may no longer read what it streams."""
     seen: dict[str, tuple[str, int]] = {}
     tracker = ProgressTracker()
     while not await request.is_disconnected():
         jobs = await run_in_threadpool(fetch)
+        if not await run_in_threadpool(reader.allows, jobs):
+            yield _event("revoked", json.dumps({"detail": REVOKED}))
+            return
         changed = [j for j in jobs if seen.get(j.id) != (j.state, j.attempts)]
         for job in changed:
             seen[job.id] = (job.state, job.attempts)
@@ -149,14 +183,19 @@ def _sse(events: AsyncIterator[str]) -> StreamingResponse:
 
 
 @router.get("/batches/{batch_id}/events", response_class=StreamingResponse)
-def batch_events(batch_id: str, view: ViewDep, request: Request) -> StreamingResponse:
+def batch_events(
+    batch_id: str, view: ViewDep, request: Request, recheck: RecheckDep
+) -> StreamingResponse:
     """Server-sent events for a batch: 'job', 'progress', and 'done' at the end."""
     _batch(view, batch_id)
-    return _sse(_job_events(lambda: view.app.jobs.find(batch_id=batch_id), True, request))
+    fetch = partial(view.app.jobs.find, batch_id=batch_id)
+    return _sse(_job_events(fetch, True, request, _Reader(recheck)))
 
 
 @router.get("/{job_id}/events", response_class=StreamingResponse)
-def job_events(job_id: str, view: ViewDep, request: Request) -> StreamingResponse:
+def job_events(
+    job_id: str, view: ViewDep, request: Request, recheck: RecheckDep
+) -> StreamingResponse:
     """Server-sent events for one job, until it has finished."""
     _job(view, job_id)
-    return _sse(_job_events(lambda: [view.app.jobs.get(job_id)], True, request))
+    return _sse(_job_events(lambda: [view.app.jobs.get(job_id)], True, request, _Reader(recheck)))

@@ -49,7 +49,7 @@ async def get_model(model_id: str, request: Request, access: AccessDep) -> dict[
 
 @router.post("/embeddings")
 async def create_embeddings(
-    body: EmbeddingCreate, request: Request, app: CitewellDep
+    body: EmbeddingCreate, request: Request, app: CitewellDep, access: AccessDep
 ) -> dict[str, Any]:
     """Vectors from the active embedding model, as OpenAI's API answers them (base64: the
     float32 values, little-endian). One request computes at a time; searches keep a core."""
@@ -62,6 +62,7 @@ async def create_embeddings(
         body.model,
         body.inputs(),
         body.dimensions,
+        access.user_id,
         limiter=state.embedding_requests,
     )
     data = [
