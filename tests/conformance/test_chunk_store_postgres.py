@@ -241,7 +241,6 @@ def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
     memory), a wider one through the HNSW graph and a lookup per candidate: both give the
     same answers here, and the same as an unfiltered search restricted to the KB after."""
     import numpy as np
-
     import pyarrow as pa
 
     from citewell.retrieval.tokenize import terms_string
