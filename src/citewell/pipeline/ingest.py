@@ -259,9 +259,8 @@ class Ingestor:
         known = self.catalog.file_by_sha(digest)
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
-            # In the caller's context: a semantic splitter embeds in the tenant's cache.
             prepare = partial(self._prepare, item, data, digest, run.targets)
-            future = pool.submit(copy_context().run, prepare)
+            future = pool.submit(copy_context().run, prepare)  # splitters embed as the tenant
             run.parsing[future] = (item, digest, previous)
             return False
         self._flush(run)  # the identical file may still be pending
