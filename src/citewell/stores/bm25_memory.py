@@ -87,44 +87,38 @@ class KeywordPostings:
         length of the ``allowed`` rows alone (0 where no term occurs, and outside
         ``allowed``: adding only a small KB's share of a big table's postings is cheaper
         than adding them all and masking a million scores after)."""
-        if allowed is not None and np.count_nonzero(allowed) == self.documents:
-            allowed = None  # every row: the stored impacts are the scoped ones
-        if allowed is not None:
-            return self._scoped_scores(words, allowed)
         scores = np.zeros(self.documents, dtype=np.float32)
+        documents = self.documents if allowed is None else int(np.count_nonzero(allowed))
+        if documents == self.documents:
+            allowed = None  # every row: the stored impacts are the scoped ones
+        elif documents == 0:
+            return scores
+        average = 0.0 if allowed is None else self._average_length(allowed, documents)
         for word, times in Counter(words).items():
             term = self.vocabulary.get(word)
             if term is None:
                 continue
-            begin, end = self.start[term], self.start[term + 1]
-            idf = math.log((self.documents + 1) / (end - begin + 0.5))
-            rows, impact = self.rows[begin:end], self.impact[begin:end]
-            scores[rows] += np.float32(times * idf) * impact  # a row once per term: += is safe
+            rows, impact = self._postings(term, allowed, average)
+            if len(rows):
+                idf = math.log((documents + 1) / (len(rows) + 0.5))
+                scores[rows] += np.float32(times * idf) * impact  # a row once per term
         return scores
 
-    def _scoped_scores(
-        self, words: list[str], allowed: npt.NDArray[np.bool_]
-    ) -> npt.NDArray[np.float32]:
-        """Scores as if the table held only the allowed rows."""
-        scores = np.zeros(self.documents, dtype=np.float32)
-        documents = int(np.count_nonzero(allowed))
-        if documents == 0:
-            return scores
-        average = max(float(self.lengths[allowed].sum(dtype=np.float64)) / documents, 1.0)
-        for word, times in Counter(words).items():
-            term = self.vocabulary.get(word)
-            if term is None:
-                continue
-            begin, end = self.start[term], self.start[term + 1]
-            rows = self.rows[begin:end]
-            kept = allowed[rows]
-            rows, tf = rows[kept], self.tf[begin:end][kept]
-            if not len(rows):
-                continue
-            idf = math.log((documents + 1) / (len(rows) + 0.5))
-            impact = _tf_part(tf, self.lengths[rows], average, self.k1, self.b)
-            scores[rows] += np.float32(times * idf) * impact
-        return scores
+    def _postings(
+        self, term: int, allowed: npt.NDArray[np.bool_] | None, average: float
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """A term's rows and tf parts: as stored, or within ``allowed`` with its average
+        length (the stored impacts hold the whole table's)."""
+        begin, end = self.start[term], self.start[term + 1]
+        rows = self.rows[begin:end]
+        if allowed is None:
+            return rows, self.impact[begin:end]
+        kept = allowed[rows]
+        rows, tf = rows[kept], self.tf[begin:end][kept]
+        return rows, _tf_part(tf, self.lengths[rows], average, self.k1, self.b)
+
+    def _average_length(self, allowed: npt.NDArray[np.bool_], documents: int) -> float:
+        return max(float(self.lengths[allowed].sum(dtype=np.float64)) / documents, 1.0)
 
 
 def _tf_part(
