@@ -289,18 +289,22 @@ def test_identical_bytes_show_each_tenant_only_their_own_name(world, shared_docs
         download = alice.get(f"/api/v1/files/{file_id}/content")
         assert "mine.pdf" in download.headers["content-disposition"]
 
+        # Each tenant's copy is a file of its own (decision 0020): another id, stored apart.
+        admins = stored.json()["file"]["id"]
+        assert admins != file_id
         deleted = alice.delete(f"/api/v1/files/{file_id}")
         assert deleted.status_code == 204, deleted.text
         assert alice.get(f"/api/v1/files/{file_id}").status_code == 404
-        kept = admin.get(f"/api/v1/files/{file_id}")
+        assert world.app.catalog.get_file(file_id) is None  # no link left: bytes gone
+        kept = admin.get(f"/api/v1/files/{admins}")
         assert kept.status_code == 200 and kept.json()["name"] == "multi_page.pdf"
         found = admin.post(
             "/api/v1/retrieval/query/collection",
             json={"collection_names": [private["id"]], "query": "page"},
         ).json()
         assert found["documents"][0]
-        assert admin.delete(f"/api/v1/files/{file_id}").status_code == 204
-        assert world.app.catalog.get_file(file_id) is None  # no link left: bytes gone
+        assert admin.delete(f"/api/v1/files/{admins}").status_code == 204
+        assert world.app.catalog.get_file(admins) is None
 
 
 # --- 4. KB names per owner ---------------------------------------------------------------------

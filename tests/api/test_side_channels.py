@@ -22,7 +22,7 @@ from citewell.config import Settings
 from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 from tests.api.test_access import user_keys
-from tests.fake_servers import FakeLLMService
+from tests.fake_web import FakeWebSite, serve_web
 
 pytestmark = pytest.mark.api
 
@@ -37,6 +37,7 @@ class World:
     app: Citewell
     keys: dict[str, str]
     alice_kb: str
+    site: str  # a fake web site on 127.0.0.1 (tests/fake_web.py)
 
     def client(self, who: str) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.keys[who]}"}
@@ -56,14 +57,19 @@ def _kb(client: httpx.Client, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, onnx_embedder, fake_llm: FakeLLMService) -> Iterator[World]:
+def world(tmp_path_factory, onnx_embedder, fake_llm, shared_docs) -> Iterator[World]:
     settings = Settings.load(
-        data_dir=tmp_path_factory.mktemp("side-channels"), llm_base_url=fake_llm.url + "/v1"
+        data_dir=tmp_path_factory.mktemp("side-channels"),
+        llm_base_url=fake_llm.url + "/v1",
+        web_fetch_allowlist="127.0.0.1",
     )
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    with run_server(settings, onnx_embedder, app) as url:
+    with (
+        serve_web(FakeWebSite(shared_docs)) as site,
+        run_server(settings, onnx_embedder, app) as url,
+    ):
         keys = user_keys(app, url, ("alice", "bob", "carol"))
-        world = World(url, app, keys, "")
+        world = World(url, app, keys, "", site)
         with world.client("alice") as alice:
             world.alice_kb = _kb(alice, "merger")
             for n in range(12):  # the word in many of Alice's chunks: a low idf over the table
@@ -116,6 +122,69 @@ def test_a_right_guess_of_alices_sentence_is_embedded_like_a_wrong_one(world):
             json={"model": "all-MiniLM-L6-v2", "input": f"{ALICE_SENTENCE} Memo 5."},
         )
         assert answer.status_code == 200 and embedder.embedded == before
+
+
+# --- 2 (bytes), 3 and 6: a file's identity is its tenant's ---------------------------------------
+def test_alices_exact_bytes_are_a_new_file_for_bob_with_nothing_of_hers(world):
+    """Alice fetches a page by a URL holding a token; Bob uploads the same bytes: he gets a
+    file of his own (parsed and embedded as any new file, another id, not the content's
+    hash), and neither her URL nor her source shows anywhere he looks."""
+    import hashlib
+
+    page = f"{world.site}/fixture/wiki_duck.html?token=alice-secret-token"
+    with world.client("alice") as alice:
+        fetched = alice.post(
+            "/api/v1/retrieval/process/web",
+            json={"url": page, "collection_name": world.alice_kb},
+        )
+        assert fetched.status_code == 200, fetched.text
+    data = httpx.get(page).content
+    with world.client("bob") as bob:
+        kb = _kb(bob, "copies")
+        upload = bob.post(f"/api/v1/knowledge/{kb}/files", files={"file": ("duck.html", data)})
+        assert upload.status_code == 201, upload.text
+        mine = upload.json()
+        views = [
+            mine,
+            bob.get(f"/api/v1/files/{mine['file']['id']}").json(),
+            bob.get("/api/v1/files").json(),
+            bob.post(
+                "/api/v1/retrieval/query/collection",
+                json={"collection_names": [kb], "query": "duck"},
+            ).json(),
+        ]
+    assert not mine["linked"] and mine["chunks_embedded"] > 0
+    assert mine["file"]["source"] == "upload" and mine["file"]["url"] == ""
+    assert mine["file"]["id"] != hashlib.sha256(data).hexdigest()[:32]
+    assert "alice-secret-token" not in json.dumps(views)
+    records = [r for r in world.app.catalog.list_files() if r.sha256 == mine["file"]["sha256"]]
+    assert len(records) == 2 and len({r.tenant for r in records}) == 2  # one file each
+
+
+def test_a_link_keeps_the_source_and_url_it_came_in_with(world):
+    """The same bytes in two of Alice's KBs, once fetched by URL and once uploaded: each
+    KB shows how its copy came in."""
+    page = f"{world.site}/fixture/wiki_duck.html?from=link-test"
+    with world.client("alice") as alice:
+        fetched_kb, uploaded_kb = _kb(alice, "by-url"), _kb(alice, "by-upload")
+        fetched = alice.post(
+            "/api/v1/retrieval/process/web", json={"url": page, "collection_name": fetched_kb}
+        )
+        assert fetched.status_code == 200, fetched.text
+        data = httpx.get(page).content
+        uploaded = alice.post(
+            f"/api/v1/knowledge/{uploaded_kb}/files", files={"file": ("duck.html", data)}
+        )
+        assert uploaded.status_code == 201, uploaded.text
+        listed = {
+            kb: alice.get(f"/api/v1/knowledge/{kb}").json()["files"]
+            for kb in (fetched_kb, uploaded_kb)
+        }
+    assert uploaded.json()["linked"]  # her own bytes: stored once
+    by_url, by_upload = listed[fetched_kb][0], listed[uploaded_kb][0]
+    assert by_url["id"] == by_upload["id"]
+    assert (by_url["source"], by_url["url"]) == ("url", page)
+    assert (by_upload["source"], by_upload["url"]) == ("upload", "")
 
 
 # --- 4. default targets ----------------------------------------------------------------------

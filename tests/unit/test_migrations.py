@@ -7,6 +7,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
@@ -68,4 +69,9 @@ def test_a_data_dir_from_before_migrations_upgrades_in_place(old_data_dir):
     hits = app.search("How many holiday days?", [kb.id], SearchMode.HYBRID, 3)
     assert "25 days" in hits[0].chunk.text
     assert app.check(recall_samples=0).problems == 0
+    files = sa.inspect(engine)
+    assert not any(u["column_names"] == ["sha256"] for u in files.get_unique_constraints("files"))
+    assert "uq_files_tenant_sha256" in {i["name"] for i in files.get_indexes("files")}
+    (record,) = app.catalog.list_files()
+    assert record.tenant == ""  # made with the CLI: the operator's
     Citewell.from_settings(Settings(data_dir=old_data_dir))  # opening again changes nothing

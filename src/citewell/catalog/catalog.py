@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from citewell.catalog.file_ids import FileIds
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.db import ensure_schema
 from citewell.db.changes import ChangeCache, change_counter
@@ -44,11 +45,12 @@ class FileRecord:
     source: str = "upload"  # upload, text, url, web-search or youtube
     url: str = ""
     title: str = ""
+    tenant: str = ""  # the owner of the KBs holding it ("": the operator's)
 
 
 @dataclass(frozen=True)
 class FileLink:
-    """A file in a KB: the name, uploader and time that this KB's users see."""
+    """A file in a KB: the name, uploader, time, source and URL that this KB's users see."""
 
     kb_id: str
     file_id: str
@@ -56,10 +58,14 @@ class FileLink:
     name: str  # "": the file's own name
     added_by: str
     added_at: float
+    source: str = ""  # "": the file's own
+    url: str = ""
 
 
 def _link(row: KnowledgeBaseFileRow) -> FileLink:
-    return FileLink(row.kb_id, row.file_id, row.path, row.name, row.added_by, row.added_at)
+    return FileLink(
+        row.kb_id, row.file_id, row.path, row.name, row.added_by, row.added_at, row.source, row.url
+    )
 
 
 def _kb(row: KnowledgeBaseRow, file_count: int = 0) -> KnowledgeBase:
@@ -89,6 +95,7 @@ def _file(row: FileRow) -> FileRecord:
         row.source,
         row.url,
         row.title,
+        row.tenant,
     )
 
 
@@ -106,6 +113,7 @@ class Catalog:
         ensure_schema(engine)
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._reads = read_sessions(engine)
+        self.file_id = FileIds(engine)  # (tenant, sha256) → the id of a new file
         # What searches read on every call, kept until the database changes (db/changes.py).
         counter = change_counter(engine)
         self._kb_settings: ChangeCache[frozenset[str], KnowledgeSettings] = ChangeCache(counter)
@@ -267,9 +275,11 @@ class Catalog:
         )
 
     # --- files ------------------------------------------------------------------------
-    def file_by_sha(self, sha256: str) -> FileRecord | None:
+    def file_by_sha(self, sha256: str, tenant: str) -> FileRecord | None:
+        """The tenant's file of these bytes (another tenant's is never found: decision 0020)."""
+        query = select(FileRow).where((FileRow.sha256 == sha256) & (FileRow.tenant == tenant))
         with self._reads() as session:
-            row = session.scalar(select(FileRow).where(FileRow.sha256 == sha256))
+            row = session.scalar(query)
             return _file(row) if row else None
 
     def get_file(self, file_id: str) -> FileRecord | None:
@@ -304,9 +314,19 @@ class Catalog:
             )
             return {path: _file(row) for path, row in rows}
 
-    def link(self, kb_id: str, file_id: str, path: str, name: str = "", added_by: str = "") -> None:
-        """Put ``file_id`` in the KB under ``path``, replacing whatever was there; ``name``
-        and ``added_by`` are what callers see of this link (the file's name if empty)."""
+    def link(
+        self,
+        kb_id: str,
+        file_id: str,
+        path: str,
+        name: str = "",
+        added_by: str = "",
+        source: str = "",
+        url: str = "",
+    ) -> None:
+        """Put ``file_id`` in the KB under ``path``, replacing whatever was there; ``name``,
+        ``added_by``, ``source`` and ``url`` are what callers see of this link (the file's
+        own where empty)."""
         with self._session() as session, session.begin():
             session.merge(
                 KnowledgeBaseFileRow(
@@ -316,6 +336,8 @@ class Catalog:
                     name=name,
                     added_by=added_by,
                     added_at=time.time(),
+                    source=source,
+                    url=url,
                 )
             )
             kb = session.get(KnowledgeBaseRow, kb_id)

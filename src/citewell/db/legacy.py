@@ -1,13 +1,21 @@
-"""The one upgrade of a pre-migration SQLite data dir that cannot run inside a migration.
+"""The upgrades of a SQLite database that cannot run inside a migration.
 
-Knowledge-base names were unique across all users; now they are unique per owner. SQLite
-cannot drop a constraint, so the table is rebuilt its documented way (foreign keys off, copy,
-drop, rename), which needs foreign keys switched off, and SQLite ignores that switch inside a
-transaction: with them on, dropping the old table would cascade-delete every file link.
+SQLite cannot drop a constraint, so a table losing one is rebuilt its documented way
+(foreign keys off, copy, drop, rename), which needs foreign keys switched off, and SQLite
+ignores that switch inside a transaction: with them on, dropping the old table would
+cascade-delete every file link (or fail on them). Two such changes:
+
+- Knowledge-base names were unique across all users; now they are unique per owner
+  (before the migrations: ``prepare_sqlite``).
+- File hashes were unique across all users; now per tenant (revision 0011 adds the
+  (tenant, sha256) index; ``relax_file_hashes`` drops the old constraint after it).
+
 Everything else a pre-migration data dir needs is in the baseline revision.
 """
 
 from __future__ import annotations
+
+import re
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -45,6 +53,32 @@ def prepare_sqlite(engine: Engine) -> None:
         "CREATE TABLE knowledge_bases", "CREATE TABLE knowledge_bases_new", 1
     )
     index = CreateIndex(next(iter(KNOWLEDGE_BASES.indexes))).compile(engine)
+    _rebuild(engine, "knowledge_bases", create, columns, [str(index)])
+
+
+def relax_file_hashes(engine: Engine) -> None:
+    """Drop ``UNIQUE (sha256)`` from ``files``: identical bytes may now be one file per
+    tenant (revision 0011 made the (tenant, sha256) index that replaces it)."""
+    with engine.connect() as db:
+        found = db.execute(sa.text(FILES_SQL + "AND type = 'table'")).scalar()
+        # Dropping the table drops its indexes and the change counter's triggers: made again.
+        others = db.execute(sa.text(FILES_SQL + "AND type IN ('index', 'trigger')"))
+        indexes = list(others.scalars())
+    if found is None or not GLOBAL_SHA.search(found):
+        return
+    create = GLOBAL_SHA.sub("", found).replace("CREATE TABLE files", "CREATE TABLE files_new", 1)
+    columns = ", ".join(f'"{c["name"]}"' for c in sa.inspect(engine).get_columns("files"))
+    _rebuild(engine, "files", create, columns, indexes)
+
+
+GLOBAL_SHA = re.compile(r",\s*UNIQUE\s*\(\s*sha256\s*\)")
+FILES_SQL = "SELECT sql FROM sqlite_master WHERE tbl_name = 'files' AND sql IS NOT NULL "
+
+
+def _rebuild(engine: Engine, table: str, create: str, columns: str, indexes: list[str]) -> None:
+    """Make ``table`` anew from ``create`` (of ``{table}_new``), rows and all, then its
+    ``indexes`` (and triggers), in one transaction with foreign keys off (see above)."""
+    new = f"{table}_new"
     raw = engine.raw_connection()
     try:
         db = raw.driver_connection
@@ -52,10 +86,10 @@ def prepare_sqlite(engine: Engine) -> None:
         db.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
         db.executescript(  # type: ignore[union-attr]
             f"BEGIN; {create};"
-            f"INSERT INTO knowledge_bases_new ({columns}) SELECT {columns} FROM knowledge_bases;"
-            "DROP TABLE knowledge_bases;"
-            "ALTER TABLE knowledge_bases_new RENAME TO knowledge_bases;"
-            f"{index}; COMMIT;"
+            f"INSERT INTO {new} ({columns}) SELECT {columns} FROM {table};"
+            f"DROP TABLE {table}; ALTER TABLE {new} RENAME TO {table};"
+            + "".join(f"{statement};" for statement in indexes)
+            + "COMMIT;"
         )
         db.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
     finally:

@@ -50,12 +50,15 @@ class KnowledgeBaseRow(Base):
 
 
 class FileRow(Base):
-    """One original: identical bytes are one file, whatever their names."""
+    """One original: identical bytes are one file within one tenant (the owner of the KBs
+    holding it; "" for the operator's), whatever their names. Ids are random."""
 
     __tablename__ = "files"
+    __table_args__ = (Index("uq_files_tenant_sha256", "tenant", "sha256", unique=True),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    tenant: Mapped[str] = mapped_column(String(32), default="", server_default="")
     text_sha256: Mapped[str] = mapped_column(String(64), index=True)
     name: Mapped[str] = mapped_column(String(500))
     mime_type: Mapped[str] = mapped_column(String(100))
@@ -86,6 +89,10 @@ class KnowledgeBaseFileRow(Base):
     added_at: Mapped[float] = mapped_column(Float, default=time.time)
     name: Mapped[str] = mapped_column(String(500), default="", server_default="")
     added_by: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    # How this link's bytes came in (upload, text, url, …) and from where: per link, not
+    # per file ("" for links made before these columns: the file's own).
+    source: Mapped[str] = mapped_column(String(20), default="", server_default="")
+    url: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class JobRow(Base):
@@ -284,6 +291,15 @@ class RuntimeSettingRow(Base):
     value: Mapped[str] = mapped_column(Text)  # JSON
     updated_at: Mapped[float] = mapped_column(Float, default=time.time)
     updated_by: Mapped[str] = mapped_column(String(32), default="")
+
+
+class ServerSecretRow(Base):
+    """Keys the server makes for itself once (catalog.file_ids); never shown by any API."""
+
+    __tablename__ = "server_secrets"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
 
 
 class ChunkContextRow(Base):

@@ -318,13 +318,21 @@ class Citewell:
     def upload(
         self, kb: str, name: str, data: bytes, added_by: str = ""
     ) -> tuple[FileRecord, IngestReport]:
-        """Add one file's bytes to a KB. The same bytes again are the same file, stored and
-        embedded once; the KB's link to it keeps this ``name`` and uploader."""
+        """Add one file's bytes to a KB. The same bytes again in the KBs of the same owner
+        are the same file, stored and embedded once; the KB's link to it keeps this
+        ``name`` and uploader."""
         digest = sha256(data)
         key = f"upload:{digest[:32]}"
         item = SourceItem(key=key, name=name, read=lambda: data, added_by=added_by)
         report = self.ingestor.ingest([item], kb, None, strict=True)
-        return self.get_file(digest[:32]), report
+        record = self.stored_file(kb, data)
+        assert record is not None  # strict ingest either stored it or raised
+        return record, report
+
+    def stored_file(self, kb: str, data: bytes) -> FileRecord | None:
+        """The file holding these bytes among the files of the KB's owner (its tenant), if
+        any: another owner's copy is never found (decision 0020)."""
+        return self.catalog.file_by_sha(sha256(data), self.catalog.get_kb(kb).owner_id)
 
     def enqueue_uploads(
         self, kb: str, files: Sequence[tuple[str, bytes]], added_by: str = ""
@@ -386,6 +394,7 @@ class Citewell:
         embedded (a KB with its own chunking splits the stored text; see chunk_sets)."""
         record = self.get_file(file_id)
         item = SourceItem(f"upload:{record.id}", name or record.name, bytes, added_by=added_by)
+        item = replace(item, source=record.source, url=record.url)
         with self.ingestor.lock:
             self.ingestor.link(self.kb_id(kb), record.id, item)
 

@@ -256,10 +256,10 @@ class Ingestor:
         if any(d == digest for _, d, _ in run.parsing.values()):
             run.later.append(item)  # the same bytes are being parsed right now
             return False
-        known = self.catalog.file_by_sha(digest)
+        known = self.catalog.file_by_sha(digest, run.kb.owner_id)  # the tenant's own only
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
-            prepare = partial(self._prepare, item, data, digest, run.targets)
+            prepare = partial(self._prepare, item, data, digest, run.kb.owner_id, run.targets)
             future = pool.submit(copy_context().run, prepare)  # splitters embed as the tenant
             run.parsing[future] = (item, digest, previous)
             return False
@@ -301,10 +301,15 @@ class Ingestor:
             self.remove_from_kb(run.kb.id, previous.id)
 
     def _prepare(
-        self, item: SourceItem, data: bytes, digest: str, targets: Sequence[ChunkTarget]
+        self,
+        item: SourceItem,
+        data: bytes,
+        digest: str,
+        tenant: str,
+        targets: Sequence[ChunkTarget],
     ) -> _Pending:
         document = self.reader.read(data, item.reader_name or item.name)
-        file_id = digest[:32]
+        file_id = self.catalog.file_id(tenant, digest)  # not computable from the bytes alone
         chunks: list[StoredChunk] = []
         embed_texts: list[str] = []
         pairs: list[StoredChunk] = []
@@ -329,6 +334,7 @@ class Ingestor:
             source=item.source,
             url=item.url,
             title=document.title or "",
+            tenant=tenant,
         )
         return _Pending(
             item, record, chunks, embed_texts, pairs, data, document.text, document.sections
@@ -348,7 +354,7 @@ class Ingestor:
             self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
             self.catalog.add_file(pending.record)
             item = pending.item
-            self.catalog.link(run.kb.id, pending.record.id, item.key, item.name, item.added_by)
+            self._link_row(run.kb.id, pending.record.id, item)
             run.bump("indexed")
             run.notify(pending.item.key, "indexed", pending.record.id)
             run.bump("chunks", len(pending.chunks))
@@ -435,7 +441,12 @@ class Ingestor:
         for target in self.sets.targets(kb_id, self.embedder):
             if record is not None and not (held and target.label == current):
                 self.add_set(record, kb_id, target)  # held: another path has its set
-        self.catalog.link(kb_id, file_id, item.key, item.name, item.added_by)
+        self._link_row(kb_id, file_id, item)
+
+    def _link_row(self, kb_id: str, file_id: str, item: SourceItem) -> None:
+        """The catalog's link: what this KB's users see of the item (decision 0020)."""
+        link = (item.key, item.name, item.added_by, item.source, item.url)
+        self.catalog.link(kb_id, file_id, *link)
 
     def remove_from_kb(self, kb_id: str, file_id: str) -> None:
         """Take a file out of a KB (out of each set the KB has of it: chunks left in no KB

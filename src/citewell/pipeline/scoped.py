@@ -166,8 +166,8 @@ class Scoped:
     def _as_seen(
         self, records: dict[str, FileRecord], links: list[FileLink]
     ) -> dict[str, FileRecord]:
-        """Each file under the name and time of its link that the caller sees: their own
-        upload if any, else the oldest readable one. Another tenant's name never shows."""
+        """Each file under the name, time, source and URL of its link that the caller sees:
+        their own upload if any, else the oldest readable one. Another tenant's never shows."""
         mine = self.access.user_id
         chosen: dict[str, FileLink] = {}
         for link in links:  # oldest first
@@ -179,6 +179,9 @@ class Scoped:
                 records[file_id],
                 name=link.name or records[file_id].name,
                 created_at=link.added_at,
+                # A link knows how it came in ("" only for links older than that).
+                source=link.source or records[file_id].source,
+                url=link.url if link.source else records[file_id].url,
             )
             for file_id, link in chosen.items()
             if file_id in records

@@ -129,7 +129,8 @@ class WebSources:
         item = replace(self.item(url, languages=languages), added_by=added_by)
         kb_id = self.catalog.ensure_kb(kb or WEB_KB).id  # ids from here on: names are per owner
         report = self.ingestor.ingest([item], kb_id, strict=True)
-        record = self.catalog.get_file(sha256(item.read())[:32])
+        tenant = self.catalog.get_kb(kb_id).owner_id
+        record = self.catalog.file_by_sha(sha256(item.read()), tenant)
         assert record is not None  # strict ingest either stored it or raised
         return UrlIngest(item.url, item.name, kb_id, record, report)
 

@@ -23,7 +23,6 @@ from citewell.api.schemas import (
 from citewell.auth.audit import AuditLog as Audit
 from citewell.catalog.kb_settings import NO_SETTINGS
 from citewell.errors import InvalidInput, PayloadTooLarge
-from citewell.pipeline.chunk_rows import sha256
 from citewell.pipeline.scoped import Scoped
 from citewell.sources import SourceItem
 
@@ -132,7 +131,8 @@ def _upload(view: Scoped, audit: Audit, kb_id: str, name: str, data: bytes) -> I
     """Upload and answer as the caller sees it: that identical bytes were stored already is
     told only when the caller could read them before (else it would reveal another tenant's
     file), and the file carries the caller's own name for it."""
-    known = view.readable_file(sha256(data)[:32]) is not None
+    stored = view.app.stored_file(kb_id, data)
+    known = stored is not None and view.readable_file(stored.id) is not None
     record, report = view.app.upload(kb_id, name, data, view.access.user_id)
     audit.record(view.access, "file.upload", "file", record.id, name=name, kb=kb_id)
     seen = view.file(record.id, in_kb=kb_id)
