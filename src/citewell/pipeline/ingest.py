@@ -445,8 +445,7 @@ class Ingestor:
 
     def _link_row(self, kb_id: str, file_id: str, item: SourceItem) -> None:
         """The catalog's link: what this KB's users see of the item (decision 0020)."""
-        link = (item.key, item.name, item.added_by, item.source, item.url)
-        self.catalog.link(kb_id, file_id, *link)
+        self.catalog.link(kb_id, file_id, item.key, item.name, item.added_by, item.source, item.url)
 
     def remove_from_kb(self, kb_id: str, file_id: str) -> None:
         """Take a file out of a KB (out of each set the KB has of it: chunks left in no KB
