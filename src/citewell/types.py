@@ -106,6 +106,7 @@ class ScoredChunk:
     rerank_score: float | None = None
     sentence_score: float | None = None  # its best sentence pair's (``sentence_vectors``)
     kb_id: str | None = None
+    url: str = ""  # where the file came from, as its link in ``kb_id`` says
     extra: dict[str, float] = field(default_factory=dict)
 
 

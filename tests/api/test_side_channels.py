@@ -180,11 +180,21 @@ def test_a_link_keeps_the_source_and_url_it_came_in_with(world):
             kb: alice.get(f"/api/v1/knowledge/{kb}").json()["files"]
             for kb in (fetched_kb, uploaded_kb)
         }
+        found = {
+            kb: alice.post(
+                "/api/v1/retrieval/query/collection",
+                json={"collection_names": [kb], "query": "duck", "k": 1},
+            ).json()["metadatas"][0][0]
+            for kb in (fetched_kb, uploaded_kb)
+        }
     assert uploaded.json()["linked"]  # her own bytes: stored once
     by_url, by_upload = listed[fetched_kb][0], listed[uploaded_kb][0]
     assert by_url["id"] == by_upload["id"]
     assert (by_url["source"], by_url["url"]) == ("url", page)
     assert (by_upload["source"], by_upload["url"]) == ("upload", "")
+    # Search results say the same, per KB searched.
+    assert (found[fetched_kb]["url"], found[fetched_kb]["source"]) == (page, page)
+    assert (found[uploaded_kb]["url"], found[uploaded_kb]["source"]) == ("", "duck.html")
 
 
 # --- 4. default targets ----------------------------------------------------------------------

@@ -382,17 +382,18 @@ class Citewell:
             set(self.catalog.files_in_kb(self.kb_id(kb)).values()), key=lambda f: f.created_at
         )
 
-    def file_urls(self, file_ids: Iterable[str]) -> dict[str, str]:
-        """file id → the URL it was fetched from, for those fetched from one."""
-        wanted = set(file_ids)
-        if not wanted:
-            return {}
-        return {r.id: r.url for r in self.catalog.files_by_id(wanted) if r.url}
-
-    def add_file(self, kb: str, file_id: str, name: str = "", added_by: str = "") -> None:
+    def add_file(
+        self,
+        kb: str,
+        file_id: str,
+        name: str = "",
+        added_by: str = "",
+        seen: FileRecord | None = None,
+    ) -> None:
         """Put an existing file into another KB: its chunks are shared and nothing is
-        embedded (a KB with its own chunking splits the stored text; see chunk_sets)."""
-        record = self.get_file(file_id)
+        embedded (a KB with its own chunking splits the stored text; see chunk_sets).
+        ``seen``: the file as the caller sees it, whose source and URL the new link keeps."""
+        record = seen or self.get_file(file_id)
         item = SourceItem(f"upload:{record.id}", name or record.name, bytes, added_by=added_by)
         item = replace(item, source=record.source, url=record.url)
         with self.ingestor.lock:
@@ -452,7 +453,7 @@ class Citewell:
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
             result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)
-        self._name_as_linked(results)
+        self._describe_as_linked(results)
         return results
 
     def retrieval_defaults(self, where: Sequence[ChunkFilter]) -> KnowledgeSettings:
@@ -462,19 +463,24 @@ class Citewell:
             return NO_SETTINGS  # a file or everything readable: the server's settings
         return self.catalog.kb_settings(kb_ids)
 
-    def _name_as_linked(self, results: list[ScoredChunk]) -> None:
-        """A chunk carries the name its bytes were first stored under; a result shows the name
-        of the file in the KB it was found in (identical bytes uploaded by another tenant
-        under another name must not show that name)."""
-        links = self.catalog.links(
-            file_ids={r.chunk.file_id for r in results},
-            kb_ids={r.kb_id for r in results if r.kb_id},
-        )
-        names = {(k.kb_id, k.file_id): k.name for k in links if k.name}
+    def _describe_as_linked(self, results: list[ScoredChunk]) -> None:
+        """A chunk carries the name its bytes were first stored under; a result shows the
+        name and URL of the file's link in the KB it was found in (identical bytes added by
+        another tenant under another name or from another URL must not show theirs)."""
+        file_ids = {r.chunk.file_id for r in results}
+        links = self.catalog.links(file_ids=file_ids, kb_ids={r.kb_id for r in results if r.kb_id})
+        by_key = {(k.kb_id, k.file_id): k for k in links}
+        records = {r.id: r for r in self.catalog.files_by_id(file_ids)}
         for result in results:
-            name = names.get((result.kb_id or "", result.chunk.file_id))
-            if name and name != result.chunk.file_name:
-                result.chunk = replace(result.chunk, file_name=name)
+            link = by_key.get((result.kb_id or "", result.chunk.file_id))
+            record = records.get(result.chunk.file_id)
+            if link is not None and link.name and link.name != result.chunk.file_name:
+                result.chunk = replace(result.chunk, file_name=link.name)
+            # Links made before links knew their source ("") fall back to the file's.
+            if link is not None and link.source:
+                result.url = link.url
+            elif record is not None:
+                result.url = record.url
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)

@@ -63,14 +63,13 @@ def gather_sources(
 
 def best_sources(view: Scoped, results: Sequence[ScoredChunk]) -> list[Source]:
     """One source per chunk found (its best score over the queries), with its file's type
-    and address read once for all of them (from the catalog's cache, not a read per hit)."""
+    read once for all of them (from the catalog's cache, not a read per hit) and the
+    address its link gives."""
     files = {r.id: r for r in view.app.catalog.files_by_id({r.chunk.file_id for r in results})}
     best: dict[str, Source] = {}
     for result in results:
         record = files.get(result.chunk.file_id)
-        source = chunk_source(
-            result, record.mime_type if record else "", record.url if record else ""
-        )
+        source = chunk_source(result, record.mime_type if record else "", result.url)
         if result.chunk.id not in best or best[result.chunk.id].score < source.score:
             best[result.chunk.id] = source
     return list(best.values())

@@ -174,7 +174,7 @@ class KnowledgeTools:
         hits = []
         for result in results[:count]:
             record = self.app.catalog.get_file(result.chunk.file_id)
-            source = self._cite(chunk_source(result, *_kind(record)))
+            source = self._cite(chunk_source(result, _mime(record), result.url))
             hits.append(_passage(source))
         return hits
 
@@ -204,7 +204,7 @@ class KnowledgeTools:
         hits = []
         for result in self.view.search(self.app.clip_query(query), scope, k=count):
             record = self.app.catalog.get_file(result.chunk.file_id)
-            hits.append(_passage(self._cite(chunk_source(result, *_kind(record)))))
+            hits.append(_passage(self._cite(chunk_source(result, _mime(record), result.url))))
         return hits
 
     def fetch_url(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -302,8 +302,8 @@ def _whole(record: FileRecord, text: str, start: int) -> Source:
     )
 
 
-def _kind(record: FileRecord | None) -> tuple[str, str]:
-    return (record.mime_type, record.url) if record else ("", "")
+def _mime(record: FileRecord | None) -> str:
+    return record.mime_type if record else ""
 
 
 def _window(text: str, args: dict[str, Any]) -> tuple[int, int, bool]:

@@ -222,7 +222,7 @@ def add_existing_file(
         raise InvalidInput("file_id must be a file id from GET /api/v1/files.")
     kb = view.writable_kb(kb_id)
     record = view.file(file_id)
-    view.app.add_file(kb.id, record.id, record.name, view.access.user_id)
+    view.app.add_file(kb.id, record.id, record.name, view.access.user_id, seen=record)
     audit.record(view.access, "file.add", "file", record.id, kb=kb.id)
     return KnowledgeBasePublic.of(view.kb(kb.id), view.files(kb.id))
 

@@ -36,17 +36,16 @@ def _mode(hybrid: bool | None, mode: SearchMode | None = None) -> SearchMode | N
     return SearchMode.HYBRID if hybrid else SearchMode.VECTOR
 
 
-def _results(app: Any, results: list[ScoredChunk]) -> JSONResponse:
+def _results(results: list[ScoredChunk]) -> JSONResponse:
     """Open WebUI's shape (one list per query) plus the same results as objects, rendered
     here in the route's worker thread: FastAPI would check a returned dict in another trip
     to the thread pool, then encode it on the event loop."""
-    urls = app.file_urls({r.chunk.file_id for r in results})
     metadatas = [
         {
             "file_id": r.chunk.file_id,
             "name": r.chunk.file_name,
-            "source": urls.get(r.chunk.file_id) or r.chunk.file_name,
-            "url": urls.get(r.chunk.file_id, ""),
+            "source": r.url or r.chunk.file_name,
+            "url": r.url,
             "page": r.chunk.page,
             "start": r.chunk.start,
             "end": r.chunk.end,
@@ -87,7 +86,7 @@ def query_doc(body: QueryDocRequest, view: ViewDep) -> JSONResponse:
         body.k,
         threshold=body.r,
     )
-    return _results(view.app, results)
+    return _results(results)
 
 
 @router.post("/query/collection", response_model=dict[str, Any])
@@ -96,7 +95,7 @@ def query_collection(body: QueryCollectionRequest, view: ViewDep) -> JSONRespons
     where = view.collection_filter(body.collection_names)
     mode = _mode(body.hybrid, body.mode)
     results = view.search(body.query, where, mode, body.k, threshold=body.r)
-    return _results(view.app, results)
+    return _results(results)
 
 
 def _web_public(view: Scoped, done: UrlIngest) -> WebIngestPublic:
