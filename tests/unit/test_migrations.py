@@ -15,6 +15,7 @@ from citewell.auth import AuthStore
 from citewell.auth.grants import GrantStore
 from citewell.config import Settings
 from citewell.db import ensure_schema, sqlite_engine
+from citewell.db.changes import OPERATIONS, TRACKED
 from citewell.db.models import Base
 from citewell.db.schema import current_revision, head_revision
 from citewell.pipeline.core import Citewell
@@ -42,6 +43,11 @@ def test_a_new_database_gets_the_newest_revision_and_matches_the_models(tmp_path
     ensure_schema(engine)
     with engine.connect() as connection:
         assert current_revision(connection) == head_revision()
+        triggers = connection.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'change_counter%'"
+        )
+        # A migration that makes a table anew (SQLite's way to change a column) makes them too.
+        assert len(triggers.all()) == len(TRACKED) * len(OPERATIONS)
     assert drift(engine) == []
 
 

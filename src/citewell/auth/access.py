@@ -86,6 +86,12 @@ class Access:
     def is_admin(self) -> bool:
         return self.user is None or self.user.is_admin
 
+    def is_named(self, principal: str) -> bool:
+        """'user:NAME' or 'user:ID' naming this caller themselves."""
+        kind, _, who = principal.partition(":")
+        user = self.user
+        return kind == "user" and user is not None and who in (user.name, user.id)
+
     # --- the filter every chunk read goes through ------------------------------------------
     def where(self, where: ChunkFilter) -> ChunkFilter:
         """``where`` narrowed to the KBs this caller may read: a file filter stays a file

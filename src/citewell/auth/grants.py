@@ -35,6 +35,7 @@ _TABLES: dict[str, tuple[Any, Any]] = {
 }
 _OWNED: dict[str, Any] = {"kb": KnowledgeBaseRow, "preset": ModelPresetRow}
 PUBLIC = "public"
+NAMED = "name:"  # an inert grant to a name nobody had when it was made
 # kind ('kb' | 'preset') -> (ids the user owns, (id, permission) granted to them)
 Reach = dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]
 
@@ -89,24 +90,39 @@ class GrantStore:
         return {kind: (tuple(owned[kind]), tuple(granted[kind])) for kind in owned}
 
     # --- grants ------------------------------------------------------------------------------
-    def grant(self, kb_id: str, principal: str, permission: str, kind: str = "kb") -> Grant:
+    def grant(
+        self, kb_id: str, principal: str, permission: str, kind: str = "kb", by_name: bool = False
+    ) -> Grant:
         """Give (or change) ``principal``'s access to the KB (``kind`` 'preset': to the model
-        preset): 'user:NAME', 'group:NAME' or 'public'."""
+        preset): 'user:NAME', 'group:NAME' or 'public'. ``by_name`` (a granter who may not
+        list users and groups): a name nobody has is kept as an inert grant and answered like
+        any other, so sharing tells nothing about who exists."""
         if permission not in PERMISSIONS:
             raise InvalidInput(f"permission must be one of {', '.join(PERMISSIONS)}.")
-        stored = self._stored_principal(principal)
-        table, _ = _TABLES[kind]
-        with self._sessions() as session, session.begin():
-            session.merge(
-                table(**{_TABLES[kind][1].key: kb_id}, principal=stored, permission=permission)
-            )
-        return Grant(kb_id, principal, permission)
-
-    def revoke(self, kb_id: str, principal: str, kind: str = "kb") -> None:
-        stored = self._stored_principal(principal)
+        stored = self._stored_principal(principal, by_name)
         table, target = _TABLES[kind]
         with self._sessions() as session, session.begin():
-            session.execute(delete(table).where((target == kb_id) & (table.principal == stored)))
+            session.merge(table(**{target.key: kb_id}, principal=stored, permission=permission))
+        return Grant(kb_id, principal, permission)
+
+    def revoke(self, kb_id: str, principal: str, kind: str = "kb", by_name: bool = False) -> None:
+        stored = {self._stored_principal(principal, by_name)}
+        if principal != PUBLIC:
+            stored.add(NAMED + principal)  # and an inert grant made before the name existed
+        table, target = _TABLES[kind]
+        with self._sessions() as session, session.begin():
+            session.execute(
+                delete(table).where((target == kb_id) & table.principal.in_(sorted(stored)))
+            )
+
+    def decline(self, kb_id: str, user_id: str, kind: str = "kb") -> bool:
+        """The grantee gives up a share made to them by name; False if there was none."""
+        table, target = _TABLES[kind]
+        with self._sessions() as session, session.begin():
+            done = session.execute(
+                delete(table).where((target == kb_id) & (table.principal == f"user:{user_id}"))
+            )
+        return bool(getattr(done, "rowcount", 0))
 
     def grants(self, kb_id: str, kind: str = "kb") -> list[Grant]:
         table, target = _TABLES[kind]
@@ -116,26 +132,29 @@ class GrantStore:
             ).all()
             return [Grant(kb_id, self._shown(session, r.principal), r.permission) for r in rows]
 
-    def _stored_principal(self, principal: str) -> str:
-        """'user:NAME' / 'group:NAME' → 'user:<id>' / 'group:<id>' (renames keep grants)."""
+    def _stored_principal(self, principal: str, by_name: bool = False) -> str:
+        """'user:NAME' / 'group:NAME' → 'user:<id>' / 'group:<id>' (renames keep grants);
+        with ``by_name``, a name nobody has → 'name:user:NAME' (matches no one)."""
         kind, _, name = principal.partition(":")
         if principal == PUBLIC:
             return PUBLIC
+        if kind not in ("user", "group") or not name:
+            raise InvalidInput(
+                f"principal {principal!r} must be 'user:NAME', 'group:NAME' or 'public'."
+            )
         with self._reads() as session:
-            if kind == "user" and name:
-                row = session.scalar(
-                    select(UserRow.id).where((UserRow.name == name) | (UserRow.id == name))
-                )
-                if row is None:
-                    raise NotFoundError(f"No user {name!r}; list them with GET /api/v1/users.")
-                return f"user:{row}"
-            if kind == "group" and name:
-                return f"group:{self._group_row(session, name).id}"
-        raise InvalidInput(
-            f"principal {principal!r} must be 'user:NAME', 'group:NAME' or 'public'."
-        )
+            found = _principal_id(session, kind, name)
+        if found is not None:
+            return f"{kind}:{found}"
+        if by_name:
+            return NAMED + principal
+        if kind == "user":
+            raise NotFoundError(f"No user {name!r}; list them with GET /api/v1/users.")
+        raise GroupNotFound(f"No group {name!r}; list them with GET /api/v1/groups.")
 
     def _shown(self, session: Session, stored: str) -> str:
+        if stored.startswith(NAMED):
+            return stored.removeprefix(NAMED)
         kind, _, ident = stored.partition(":")
         row: UserRow | GroupRow | None = None
         if kind == "user":
@@ -203,6 +222,12 @@ class GrantStore:
         if row is None:
             raise GroupNotFound(f"No group {group!r}; list them with GET /api/v1/groups.")
         return row
+
+
+def _principal_id(session: Session, kind: str, name: str) -> str | None:
+    """The id of the user or group with this name (or id), if there is one."""
+    row = UserRow if kind == "user" else GroupRow
+    return session.scalar(select(row.id).where((row.name == name) | (row.id == name)))
 
 
 def _reach_query(user_id: str) -> Any:

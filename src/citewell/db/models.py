@@ -222,7 +222,7 @@ class GrantRow(Base):
     kb_id: Mapped[str] = mapped_column(
         ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
     )
-    principal: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
+    principal: Mapped[str] = mapped_column(String(300), primary_key=True, index=True)
     permission: Mapped[str] = mapped_column(String(10))  # read or write
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
 
@@ -265,7 +265,7 @@ class PresetGrantRow(Base):
     preset_id: Mapped[str] = mapped_column(
         ForeignKey("model_presets.id", ondelete="CASCADE"), primary_key=True
     )
-    principal: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)
+    principal: Mapped[str] = mapped_column(String(300), primary_key=True, index=True)
     permission: Mapped[str] = mapped_column(String(10))
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
 

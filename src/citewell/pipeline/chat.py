@@ -319,11 +319,12 @@ class ChatPipeline:
         ``fetched`` are files just fetched from the message's URLs. A preset's KBs are only
         those the caller may read too: a preset never widens access."""
         kb_ids = []
-        for name in (*(preset.knowledge if preset else ()), *request.knowledge):
+        from_preset = preset.knowledge if preset else ()
+        for name in (*from_preset, *request.knowledge):
             kb = view.find_kb(name, count_files=False)
-            if kb is None:
+            if kb is None and name not in from_preset:  # a preset's others stay unnamed
                 warnings.append(f"knowledge collection {name!r} not found")
-            elif kb.id not in kb_ids:
+            elif kb is not None and kb.id not in kb_ids:
                 kb_ids.append(kb.id)
         file_ids = list(dict.fromkeys(fetched))
         for file_id in request.file_ids:

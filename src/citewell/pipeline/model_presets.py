@@ -1,6 +1,7 @@
 """Model presets as one caller sees them: those of the model_presets setting (everyone's,
 read-only) and those kept in the database (their owner's, and whom they are shared with).
-A preset another user cannot use does not exist for them (404), as with KBs."""
+A preset another user cannot use does not exist for them (404), as with KBs; one shared with
+them shows only the KBs they may read (the others are kept, unnamed, when they change it)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ class ScopedPresets:
 
     def list(self) -> list[PresetEntry]:
         configured = [PresetEntry(p.id, p, "settings") for p in self.chat.presets.values()]
-        stored = [_entry(s) for s in self.store.all() if self.access.can_use_preset(s.id)]
+        stored = [
+            self._as_seen(_entry(s)) for s in self.store.all() if self.access.can_use_preset(s.id)
+        ]
         return [*configured, *stored]
 
     def get(self, id_or_name: str) -> PresetEntry:
@@ -58,7 +61,10 @@ class ScopedPresets:
         entry = self._changeable(id_or_name)
         if preset.id != entry.preset.id:
             self._free(preset.id)
-        return _entry(self.store.update(entry.id, self._resolved(preset)))
+        resolved = self._resolved(preset)
+        unseen = tuple(k for k in self.store.get(entry.id).preset.knowledge if not self._reads(k))
+        resolved = replace(resolved, knowledge=tuple(dict.fromkeys((*resolved.knowledge, *unseen))))
+        return self._as_seen(_entry(self.store.update(entry.id, resolved)))
 
     def delete(self, id_or_name: str) -> PresetEntry:
         entry = self._manageable(id_or_name)
@@ -68,6 +74,9 @@ class ScopedPresets:
     def managed(self, id_or_name: str) -> PresetEntry:
         """A preset whose sharing the caller may change: its owner's and admins'."""
         return self._manageable(id_or_name)
+
+    def can_manage(self, entry: PresetEntry) -> bool:
+        return entry.source == "api" and (self.access.is_admin or self._owns(entry))
 
     # --- rules -------------------------------------------------------------------------------
     def _free(self, name: str) -> None:
@@ -92,6 +101,17 @@ class ScopedPresets:
         if not (self.access.is_admin or self._owns(entry)) or self.access.read_only:
             raise Forbidden(f"Only its owner and admins may delete or share {entry.preset.id!r}.")
         return entry
+
+    def _as_seen(self, entry: PresetEntry) -> PresetEntry:
+        """The preset with only the KBs the caller may read: a grantee does not learn the
+        ids of its owner's other KBs."""
+        knowledge = tuple(k for k in entry.preset.knowledge if self._reads(k))
+        if knowledge == entry.preset.knowledge:
+            return entry
+        return replace(entry, preset=replace(entry.preset, knowledge=knowledge))
+
+    def _reads(self, kb_id: str) -> bool:
+        return self.access.can_read(kb_id)
 
     def _owns(self, entry: PresetEntry) -> bool:
         return bool(entry.owner_id) and entry.owner_id == self.access.user_id

@@ -10,6 +10,8 @@ from citewell.api.auth_schemas import GrantCreate
 from citewell.api.deps import AuditDep, AuthDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.model_schemas import ModelCreate, ModelPublic, PresetGrantPublic
+from citewell.api.routes.grants import NOT_BY_NAME
+from citewell.errors import Conflict
 from citewell.pipeline.model_presets import ScopedPresets
 from citewell.pipeline.scoped import Scoped
 
@@ -71,9 +73,11 @@ def list_model_grants(model_id: str, presets: PresetsDep, auth: AuthDep) -> list
 def set_model_grant(
     model_id: str, body: GrantCreate, presets: PresetsDep, auth: AuthDep, audit: AuditDep
 ) -> PresetGrantPublic:
-    """Share the preset: 'read' uses it, 'write' also changes it."""
+    """Share the preset: 'read' uses it, 'write' also changes it. As with KBs, only admins
+    learn whether a name exists."""
     entry = presets.managed(model_id)
-    grant = auth.grants.grant(entry.id, body.principal, body.permission, kind="preset")
+    by_name = not presets.access.is_admin
+    grant = auth.grants.grant(entry.id, body.principal, body.permission, "preset", by_name)
     audit.record(presets.access, "grant.set", "model", entry.id, principal=grant.principal,
                  permission=grant.permission)  # fmt: skip
     return PresetGrantPublic(
@@ -85,8 +89,16 @@ def set_model_grant(
 def revoke_model_grant(
     model_id: str, principal: str, presets: PresetsDep, auth: AuthDep, audit: AuditDep
 ) -> None:
+    """Stop sharing the preset; or, as the user it was shared with, decline it."""
+    if presets.access.is_named(principal):
+        entry = presets.get(model_id)
+        if not presets.can_manage(entry):
+            if not auth.grants.decline(entry.id, presets.access.user_id, kind="preset"):
+                raise Conflict(NOT_BY_NAME)
+            audit.record(presets.access, "grant.decline", "model", entry.id)
+            return
     entry = presets.managed(model_id)
-    auth.grants.revoke(entry.id, principal, kind="preset")
+    auth.grants.revoke(entry.id, principal, "preset", by_name=not presets.access.is_admin)
     audit.record(presets.access, "grant.revoke", "model", entry.id, principal=principal)
 
 
