@@ -70,3 +70,21 @@ def test_documented_error_codes_exist():
     for cls in _error_classes():
         if cls.status in table and cls.code in named:
             assert f"`{cls.code}`" in table[cls.status], cls
+
+
+def test_docs_pages_load_everything_from_the_server(tmp_path, onnx_embedder):
+    """/docs and /redoc work in an air-gapped install: every script, style and icon they
+    name is a path of this server, and each one is served."""
+    from fastapi.testclient import TestClient
+
+    settings = Settings.load(data_dir=tmp_path)
+    app = create_app(settings, Citewell.from_settings(settings, embedder=onnx_embedder))
+    with TestClient(app) as client:
+        for page in ("/docs", "/redoc"):
+            html = client.get(page).text
+            assets = re.findall(r"""(?:src|href)=["']([^"']+)["']|url: ?['"]([^'"]+)['"]""", html)
+            named = [a or b for a, b in assets]
+            assert named and all(n.startswith("/") for n in named), (page, named)
+            assert "cdn" not in html.lower() and "fonts.googleapis" not in html
+            for asset in named:
+                assert client.get(asset).status_code == 200, asset

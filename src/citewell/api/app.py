@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from citewell import web
-from citewell.api import errors, security
+from citewell.api import docs, errors, security
 from citewell.api.deps import get_access
 from citewell.api.drain import Drain
 from citewell.api.openapi import documented_errors
@@ -56,6 +56,8 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
 
     app = FastAPI(
         lifespan=lifespan,
+        docs_url=None,  # served from local files below (api/docs.py), not a CDN
+        redoc_url=None,
         title="Citewell",
         version="0.1.0",
         description="Answers from your documents, citing the exact passage. OpenAI-compatible "
@@ -94,6 +96,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         stats,
     ):
         app.include_router(module.router, dependencies=signed_in)
+    docs.install(app)
     if settings.web_ui:
         web.install(app)
     documented_errors(app)
