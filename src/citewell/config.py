@@ -555,10 +555,19 @@ class Settings(BaseSettings):
     )
     rate_limit_per_minute: int = _setting(
         6000,
-        "Requests one API key may make per minute (bursts up to that many); 429 beyond. "
-        "Counted across every server process sharing the database (on PostgreSQL, or with "
-        "workers > 1; one process counts in memory). One key often serves a whole "
-        "integration (an Open WebUI for a team), so the default is high. 0: no limit.",
+        "Requests one user may make per minute with all of their API keys together (bursts "
+        "up to that many); 429 beyond. Counted across every server process sharing the "
+        "database (on PostgreSQL, or with workers > 1; one process counts in memory). One "
+        "key often serves a whole integration (an Open WebUI for a team), so the default "
+        "is high. 0: no limit.",
+    )
+    max_keys_per_user: int = _setting(
+        100,
+        "Live API keys (not revoked, not expired) one user may hold, sign-in keys included. "
+        "At the cap a sign-in retires the user's oldest sign-in key and POST "
+        "/api/v1/auth/keys answers 409. Keys made by an admin with the CLI are not counted "
+        "against it. 0: no cap.",
+        ge=0,
     )
     login_failures_per_address: int = _setting(
         10,

@@ -1,6 +1,6 @@
-"""Limits and hygiene on a real server with auth on: rate limits per key, body and upload size
-limits (also for bodies without a Content-Length), file names, downloads that never render,
-CORS only when configured, and slow password guessing."""
+"""Limits and hygiene on a real server with auth on: rate limits and key caps per user,
+body and upload size limits (also for bodies without a Content-Length), file names,
+downloads that never render, CORS only when configured, and slow password guessing."""
 
 from __future__ import annotations
 
@@ -18,15 +18,23 @@ from tests.api.conftest import run_server
 RATE = 5
 
 
+MAX_KEYS = 3
+
+
 @dataclass
 class Guarded:
     url: str
     users: AuthStore
     admin_id: str
 
-    def client(self) -> httpx.Client:
-        """A client with a key of its own (the rate limit counts per key)."""
-        key = self.users.create_key(self.admin_id)[1]
+    def client(self, user_id: str = "") -> httpx.Client:
+        """A client with a key of its own, of a new admin of its own unless ``user_id``
+        says whose (the rate limit counts per user)."""
+        if not user_id:
+            user_id = self.users.create_user(
+                f"admin-{len(self.users.list_users())}", role="admin"
+            ).id
+        key = self.users.create_key(user_id)[1]
         return httpx.Client(
             base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=60
         )
@@ -37,6 +45,7 @@ def guarded(tmp_path_factory, onnx_embedder) -> Iterator[Guarded]:
     settings = Settings.load(
         data_dir=tmp_path_factory.mktemp("guarded"),
         rate_limit_per_minute=RATE,
+        max_keys_per_user=MAX_KEYS,
         max_request_bytes=4096,
         max_upload_bytes=2048,
         max_upload_request_bytes=8192,
@@ -50,14 +59,46 @@ def guarded(tmp_path_factory, onnx_embedder) -> Iterator[Guarded]:
         yield Guarded(url, users, admin.id)
 
 
-def test_rate_limit_per_key(guarded):
-    with guarded.client() as busy, guarded.client() as other:
+def test_rate_limit_per_user(guarded):
+    busy_user = guarded.users.create_user("busy", role="admin").id
+    with (
+        guarded.client(busy_user) as busy,
+        guarded.client(busy_user) as same_user,
+        guarded.client() as other,
+    ):
         codes = [busy.get("/api/v1/knowledge").status_code for _ in range(RATE + 1)]
         assert codes == [200] * RATE + [429]
         limited = busy.get("/api/v1/knowledge")
         assert limited.json()["code"] == "rate_limited"
         assert 1 <= int(limited.headers["retry-after"]) <= 60
-        assert other.get("/api/v1/knowledge").status_code == 200  # a key of its own
+        assert same_user.get("/api/v1/knowledge").status_code == 429  # another key buys nothing
+        assert other.get("/api/v1/knowledge").status_code == 200  # a user of its own
+
+
+def test_a_user_holds_at_most_max_keys_per_user(guarded):
+    """More keys would be more tokens to lose track of; at the cap a new key is a 409 and a
+    sign-in retires the oldest sign-in key instead of piling up."""
+    user = guarded.users.create_user("collector", "a long password")
+    with httpx.Client(base_url=guarded.url, timeout=60) as anonymous:
+
+        def sign_in() -> str:
+            answer = anonymous.post(
+                "/api/v1/auth/login", json={"name": "collector", "password": "a long password"}
+            )
+            assert answer.status_code == 200, answer.text
+            return str(answer.json()["api_key"])
+
+        first = sign_in()
+        headers = {"Authorization": f"Bearer {first}"}
+        with httpx.Client(base_url=guarded.url, headers=headers, timeout=60) as client:
+            made = [client.post("/api/v1/auth/keys", json={"name": f"k{n}"}) for n in range(3)]
+        assert [m.status_code for m in made] == [201, 201, 409]
+        assert "max_keys_per_user" in made[2].json()["detail"]
+        sign_in()  # at the cap: the first sign-in key makes room
+        live = [k for k in guarded.users.list_keys(user.id) if not k.revoked_at]
+        assert len(live) == MAX_KEYS
+        retired = anonymous.get("/api/v1/auth/me", headers=headers)
+        assert retired.status_code == 401
 
 
 def test_bodies_over_the_limit_get_413(guarded):

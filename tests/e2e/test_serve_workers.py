@@ -20,10 +20,12 @@ pytestmark = pytest.mark.e2e
 
 
 def _keys(data: Path) -> tuple[str, str]:
-    """An admin's key for the work, and a second key whose budget the test spends."""
+    """An admin's key for the work, and another user's key whose budget the test spends
+    (the rate limit counts per user)."""
     users = AuthStore(open_engine(Settings.load(data_dir=data)))
     admin = users.create_user("root", role="admin")
-    return users.create_key(admin.id, "work")[1], users.create_key(admin.id, "budget")[1]
+    spender = users.create_user("spender")
+    return users.create_key(admin.id, "work")[1], users.create_key(spender.id, "budget")[1]
 
 
 def _start(data: Path, port: int) -> subprocess.Popen[bytes]:

@@ -1,7 +1,7 @@
 """Server mode as a team deploys it: two `citewell serve` processes (no job worker) and two
 `citewell worker` processes on one PostgreSQL and one shared data dir. 300 files go in
 through both APIs, one worker is killed with SIGKILL mid-batch, and still every file is
-indexed exactly once, `citewell check` is clean, and a key's rate limit holds across both
+indexed exactly once, `citewell check` is clean, and a user's rate limit holds across both
 APIs."""
 
 from __future__ import annotations
@@ -94,8 +94,9 @@ def _stop_holding(url: str, worker: subprocess.Popen[bytes], deadline: float) ->
 def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
     url, data = postgres.create_database(), tmp_path / "data"
     users = AuthStore(url_engine(url))
-    root = users.create_user("root", role="admin")
-    work, budget = (users.create_key(root.id, name)[1] for name in ("work", "budget"))
+    root, spender = users.create_user("root", role="admin"), users.create_user("spender")
+    # The rate limit counts per user: the budget spent below is the spender's alone.
+    work, budget = users.create_key(root.id, "work")[1], users.create_key(spender.id, "b")[1]
     env = {
         "CITEWELL_DATABASE_URL": url,
         "CITEWELL_AUTH": "required",

@@ -64,7 +64,7 @@ class Authenticator:
             reason = "That API key is not valid (revoked, expired or mistyped). " if plain else ""
             raise Unauthenticated(reason + KEY_HELP, {"WWW-Authenticate": "Bearer"})
         user, key = found
-        self.limiter.take(key.id)
+        self.limiter.take(user.id)  # per user: more keys buy no more requests
         return self.grants.access(user, key)
 
     def current_access(self, plain: str | None) -> Access | None:
@@ -87,7 +87,7 @@ class Authenticator:
             return None
         user, key = found
         access = self.grants.held_access(user, key)
-        if access is None or not self.limiter.take_held(key.id):
+        if access is None or not self.limiter.take_held(user.id):
             return None
         return access
 

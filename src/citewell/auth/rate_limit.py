@@ -1,7 +1,8 @@
-"""Requests per API key: a token bucket of ``per_minute`` tokens, refilled continuously.
+"""Requests per user (all of their API keys together: minting keys buys no more): a token
+bucket of ``per_minute`` tokens, refilled continuously.
 
 One process keeps the buckets in memory. Several processes (``citewell serve --workers``,
-or servers on one PostgreSQL) share them in the database, so a key's limit holds across all
+or servers on one PostgreSQL) share them in the database, so a user's limit holds across all
 of them: each request is one conditional UPDATE that takes a token only if one is there.
 """
 
@@ -35,7 +36,7 @@ class RateLimiter(Protocol):
 def _refused(capacity: float, rate: float, tokens: float) -> RateLimited:
     wait = max(1, math.ceil((1 - tokens) / rate))
     return RateLimited(
-        f"More than {int(capacity)} requests a minute with this key "
+        f"More than {int(capacity)} requests a minute from this user (all keys together) "
         f"(rate_limit_per_minute); retry in {wait} s.",
         {"Retry-After": str(wait)},
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.auth.secrets import (
     MIN_PASSWORD,
@@ -27,6 +27,7 @@ from citewell.db.models import ApiKeyRow, UserRow
 from citewell.errors import Conflict, InvalidInput, NotFoundError
 
 ROLES = ("admin", "user")
+SIGN_IN = "sign-in"  # the name of the keys that signing in with a password gives
 TOUCH_EVERY = 60.0  # seconds between writes of a key's last_used_at (not one write per request)
 
 
@@ -157,10 +158,14 @@ class AuthStore:
         kb_ids: Sequence[str] = (),
         read_only: bool = False,
         expires_at: float = 0.0,
+        max_live: int = 0,
     ) -> tuple[ApiKey, str]:
-        """A new key for the user: the record, and the key itself (shown once, never kept)."""
+        """A new key for the user: the record, and the key itself (shown once, never kept).
+        ``max_live`` (0: any number): the live keys a user may hold. A sign-in at the cap
+        revokes the user's oldest sign-in key; any other new key is refused."""
         user = self.get_user(user_id)
         plain = new_api_key()
+        now = time.time()
         row = ApiKeyRow(
             user_id=user.id,
             name=name,
@@ -168,10 +173,12 @@ class AuthStore:
             digest=key_digest(plain),
             kb_ids=",".join(kb_ids),
             read_only=int(read_only),
-            created_at=time.time(),
+            created_at=now,
             expires_at=expires_at,
         )
         with self._sessions() as session, session.begin():
+            if max_live:
+                _make_room(session, user.id, name == SIGN_IN, max_live, now)
             session.add(row)
         return _key(row), plain
 
@@ -258,6 +265,28 @@ class AuthStore:
         if row is None:
             raise KeyNotFound(f"No API key {key_id!r}; list them with `citewell key list`.")
         return _key(row)
+
+
+def _make_room(session: Session, user_id: str, signing_in: bool, max_live: int, now: float) -> None:
+    """Keep a user's live keys under ``max_live``: a sign-in retires their oldest sign-in
+    keys; a key made any other way is refused."""
+    live = (
+        (ApiKeyRow.user_id == user_id)
+        & (ApiKeyRow.revoked_at == 0.0)
+        & ((ApiKeyRow.expires_at == 0.0) | (ApiKeyRow.expires_at > now))
+    )
+    count = int(session.scalar(select(func.count()).select_from(ApiKeyRow).where(live)) or 0)
+    if count < max_live:
+        return
+    if not signing_in:
+        raise Conflict(
+            f"You hold {count} live API keys, the most one user may (max_keys_per_user); "
+            "revoke one you no longer use with DELETE /api/v1/auth/keys/{id} and retry."
+        )
+    oldest = select(ApiKeyRow.id).where(live & (ApiKeyRow.name == SIGN_IN))
+    oldest = oldest.order_by(ApiKeyRow.created_at).limit(count - max_live + 1)
+    retired = list(session.scalars(oldest))
+    session.execute(update(ApiKeyRow).where(ApiKeyRow.id.in_(retired)).values(revoked_at=now))
 
 
 def _usable(found: tuple[User, ApiKey] | None, now: float) -> tuple[User, ApiKey] | None:

@@ -19,6 +19,7 @@ from citewell.api.auth_schemas import (
 from citewell.api.deps import AccessDep, AuditDep, AuthDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.auth import KeyNotFound
+from citewell.auth.store import SIGN_IN
 from citewell.auth.throttle import LoginThrottle
 from citewell.errors import ConfigError, Forbidden, Unauthenticated
 
@@ -42,7 +43,9 @@ async def login(
         raise Unauthenticated("Wrong name or password, or the account is disabled.")
     throttle.succeeded(body.name, address)
     expires = time.time() + settings.session_hours * 3600
-    key, plain = auth.users.create_key(user.id, "sign-in", expires_at=expires)
+    key, plain = auth.users.create_key(
+        user.id, SIGN_IN, expires_at=expires, max_live=settings.max_keys_per_user
+    )
     access = auth.grants.access(user, key)
     audit.record(access, "user.login", "user", user.id)
     return SessionPublic(api_key=plain, expires_at=int(expires), user=UserPublic.of(user))
@@ -79,7 +82,10 @@ def create_key(body: ApiKeyCreate, view: ViewDep, auth: AuthDep, audit: AuditDep
     kb_ids = [view.kb(name).id for name in body.knowledge_bases]
     if access.scope is not None and not (kb_ids and set(kb_ids) <= access.scope):
         raise Forbidden("A key limited to some KBs can only make keys limited to those KBs.")
-    key, plain = auth.users.create_key(access.user.id, body.name, kb_ids, body.read_only)
+    cap = view.app.settings.max_keys_per_user
+    key, plain = auth.users.create_key(
+        access.user.id, body.name, kb_ids, body.read_only, max_live=cap
+    )
     audit.record(access, "key.create", "api_key", key.id, name=key.name)
     return ApiKeyCreated(**ApiKeyPublic.of(key).model_dump(), key=plain)
 
