@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -23,6 +25,24 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors: ...
+
+
+_SPARE_A_CORE: ContextVar[bool] = ContextVar("citewell_spare_a_core", default=False)
+
+
+@contextmanager
+def spare_a_core() -> Iterator[None]:
+    """Embeddings made in this block leave one core free (where the embedder can say how
+    many it uses): a client's big batch must not stall other users' searches (issue 45)."""
+    token = _SPARE_A_CORE.set(True)
+    try:
+        yield
+    finally:
+        _SPARE_A_CORE.reset(token)
+
+
+def sparing_a_core() -> bool:
+    return _SPARE_A_CORE.get()
 
 
 def normalize(vectors: Vectors) -> Vectors:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.embedders.base import Vectors, normalize
+from citewell.embedders.base import Vectors, normalize, sparing_a_core
 from citewell.errors import MissingDependency
 from citewell.splitters.base import MAX_CHARS_PER_TOKEN
 from citewell.types import EmbedKind
@@ -124,15 +124,22 @@ class OnnxEmbedder:
         ids, mask = self._tokenize(texts)
         lengths = mask.sum(axis=1)
         if len(texts) == 1:
-            session = self._session if kind == "query" else self._wide_session
+            narrow = kind == "query" or sparing_a_core()
+            session = self._session if narrow else self._wide_session
             with self._runs:
                 return self._encode(ids, mask, session)
         # Enough batches to keep every thread busy, however few the texts.
-        size = min(self.batch_size, math.ceil(len(texts) / self.threads))
+        lanes = max(1, self.threads - 1) if sparing_a_core() else self.threads
+        size = min(self.batch_size, math.ceil(len(texts) / lanes))
         batches = token_batches(lengths, size)
         run = partial(self._run_batch, ids=ids, mask=mask, lengths=lengths)
-        for batch, vectors in zip(batches, self._pool.map(run, batches), strict=True):
-            out[batch] = vectors
+        # Waves of ``lanes`` batches (all at once unless sparing a core): no more threads
+        # compute than that.
+        wave = lanes if lanes < self.threads else len(batches)
+        for start in range(0, len(batches), wave):
+            some = batches[start : start + wave]
+            for batch, vectors in zip(some, self._pool.map(run, some), strict=True):
+                out[batch] = vectors
         return out
 
     def _run_batch(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citewell.embedders import Vectors, embedding_tenant
+from citewell.embedders.base import spare_a_core
 from citewell.errors import InvalidInput, ModelNotFound
 from citewell.pipeline.core import Citewell
 
@@ -55,7 +56,9 @@ def embed_inputs(
         raise InvalidInput("input must be one or more non-empty texts (or token-id lists).")
     measure = app.measure
     tokens = sum(measure.size(measure.clip(t, COUNTED_TOKENS)) for t in texts)
-    with embedding_tenant(tenant):
+    # A client's batch leaves a core to everyone else's searches (issue 45: three 2,048-input
+    # requests had moved another user's search p50 6x).
+    with embedding_tenant(tenant), spare_a_core():
         return Embeddings(app.embedder.embed(texts, "document"), tokens)
 
 
