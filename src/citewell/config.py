@@ -683,6 +683,13 @@ class Settings(BaseSettings):
         "cut, and the model is told to answer).",
         ge=0,
     )
+    tool_web_domains: str = _setting(
+        "",
+        "Comma-separated domains (and their subdomains) that the model's web tools, fetch_url "
+        "and search_web's result pages, may reach, e.g. 'wikipedia.org,docs.python.org'. "
+        "Empty: any public address. A document in a KB can ask the model to fetch a URL "
+        "with the reader's data in it; set this wherever KBs hold text from others.",
+    )
     tool_max_seconds: float = _setting(
         120.0, "Seconds after which an answer's builtin tools are no longer offered.", gt=0
     )

@@ -351,3 +351,46 @@ def test_the_web_tools_search_and_fetch_as_the_model_asks(web):
     urls = {s["metadata"]["url"] for s in body["sources"]}
     assert f"{web.site}/article" in urls
     assert_citations_resolve(body)
+
+
+def test_tool_web_domains_bound_what_the_model_may_fetch(tmp_path, onnx_embedder, fake_llm, web):
+    """A document can ask the model to fetch a URL carrying the reader's data (issue 45):
+    with tool_web_domains set, fetch_url and search_web's result pages stay inside it,
+    and a refused URL is the model's error to read."""
+    search = FakeSearchProviders([Hit(f"{web.site}/article", "Mallards", "Of the marsh")])
+    with serve_web(search) as search_url:
+        settings = Settings.load(
+            data_dir=tmp_path,
+            auth="none",
+            llm_base_url=fake_llm.url + "/v1",
+            web_fetch_allowlist="127.0.0.1",
+            web_search_engine="searxng",
+            searxng_query_url=search_url + "/searxng/search",
+            tool_web_domains="example.org",
+        )
+        fake_llm.tool_script = [
+            [
+                ("fetch_url", {"url": f"{web.site}/article?secret=alice-salary"}),
+                ("search_web", {"query": "mallard migration"}),
+            ]
+        ]
+        try:
+            with run_server(settings, onnx_embedder) as url, httpx.Client(base_url=url) as client:
+                body = client.post(
+                    "/v1/chat/completions",
+                    json={
+                        "model": "llama3",
+                        "messages": [{"role": "user", "content": QUESTION}],
+                        "function_calling": "native",
+                    },  # fmt: skip
+                    timeout=120,
+                )
+                assert body.status_code == 200, body.text
+                kbs = client.get("/api/v1/knowledge").json()
+        finally:
+            fake_llm.tool_script = []
+    messages = fake_llm.requests[-1][1]["messages"]
+    refused, searched = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+    assert "tool_web_domains" in refused["error"]
+    assert searched == []  # the only result lies outside: not fetched, nothing found
+    assert all(kb["file_count"] == 0 for kb in kbs)  # nothing was fetched into a KB

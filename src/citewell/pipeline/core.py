@@ -294,10 +294,15 @@ class Citewell:
         return self.web.ingest_url(url, kb, languages, added_by)
 
     def web_search(
-        self, queries: Sequence[str], kb: str | None = None, count: int | None = None
+        self,
+        queries: Sequence[str],
+        kb: str | None = None,
+        count: int | None = None,
+        for_tools: bool = False,
     ) -> WebSearchOutcome:
-        """Search the web and ingest the result pages into ``kb`` (default 'web-search')."""
-        return self.web.search(queries, kb, count)
+        """Search the web and ingest the result pages into ``kb`` (default 'web-search');
+        ``for_tools``: only pages a model's tools may reach (tool_web_domains)."""
+        return self.web.search(queries, kb, count, for_tools)
 
     def check(self, repair: bool = False, recall_samples: int = 20) -> CheckReport:
         """Differences between the catalog, the chunk store and the stored files; ``repair``

@@ -197,7 +197,7 @@ class KnowledgeTools:
     def search_web(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         query, count = _str(args, "query"), _count(args, 5)
         with self.view.target_kb(None, WEB_SEARCH_KB) as kb:
-            outcome = self.app.web_search([query], kb.id, count)
+            outcome = self.app.web_search([query], kb.id, count, for_tools=True)
         if not outcome.files:
             return [{"error": e} for e in outcome.errors] or []
         scope = ChunkFilter(file_ids=tuple(f.id for f in outcome.files))
@@ -209,6 +209,12 @@ class KnowledgeTools:
 
     def fetch_url(self, args: dict[str, Any]) -> dict[str, Any]:
         url = _str(args, "url")
+        if not self.app.web.tool_may_reach(url):
+            # A document could ask the model to fetch a URL carrying the reader's data.
+            raise ToolError(
+                f"fetch_url may only reach {self.app.settings.tool_web_domains} "
+                "(tool_web_domains); answer without this page"
+            )
         with self.view.target_kb(None, WEB_KB) as kb:
             done = self.app.ingest_url(url, kb.id, added_by=self.view.access.user_id)
         text = self.app.storage.text(done.record.id) or ""

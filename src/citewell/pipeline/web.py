@@ -69,6 +69,12 @@ def is_url(target: object) -> bool:
     return isinstance(target, str) and target.lower().startswith(("http://", "https://"))
 
 
+def in_domains(url: str, domains: Sequence[str]) -> bool:
+    """``url``'s host is one of ``domains`` or under one (no domains: any host)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return not domains or any(host == d or host.endswith("." + d) for d in domains)
+
+
 def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -93,6 +99,7 @@ class WebSources:
         )
         self._search: WebSearch | None = None
         self.domains = _split(settings.web_search_domain_filter.lower())
+        self.tool_domains = _split(settings.tool_web_domains.lower())
 
     def close(self) -> None:
         self.fetcher.close()
@@ -141,14 +148,22 @@ class WebSources:
         return self._search
 
     def search(
-        self, queries: Sequence[str], kb: str | None = None, count: int | None = None
+        self,
+        queries: Sequence[str],
+        kb: str | None = None,
+        count: int | None = None,
+        for_tools: bool = False,
     ) -> WebSearchOutcome:
+        """``for_tools``: a model's search_web call, whose result pages must also lie in
+        tool_web_domains when that is set."""
         queries = [q.strip() for q in queries if q.strip()][:MAX_QUERIES]
         if not queries:
             raise InvalidInput("Give at least one non-empty search query.")
         target = self.catalog.ensure_kb(kb or WEB_SEARCH_KB)
         outcome = WebSearchOutcome(target.name, queries, kb_id=target.id)
         found = self._results(queries, count or self.settings.web_search_result_count, outcome)
+        if for_tools:
+            found = [(r, q) for r, q in found if self.tool_may_reach(r.url)]
         fetched = self._fetch_all([r for r, _ in found])
         items = []
         for (result, query), got in zip(found, fetched, strict=True):
@@ -184,8 +199,11 @@ class WebSources:
         return found
 
     def _domain_allowed(self, url: str) -> bool:
-        host = (urlsplit(url).hostname or "").lower()
-        return not self.domains or any(host == d or host.endswith("." + d) for d in self.domains)
+        return in_domains(url, self.domains)
+
+    def tool_may_reach(self, url: str) -> bool:
+        """Whether a model's web tool may fetch ``url`` (tool_web_domains; empty: any)."""
+        return in_domains(url, self.tool_domains)
 
     def _fetch_all(self, results: list[WebResult]) -> list[SourceItem | str]:
         """Every result page at once (up to web_search_concurrent_requests); a failure is that
