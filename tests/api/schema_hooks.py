@@ -1,7 +1,9 @@
 """Schemathesis hooks (loaded through SCHEMATHESIS_HOOKS by test_schema_fuzz.py): besides what
 Schemathesis generates from the schema, every JSON body may have one of its strings extended
 with a lone surrogate (which JSON allows and Python's text handling does not), a valid pair,
-control characters, or tens of thousands of characters."""
+control characters, or tens of thousands of characters; or one of its numbers replaced by an
+edge case: negative, past 32 and 64 bits, huge, or NaN/Infinity (not JSON, but Python's
+parser, which FastAPI uses, reads them)."""
 
 from __future__ import annotations
 
@@ -19,21 +21,37 @@ ODD_TEXT = (
 )
 
 
-def _strings(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    if isinstance(value, str):
+ODD_NUMBERS = (
+    -1,
+    -(2**63),
+    2**31,
+    2**63,
+    10**30,
+    1e308,
+    -1e308,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    0.5,
+)
+
+
+def _paths(value: Any, kind: tuple[type, ...], path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Where in ``value`` the leaves of ``kind`` are (bools are not numbers here)."""
+    if isinstance(value, kind) and not isinstance(value, bool):
         return [path]
     if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _strings(v, (*path, k))]
+        return [p for k, v in value.items() for p in _paths(v, kind, (*path, k))]
     if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in _strings(v, (*path, i))]
+        return [p for i, v in enumerate(value) for p in _paths(v, kind, (*path, i))]
     return []
 
 
-def _extended(value: Any, path: tuple[Any, ...], odd: str) -> Any:
+def _changed(value: Any, path: tuple[Any, ...], change: Any) -> Any:
     if not path:
-        return value + odd
+        return change(value)
     copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[path[0]] = _extended(value[path[0]], path[1:], odd)
+    copy[path[0]] = _changed(value[path[0]], path[1:], change)
     return copy
 
 
@@ -46,11 +64,20 @@ def _json_only(context: Any) -> bool:
 
 @schemathesis.hook
 def flatmap_body(context: Any, body: Any) -> Any:
-    paths = _strings(body)
-    if not paths or not _json_only(context):
+    if not _json_only(context):
         return st.just(body)
-    keep = st.just(body)
-    odd = st.tuples(st.sampled_from(paths), st.sampled_from(ODD_TEXT)).map(
-        lambda pick: _extended(body, pick[0], pick[1])
-    )
-    return st.one_of(keep, odd)
+    choices = [st.just(body)]
+    texts, numbers = _paths(body, (str,)), _paths(body, (int, float))
+    if texts:
+        choices.append(
+            st.tuples(st.sampled_from(texts), st.sampled_from(ODD_TEXT)).map(
+                lambda pick: _changed(body, pick[0], lambda text: text + pick[1])
+            )
+        )
+    if numbers:
+        choices.append(
+            st.tuples(st.sampled_from(numbers), st.sampled_from(ODD_NUMBERS)).map(
+                lambda pick: _changed(body, pick[0], lambda _: pick[1])
+            )
+        )
+    return st.one_of(*choices)
