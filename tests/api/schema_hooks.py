@@ -2,8 +2,8 @@
 Schemathesis generates from the schema, every JSON body may have one of its strings extended
 with a lone surrogate (which JSON allows and Python's text handling does not), a valid pair,
 control characters, or tens of thousands of characters; or one of its numbers replaced by an
-edge case: negative, past 32 and 64 bits, huge, or NaN/Infinity (not JSON, but Python's
-parser, which FastAPI uses, reads them)."""
+edge case: negative, past 32 and 64 bits, or huge. (NaN and Infinity cannot go through
+Schemathesis' client, which writes strict JSON; test_side_channels sends them raw.)"""
 
 from __future__ import annotations
 
@@ -29,9 +29,6 @@ ODD_NUMBERS = (
     10**30,
     1e308,
     -1e308,
-    float("inf"),
-    float("-inf"),
-    float("nan"),
     0.5,
 )
 

@@ -320,6 +320,32 @@ def test_out_of_range_tool_arguments_are_tool_errors(world, value):
         _int(arguments, "offset", 0)
 
 
+NON_FINITE = ("NaN", "Infinity", "-Infinity", "1e400", "-1e400", "9" * 400)
+
+
+@pytest.mark.parametrize("number", NON_FINITE)
+def test_non_finite_and_huge_numbers_in_bodies_are_never_a_500(world, number):
+    """Python's JSON parser (FastAPI's) reads NaN, Infinity and 1e400 (as inf): every numeric
+    field gets a 4xx for them, or an answer, never a 500."""
+    bodies = [
+        ("/api/v1/retrieval/query/collection",
+         f'{{"collection_names": ["{world.alice_kb}"], "query": "pond", "k": {number}}}'),
+        ("/api/v1/retrieval/query/collection",
+         f'{{"collection_names": ["x"], "query": "pond", "r": {number}, "hybrid": true}}'),
+        ("/v1/embeddings",
+         f'{{"model": "all-MiniLM-L6-v2", "input": "x", "dimensions": {number}}}'),
+        ("/v1/embeddings", f'{{"model": "all-MiniLM-L6-v2", "input": [[1, {number}]]}}'),
+        ("/v1/chat/completions",
+         f'{{"model": "llama3", "messages": [{{"role": "user", "content": "hi"}}], '
+         f'"temperature": {number}, "max_tokens": {number}, "top_k": {number}}}'),
+        ("/api/v1/knowledge", f'{{"name": "n-{len(number)}", "settings": {{"top_k": {number}}}}}'),
+    ]  # fmt: skip
+    with world.client("bob") as bob:
+        for path, body in bodies:
+            answer = bob.post(path, content=body, headers={"content-type": "application/json"})
+            assert answer.status_code < 500, (path, body, answer.text)
+
+
 # --- 8. names ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["evil\nname", "bell\x07", "esc\x1b[31m", "rtl\u202ekcap"])
 def test_names_with_control_characters_are_refused(world, name):
