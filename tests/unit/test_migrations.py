@@ -51,6 +51,35 @@ def test_a_new_database_gets_the_newest_revision_and_matches_the_models(tmp_path
     assert drift(engine) == []
 
 
+def test_the_newest_revision_goes_down_and_up_again(tmp_path):
+    """Down to 0011 and back: the schema, the change counter's triggers and a stored file
+    survive. 0011 itself refuses to go down on SQLite, saying what to do instead."""
+    from alembic import command
+
+    from citewell.db.schema import _config
+
+    app = Citewell.from_settings(Settings(data_dir=tmp_path))
+    kb = app.create_kb("notes")
+    app.ingest_texts([("a.md", "Ducks eat snails.")], kb.id)
+    engine = app.catalog.engine
+    with engine.begin() as connection:
+        command.downgrade(_config(connection), "0011")
+    with engine.begin() as connection:
+        assert current_revision(connection) == "0011"
+        with pytest.raises(RuntimeError, match="restore a copy"):
+            command.downgrade(_config(connection), "0010")
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "head")
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+        triggers = connection.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'change_counter%'"
+        )
+        assert len(triggers.all()) == len(TRACKED) * len(OPERATIONS)
+        assert connection.exec_driver_sql("SELECT count(*) FROM files").scalar() == 1
+    assert drift(engine) == []
+
+
 @pytest.fixture
 def old_data_dir(tmp_path) -> Path:
     with tarfile.open(BEFORE_MIGRATIONS) as archive:

@@ -65,7 +65,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Fails on PostgreSQL where two tenants hold the same bytes (merge them first)."""
+    """Fails on PostgreSQL where two tenants hold the same bytes (merge them first). Not on
+    SQLite: dropping a column there rebuilds the table, which other tables' foreign keys
+    forbid inside a migration's transaction (see db/legacy.py)."""
+    if op.get_bind().dialect.name == "sqlite":
+        raise RuntimeError(
+            "Revision 0011 (files per tenant) cannot be undone on SQLite; restore a copy of "
+            "the data dir made before the upgrade instead."
+        )
     op.drop_table("server_secrets")
     op.drop_index("uq_files_tenant_sha256", table_name="files")
     with op.batch_alter_table("knowledge_base_files") as batch:
