@@ -475,17 +475,20 @@ class Citewell:
         file_ids = {r.chunk.file_id for r in results}
         links = self.catalog.links(file_ids=file_ids, kb_ids={r.kb_id for r in results if r.kb_id})
         by_key = {(k.kb_id, k.file_id): k for k in links}
-        records = {r.id: r for r in self.catalog.files_by_id(file_ids)}
+        older = []  # results whose link predates links knowing their source and URL
         for result in results:
             link = by_key.get((result.kb_id or "", result.chunk.file_id))
-            record = records.get(result.chunk.file_id)
             if link is not None and link.name and link.name != result.chunk.file_name:
                 result.chunk = replace(result.chunk, file_name=link.name)
-            # Links made before links knew their source ("") fall back to the file's.
             if link is not None and link.source:
                 result.url = link.url
-            elif record is not None:
-                result.url = record.url
+            else:
+                older.append(result)
+        if older:  # the file's own URL, read only for those (a cold read costs per file)
+            records = {r.id: r for r in self.catalog.files_by_id({r.chunk.file_id for r in older})}
+            for result in older:
+                record = records.get(result.chunk.file_id)
+                result.url = record.url if record is not None else ""
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
