@@ -315,6 +315,13 @@ def test_chat_with_web_search_cites_the_pages(web):
     assert any("404" in w for w in body["warnings"])  # the dead result, reported not fatal
 
 
+NATIVE_CHAT = {
+    "model": "llama3",
+    "messages": [{"role": "user", "content": QUESTION}],
+    "function_calling": "native",
+}
+
+
 def test_the_web_tools_search_and_fetch_as_the_model_asks(web):
     """Native function calling with a web search engine: search_web and fetch_url are
     offered; what they find is cited like any source, and a refused URL is the model's
@@ -329,14 +336,7 @@ def test_the_web_tools_search_and_fetch_as_the_model_asks(web):
     asked = len(web.llm.requests)
     try:
         with web.client() as client:
-            body = client.post(
-                "/v1/chat/completions",
-                json={
-                    "model": "llama3",
-                    "messages": [{"role": "user", "content": QUESTION}],
-                    "function_calling": "native",
-                },
-            ).json()
+            body = client.post("/v1/chat/completions", json=NATIVE_CHAT).json()
     finally:
         web.llm.tool_script = []
     offered = {t["function"]["name"] for t in web.llm.requests[asked][1]["tools"]}
@@ -376,15 +376,7 @@ def test_tool_web_domains_bound_what_the_model_may_fetch(tmp_path, onnx_embedder
         ]
         try:
             with run_server(settings, onnx_embedder) as url, httpx.Client(base_url=url) as client:
-                body = client.post(
-                    "/v1/chat/completions",
-                    json={
-                        "model": "llama3",
-                        "messages": [{"role": "user", "content": QUESTION}],
-                        "function_calling": "native",
-                    },  # fmt: skip
-                    timeout=120,
-                )
+                body = client.post("/v1/chat/completions", json=NATIVE_CHAT, timeout=120)
                 assert body.status_code == 200, body.text
                 kbs = client.get("/api/v1/knowledge").json()
         finally:
