@@ -28,6 +28,7 @@ from citewell.jobs.leader import WorkerElection
 from citewell.llm.base import LLM
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderPool
+from citewell.pipeline.as_linked import describe_as_linked
 from citewell.pipeline.assemble import Parts, reader_from_settings
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.chunk_rows import sha256
@@ -458,7 +459,7 @@ class Citewell:
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
             result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)
-        self._describe_as_linked(results)
+        describe_as_linked(self.catalog, results)
         return results
 
     def retrieval_defaults(self, where: Sequence[ChunkFilter]) -> KnowledgeSettings:
@@ -467,28 +468,6 @@ class Citewell:
         if any(not scope.kb_ids for scope in where):
             return NO_SETTINGS  # a file or everything readable: the server's settings
         return self.catalog.kb_settings(kb_ids)
-
-    def _describe_as_linked(self, results: list[ScoredChunk]) -> None:
-        """A chunk carries the name its bytes were first stored under; a result shows the
-        name and URL of the file's link in the KB it was found in (identical bytes added by
-        another tenant under another name or from another URL must not show theirs)."""
-        file_ids = {r.chunk.file_id for r in results}
-        links = self.catalog.links(file_ids=file_ids, kb_ids={r.kb_id for r in results if r.kb_id})
-        by_key = {(k.kb_id, k.file_id): k for k in links}
-        older = []  # results whose link predates links knowing their source and URL
-        for result in results:
-            link = by_key.get((result.kb_id or "", result.chunk.file_id))
-            if link is not None and link.name and link.name != result.chunk.file_name:
-                result.chunk = replace(result.chunk, file_name=link.name)
-            if link is not None and link.source:
-                result.url = link.url
-            else:
-                older.append(result)
-        if older:  # the file's own URL, read only for those (a cold read costs per file)
-            records = {r.id: r for r in self.catalog.files_by_id({r.chunk.file_id for r in older})}
-            for result in older:
-                record = records.get(result.chunk.file_id)
-                result.url = record.url if record is not None else ""
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)

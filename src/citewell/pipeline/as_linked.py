@@ -1,0 +1,34 @@
+"""Search results described by the link they were found through.
+
+A chunk carries the name its bytes were first stored under; a result shows the name and URL
+of the file's link in the KB it was found in, so identical bytes added by another tenant
+under another name or from another URL never show theirs (issue 45).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from citewell.catalog import Catalog
+from citewell.types import ScoredChunk
+
+
+def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> None:
+    """Set each result's file name and ``url`` from its link, in place."""
+    file_ids = {r.chunk.file_id for r in results}
+    links = catalog.links(file_ids=file_ids, kb_ids={r.kb_id for r in results if r.kb_id})
+    by_key = {(k.kb_id, k.file_id): k for k in links}
+    older = []  # results whose link predates links knowing their source and URL
+    for result in results:
+        link = by_key.get((result.kb_id or "", result.chunk.file_id))
+        if link is not None and link.name and link.name != result.chunk.file_name:
+            result.chunk = replace(result.chunk, file_name=link.name)
+        if link is not None and link.source:
+            result.url = link.url
+        else:
+            older.append(result)
+    if older:  # the file's own URL, read only for those (a cold read costs per file)
+        records = {r.id: r for r in catalog.files_by_id({r.chunk.file_id for r in older})}
+        for result in older:
+            record = records.get(result.chunk.file_id)
+            result.url = record.url if record is not None else ""
