@@ -250,11 +250,9 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
             app = ctx.app(switch_models=True)
             engine, api = app.catalog.engine, create_app(settings, app)
         else:
-            from citewell.auth import AuthStore
-            from citewell.db import open_engine
+            from citewell.pipeline.assemble import prepare_database
 
-            engine = open_engine(settings)
-            AuthStore(engine)  # migrations run here, once, before the processes start
+            engine = prepare_database(settings)  # once, before the processes start
     llm = settings.llm_base_url or "none (extractive answers)"
     click.echo(
         f"Citewell on http://{bind}:{listen}  data: {settings.data_dir}  LLM: {llm}"

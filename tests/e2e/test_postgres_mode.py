@@ -37,3 +37,46 @@ def test_ingest_search_and_check_with_everything_in_postgresql(
     assert again.catalog.resolve_kb("docs").file_count == 2
     where = ChunkFilter(kb_ids=(kb.id,))
     assert again.store.count(where) == app.store.count(where) > 0
+
+
+def _plain_role(url: str) -> str:
+    """``url`` for a new login role that owns nothing and is no superuser (as a hosted
+    database hands out), allowed to make tables in the public schema."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE plain LOGIN")
+        admin.execute("GRANT ALL ON SCHEMA public TO plain")
+    return url.replace("postgres@", "plain@", 1)
+
+
+def test_a_role_that_may_not_create_pgvector_is_told_the_sql_to_run(tmp_path, postgres):
+    """An operator's empty database without pgvector: the server stops with one message
+    naming the statement to run (no traceback), and starts once an administrator ran it."""
+    import subprocess
+    import sys
+
+    import psycopg
+
+    from citewell.errors import ConfigError
+    from citewell.stores.registry import open_chunk_store
+
+    url = postgres.create_database(vector=False)
+    plain = _plain_role(url)
+    command = [sys.executable, "-m", "citewell", "--data-dir", str(tmp_path / "data")]
+    env = {"CITEWELL_DATABASE_URL": plain, "CITEWELL_AUTH": "none", "PATH": "/usr/bin:/bin"}
+    refused = subprocess.run(
+        [*command, "serve", "--workers", "2", "--port", "1"], env=env, capture_output=True
+    )
+    stderr = refused.stderr.decode()
+    assert refused.returncode == 1 and "Traceback" not in stderr, stderr
+    database = url.rsplit("/", 1)[1]
+    assert f'psql -d {database} -c "CREATE EXTENSION vector;"' in stderr
+    assert "permission denied to create extension" in stderr
+    settings = Settings.load(data_dir=tmp_path / "data", database_url=plain)
+    with pytest.raises(ConfigError, match="CREATE EXTENSION vector"):
+        open_chunk_store(settings, "chunks_t", 8)  # what one process opens
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION vector")
+    store = open_chunk_store(settings, "chunks_t", 8)
+    assert store.count(ChunkFilter()) == 0

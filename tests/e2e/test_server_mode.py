@@ -92,7 +92,8 @@ def _stop_holding(url: str, worker: subprocess.Popen[bytes], deadline: float) ->
 
 
 def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
-    url, data = postgres.create_database(), tmp_path / "data"
+    # As an operator starts it: an empty database, no pgvector yet (the server creates it).
+    url, data = postgres.create_database(vector=False), tmp_path / "data"
     users = AuthStore(url_engine(url))
     root, spender = users.create_user("root", role="admin"), users.create_user("spender")
     # The rate limit counts per user: the budget spent below is the spender's alone.

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from citewell.db.legacy import prepare_sqlite, relax_file_hashes
+from citewell.errors import ConfigError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 # The newest revision. Checked against Alembic's own view by a test; lets a database that is
@@ -45,6 +47,37 @@ def ensure_schema(engine: Engine) -> None:
         if sqlite:  # also when current: a start that stopped between the two steps
             relax_file_hashes(engine)
         _migrated.add(key)
+
+
+def ensure_vector_extension(engine: Engine) -> None:
+    """pgvector in a PostgreSQL database, for the chunk store's tables: created when missing
+    and the role may (its owner, or a superuser; the extension must be installed on the
+    server), else a ConfigError that names the statement an administrator runs."""
+    with engine.begin() as connection:
+        if _has_vector(connection):
+            return
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+        try:
+            with connection.begin_nested():
+                connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        except DBAPIError as error:
+            raise ConfigError(_no_vector_message(engine, error)) from None
+
+
+def _has_vector(connection: Connection) -> bool:
+    found = text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+    return connection.execute(found).first() is not None
+
+
+def _no_vector_message(engine: Engine, error: DBAPIError) -> str:
+    reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+    database = engine.url.database or "the database"
+    return (
+        f"The chunk store needs the pgvector extension in {database}, and Citewell could "
+        f"not create it ({reason}). Install pgvector on the PostgreSQL server (e.g. the "
+        f"postgresql-NN-pgvector package, or the pgvector/pgvector image), then as a "
+        f'superuser run: psql -d {database} -c "CREATE EXTENSION vector;" and start again.'
+    )
 
 
 def _is_current(engine: Engine) -> bool:

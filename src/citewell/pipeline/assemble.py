@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from sqlalchemy.engine import Engine
+
 from citewell.catalog import Catalog
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
-from citewell.db import open_engine
+from citewell.db import ensure_schema, open_engine
+from citewell.db.schema import ensure_vector_extension
 from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.jobs import JobStore
 from citewell.llm.base import LLM
@@ -23,6 +26,18 @@ from citewell.loaders.isolated import ReaderConfig, ReaderPool
 from citewell.pipeline.spaces import EmbeddingSpaces
 from citewell.pipeline.tuning import LiveSettings, needs_llm, retrieval_settings
 from citewell.retrieval import HybridRetriever
+from citewell.stores.registry import store_backend
+
+
+def prepare_database(settings: Settings) -> Engine:
+    """The database of these settings, brought to the current schema, with what the chunk
+    store needs in it (pgvector, when chunks live in PostgreSQL). Run once before several
+    server processes start, so that a refusal is one message, not one per process."""
+    engine = open_engine(settings)
+    ensure_schema(engine)
+    if store_backend(settings) == "postgres":
+        ensure_vector_extension(engine)
+    return engine
 
 
 def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:

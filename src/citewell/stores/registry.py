@@ -45,6 +45,7 @@ def table_copy_budget_mb(settings: Settings, memory: int | None = None) -> int:
 
 def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
     from citewell.db.engine import is_postgres, shared_engine
+    from citewell.db.schema import ensure_vector_extension
     from citewell.stores.postgres import PostgresChunkStore
 
     if not is_postgres(settings.database_url):
@@ -53,6 +54,7 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
             "postgresql://user:password@host/database URL (with the pgvector extension)."
         )
     engine = shared_engine(settings.database_url)
+    ensure_vector_extension(engine)
     return PostgresChunkStore(engine, table, dimension, settings.vector_index_min_rows)
 
 

@@ -92,15 +92,16 @@ class EmbeddedPostgres:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self) -> str:
-        """A fresh, empty database with pgvector; its URL."""
+    def create_database(self, vector: bool = True) -> str:
+        """A fresh, empty database, with pgvector unless ``vector`` is false; its URL."""
         import psycopg
 
         name = f"t_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(self.url(), autocommit=True) as connection:
             connection.execute(f'CREATE DATABASE "{name}"')
-        with psycopg.connect(self.url(name), autocommit=True) as connection:
-            connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        if vector:
+            with psycopg.connect(self.url(name), autocommit=True) as connection:
+                connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return self.url(name)
 
     def stop(self) -> None:
