@@ -34,6 +34,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where servers built by the tests keep their state: each data dir gets its own "
         "fresh PostgreSQL database (catalog, jobs, users, chunks) with 'postgresql'",
     )
+    parser.addoption(
+        "--embedded-only",
+        action="store_true",
+        help="leave out every test that needs PostgreSQL (deselected, not skipped): the "
+        "fast loop, scripts/test --fast",
+    )
+
+
+# The tier of a test is its folder; a marker of that name selects it (-m "not api").
+TIERS = ("unit", "conformance", "api", "e2e", "browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = Path(str(item.path)).relative_to(REPO / "tests").parts[0]
+        if tier in TIERS:
+            item.add_marker(tier)
+    if not config.getoption("--embedded-only"):
+        return
+    kept, left = [], []
+    for item in items:
+        needs_postgres = "postgres" in getattr(item, "fixturenames", ()) or "postgresql" in (
+            getattr(getattr(item, "callspec", None), "id", "") or ""
+        )
+        (left if needs_postgres else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session", autouse=True)

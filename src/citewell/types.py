@@ -8,6 +8,11 @@ from typing import Literal
 
 EmbedKind = Literal["query", "document"]
 
+# No tokenizer in use makes tokens this long on average, outside of adversarial input: a text
+# longer than this many characters per token allowed is over the limit without counting
+# (splitters, the embedders' input bound, chat limits, the HTTP body limit).
+MAX_CHARS_PER_TOKEN = 10
+
 
 class SearchMode(StrEnum):
     HYBRID = "hybrid"

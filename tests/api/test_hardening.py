@@ -6,7 +6,6 @@ out of signing in. The upstream LLM is the wire-faithful fake of tests/fake_serv
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -82,55 +81,50 @@ def _raw_json(client: httpx.Client, method: str, path: str, body: Any) -> httpx.
 
 
 # --- 1. one user cannot stall everyone ------------------------------------------------------
-def _retrieval_times(client: httpx.Client, kb_id: str, count: int) -> list[float]:
-    times = []
-    for _ in range(count):
-        started = time.perf_counter()
-        response = client.post(
-            "/api/v1/retrieval/query/collection",
-            json={"collection_names": [kb_id], "query": "When was the typewriter invented?"},
+# How much others wait meanwhile is a benchmark (benchmarks/big_messages.py, BENCHMARKS.md):
+# timings compared inside the suite failed on a busy machine. The test holds the mechanism:
+# an oversized chat is refused from its headers, before a byte of its body is read.
+def _declared_only(url: str, key: str, path: str, length: int) -> tuple[int, dict[str, Any]]:
+    """Send only the headers of a POST declaring ``length`` body bytes; the answer that
+    comes back while the body is still unsent."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {where.netloc}\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
+        sock.sendall(head.encode())
+        reply = sock.makefile("rb")
+        status = int(reply.readline().split()[1])
+        headers = dict(
+            line.decode().lower().split(": ", 1) for line in iter(reply.readline, b"\r\n")
         )
-        times.append(time.perf_counter() - started)
-        assert response.status_code == 200, response.text
-        assert response.json()["documents"][0]
-    return times
+        body = reply.read(int(headers["content-length"]))
+    return status, json.loads(body)
 
 
-def test_huge_chats_are_refused_at_once_and_do_not_slow_other_users(world):
-    with world.client("bob") as bob, world.client("alice") as alice:
-        kb = _kb(bob, "bob-typewriters")
-        _text(bob, kb["id"], "history.txt", "The typewriter was invented in 1868. " * 20)
+def test_huge_chats_are_refused_before_their_bodies_are_read(world):
+    with world.client("alice") as alice:
         alice_kb = _kb(alice, "alice-typewriters")
         _text(alice, alice_kb["id"], "notes.txt", "Typewriters were loud machines.")
-        _retrieval_times(bob, kb["id"], 5)  # warm up
-        idle = statistics.median(_retrieval_times(bob, kb["id"], 25))
-
-        # The attacker runs in a process of its own at the lowest CPU priority, as if on a
-        # machine of its own: on this 2-core box its sending must not be what is measured.
-        attacker = subprocess.Popen(
-            [
-                "nice",
-                "-n",
-                "19",
-                sys.executable,
-                "-c",
-                FLOOD,
-                world.url,
-                world.keys["alice"],
-                alice_kb["id"],
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(3.0)  # it has started and is sending
-        loaded = statistics.median(_retrieval_times(bob, kb["id"], 25))
-        out, _ = attacker.communicate(timeout=120)
-    answers = [json.loads(line) for line in out.splitlines()]
+    for path in ("/v1/chat/completions", "/api/v1/rag/chat/completions"):
+        status, body = _declared_only(world.url, world.keys["alice"], path, len(HUGE) + 200)
+        assert status == 400 and body["code"] == "context_length_exceeded", body
+    # Sent in full and back to back from another process, every one is refused the same way.
+    attacker = subprocess.run(
+        [sys.executable, "-c", FLOOD, world.url, world.keys["alice"], alice_kb["id"]],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    answers = [json.loads(line) for line in attacker.stdout.splitlines()]
     assert len(answers) >= 3 and {(a["status"], a["code"]) for a in answers} == {
         (400, "context_length_exceeded")
     }, answers[:3]
-    assert max(a["seconds"] for a in answers) < 10  # was 45 s each
-    assert loaded <= 3 * idle, (idle, loaded)
 
 
 # Three threads sending 8.8 MB chats back to back for 8 seconds; one JSON line per answer.

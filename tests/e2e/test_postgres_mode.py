@@ -66,7 +66,10 @@ def test_a_role_that_may_not_create_pgvector_is_told_the_sql_to_run(tmp_path, po
     command = [sys.executable, "-m", "citewell", "--data-dir", str(tmp_path / "data")]
     env = {"CITEWELL_DATABASE_URL": plain, "CITEWELL_AUTH": "none", "PATH": "/usr/bin:/bin"}
     refused = subprocess.run(
-        [*command, "serve", "--workers", "2", "--port", "1"], env=env, capture_output=True
+        [*command, "serve", "--workers", "2", "--port", "1"],
+        env=env,
+        capture_output=True,
+        check=False,
     )
     stderr = refused.stderr.decode()
     assert refused.returncode == 1 and "Traceback" not in stderr, stderr

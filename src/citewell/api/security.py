@@ -20,7 +20,7 @@ from citewell.auth.rate_limit import RateLimiter
 from citewell.auth.store import AuthStore
 from citewell.config import Settings
 from citewell.errors import ConfigError, ContextTooLong, Unauthenticated
-from citewell.splitters.base import MAX_CHARS_PER_TOKEN
+from citewell.types import MAX_CHARS_PER_TOKEN
 
 KEY_HELP = (
     "Send an API key as 'Authorization: Bearer cw_…' (the openai SDK's api_key). "

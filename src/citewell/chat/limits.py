@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from citewell.errors import ContextTooLong
 from citewell.llm.base import ChatMessage
-from citewell.splitters.base import MAX_CHARS_PER_TOKEN, Measure
+from citewell.splitters.base import Measure
+from citewell.types import MAX_CHARS_PER_TOKEN
 
 MESSAGE_OVERHEAD = 4  # tokens a chat template adds around each message
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from citewell.embedders.base import Vectors, normalize, sparing_a_core
 from citewell.errors import MissingDependency
-from citewell.splitters.base import MAX_CHARS_PER_TOKEN
-from citewell.types import EmbedKind
+from citewell.types import MAX_CHARS_PER_TOKEN, EmbedKind
 
 MINILM_DIMENSION = 384
 # Texts per onnxruntime run: small token-sorted batches, several at once (see OnnxEmbedder).

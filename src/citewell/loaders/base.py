@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Protocol
 
-from citewell.types import Document, Section
+from citewell.types import Document
 
 
 class Loader(Protocol):
@@ -130,25 +130,3 @@ def looks_like_text(data: bytes) -> bool:
         return False
     control = sum(1 for b in sample if b < 9 or 13 < b < 32)
     return control <= len(sample) // 100
-
-
-PAGE_SEPARATOR = "\n\n"
-
-
-def paged_document(
-    pages: list[str], name: str, mime_type: str, title: str | None = None
-) -> Document:
-    """Join page (or slide) texts, recording each one's span so chunks know their page."""
-    parts: list[str] = []
-    sections: list[Section] = []
-    offset = 0
-    for number, text in enumerate(pages, start=1):
-        if not text:
-            continue
-        if parts:
-            parts.append(PAGE_SEPARATOR)
-            offset += len(PAGE_SEPARATOR)
-        sections.append(Section(start=offset, end=offset + len(text), page=number))
-        parts.append(text)
-        offset += len(text)
-    return Document("".join(parts), name, mime_type, tuple(sections), title)

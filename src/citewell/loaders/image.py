@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from citewell.errors import ParseError
-from citewell.loaders.base import paged_document
 from citewell.loaders.ocr import NO_OCR, OcrEngine
+from citewell.loaders.paged import paged_document
 from citewell.types import Document
 
 IMAGES = frozenset(

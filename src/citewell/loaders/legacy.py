@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citewell.errors import ParseError
-from citewell.loaders.base import paged_document
+from citewell.loaders.paged import paged_document
 from citewell.loaders.tables import markdown_table
 from citewell.types import Document
 

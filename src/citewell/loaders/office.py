@@ -7,7 +7,7 @@ from typing import Any
 
 from citewell.errors import ParseError
 from citewell.loaders.archive import open_zip
-from citewell.loaders.base import paged_document
+from citewell.loaders.paged import paged_document
 from citewell.loaders.tables import markdown_table
 from citewell.types import Document
 

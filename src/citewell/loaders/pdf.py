@@ -10,8 +10,8 @@ import unicodedata
 from typing import Any
 
 from citewell.errors import ParseError
-from citewell.loaders.base import paged_document
 from citewell.loaders.ocr import NO_OCR, OcrEngine
+from citewell.loaders.paged import paged_document
 from citewell.types import Document
 
 PDF = "application/pdf"

@@ -8,14 +8,11 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from citewell.enrich import Enrichment
+from citewell.pipeline.ingest_types import ChunkTarget
 from citewell.retrieval import terms_string
 from citewell.types import Chunk, Document, StoredChunk
-
-if TYPE_CHECKING:
-    from citewell.pipeline.chunk_sets import ChunkTarget
 
 
 def sha256(data: bytes) -> str:

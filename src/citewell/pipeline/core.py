@@ -32,9 +32,10 @@ from citewell.pipeline.as_linked import describe_as_linked
 from citewell.pipeline.assemble import Parts, reader_from_settings
 from citewell.pipeline.check import CheckReport, ConsistencyCheck
 from citewell.pipeline.chunk_rows import sha256
-from citewell.pipeline.chunk_sets import ChunkSets, Rechunker
+from citewell.pipeline.chunk_sets import ChunkSets
 from citewell.pipeline.ingest import Ingestor
 from citewell.pipeline.ingest_types import IngestEstimate, ProgressCallback
+from citewell.pipeline.rechunk import Rechunker
 from citewell.pipeline.spaces import EmbeddingSpaces
 from citewell.pipeline.tuning import (
     LiveSettings,

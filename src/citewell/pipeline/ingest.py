@@ -13,7 +13,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.storage import FileStorage
@@ -22,8 +21,10 @@ from citewell.embedders import CachedEmbedder, embedding_tenant
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.pipeline.chunk_rows import ChunkRows, sha256, with_vector
+from citewell.pipeline.chunk_sets import ChunkSets
 from citewell.pipeline.ingest_types import (
     ActiveSpace,
+    ChunkTarget,
     IngestEstimate,
     IngestProgress,
     ItemEvent,
@@ -36,9 +37,6 @@ from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, Document, IngestReport, Section, StoredChunk
-
-if TYPE_CHECKING:
-    from citewell.pipeline.chunk_sets import ChunkSets, ChunkTarget
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from citewell.embedders import CachedEmbedder
-from citewell.enrich import EnrichCost
+from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError
 from citewell.pipeline.sentences import SpaceWriter
+from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
 from citewell.types import Document
 
@@ -67,3 +68,15 @@ class ActiveSpace(Protocol):
 
     @property
     def writer(self) -> SpaceWriter: ...
+
+
+@dataclass(frozen=True)
+class ChunkTarget:
+    """One chunk set a file gets in a KB: its label and how its chunks are made."""
+
+    label: str
+    shared: bool  # the server's chunking, shared by every KB on it
+    splitter: Splitter
+    enricher: Enricher
+    bm25_enriched: bool  # file name and title indexed with each chunk
+    sentences: bool = False  # its chunks' sentence pairs are embedded too

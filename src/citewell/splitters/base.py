@@ -10,7 +10,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from citewell.types import Chunk, Document
+from citewell.types import MAX_CHARS_PER_TOKEN, Chunk, Document
 
 SpanLength = Callable[[int, int], int]
 
@@ -154,11 +154,6 @@ class KeptTokenMeasure(TokenMeasure):
 WHITESPACE_SPLITTING = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
 KEPT_CHARS = 4096  # longer texts are counted, not kept (a chunk with its tag is ~1-2k)
 SPLIT_CHARS = 65_536  # prompts; whole documents are counted in one go, not kept line by line
-
-
-# No tokenizer in use makes tokens this long on average, outside of adversarial input: a text
-# longer than this many characters per token allowed is over the limit without counting.
-MAX_CHARS_PER_TOKEN = 10
 
 
 def bounded_size(measure: Measure, text: str, limit: int) -> int:
