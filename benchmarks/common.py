@@ -31,7 +31,7 @@ def pipeline_texts(docs: list[tuple[str, str]], splitter: Any) -> list[str]:
     """Exactly the texts the pipeline embeds for ``docs`` (chunks with their heading prefix),
     so the raw encoder can be timed on the same work."""
     from citewell import Document
-    from citewell.pipeline import embed_text
+    from citewell.ingest.chunk_rows import embed_text
 
     return [
         embed_text(c.text, c.headings, d.title or "")

@@ -50,7 +50,7 @@ from serving import (  # noqa: E402
 )  # noqa: E402
 
 from citewell.auth.access import Access  # noqa: E402
-from citewell.pipeline.scoped import Scoped  # noqa: E402
+from citewell.engine.scoped import Scoped  # noqa: E402
 from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402
 
 

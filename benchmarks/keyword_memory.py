@@ -21,7 +21,7 @@ os.environ.setdefault("RUST_LOG", "error")
 from common import open_scifact_index  # noqa: E402
 
 from citewell.auth.access import Access  # noqa: E402
-from citewell.pipeline.scoped import Scoped  # noqa: E402
+from citewell.engine.scoped import Scoped  # noqa: E402
 from citewell.retrieval.tokenize import terms_string  # noqa: E402
 
 

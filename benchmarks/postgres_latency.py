@@ -31,8 +31,8 @@ from common import SCIFACT, summary  # noqa: E402
 
 from citewell import Citewell, SearchMode, Settings  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402
+from citewell.engine.scoped import Scoped  # noqa: E402
 from citewell.evaluation.beir import load_beir  # noqa: E402
-from citewell.pipeline.scoped import Scoped  # noqa: E402
 from citewell.retrieval.retriever import RetrievalTrace  # noqa: E402
 from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402
 

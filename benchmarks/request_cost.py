@@ -31,7 +31,7 @@ from serving import bench_key  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402
 from citewell.config import Settings  # noqa: E402
-from citewell.pipeline.scoped import Scoped  # noqa: E402
+from citewell.engine.scoped import Scoped  # noqa: E402
 
 QUERY = "cancer cells"
 

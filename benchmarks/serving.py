@@ -132,7 +132,7 @@ SEARCH_PATH = "/api/v1/retrieval/query/collection"
 def overhead(base: str, key: str, app: Any, kb: str, queries: list[str]) -> dict[str, Any]:
     """One client: each query over HTTP by httpx, over HTTP by http.client and in process."""
     from citewell.auth.access import Access
-    from citewell.pipeline.scoped import Scoped
+    from citewell.engine.scoped import Scoped
 
     lean = PlainClient(base, key)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client:

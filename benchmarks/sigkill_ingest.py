@@ -92,8 +92,8 @@ def finished(base: str, batches: list[str]) -> bool:
 
 
 def verify(data: Path, count: int) -> dict[str, object]:
+    from citewell.app import Citewell
     from citewell.config import Settings
-    from citewell.pipeline import Citewell
     from citewell.types import ChunkFilter
 
     app = Citewell.from_settings(Settings.load(data_dir=data, extract_isolated=False))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
+from citewell.app import Citewell
 from citewell.config import Settings, env_names
 from citewell.embedders import OnnxEmbedder
-from citewell.pipeline import Citewell
 
 # Tests define their own settings: none may leak in from the environment running them
 # (an operator's OPENAI_API_KEY, PORT, CHUNK_SIZE…).

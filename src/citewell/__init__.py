@@ -13,7 +13,7 @@ _EXPORTS = {
     "Answer": "citewell.types",
     "Chunk": "citewell.types",
     "Citation": "citewell.types",
-    "Citewell": "citewell.pipeline",
+    "Citewell": "citewell.app",
     "CitewellError": "citewell.errors",
     "Document": "citewell.types",
     "ScoredChunk": "citewell.types",

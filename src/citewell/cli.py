@@ -22,12 +22,12 @@ from typing import Any
 
 import click
 
+from citewell.answer.chat import EXTRACTIVE_MODEL, ChatRequest, ChatResult
+from citewell.answer.context import source_public
 from citewell.auth.access import Access
-from citewell.chat.context import source_public
 from citewell.cli_common import MODES, Context, click_errors, pass_app
 from citewell.cli_ingest import progress
 from citewell.llm.base import ChatMessage
-from citewell.pipeline.chat import EXTRACTIVE_MODEL, ChatRequest, ChatResult
 from citewell.types import ScoredChunk, SearchMode
 
 
@@ -250,7 +250,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
             app = ctx.app(switch_models=True)
             engine, api = app.catalog.engine, create_app(settings, app)
         else:
-            from citewell.pipeline.assemble import prepare_database
+            from citewell.app.assemble import prepare_database
 
             engine = prepare_database(settings)  # once, before the processes start
     llm = settings.llm_base_url or "none (extractive answers)"
@@ -299,7 +299,7 @@ def migrate(ctx: Context, target: str, force: bool) -> None:
 
     Stop the server first. Stored files stay in the data dir."""
     from citewell.config import Settings
-    from citewell.pipeline.move import Move
+    from citewell.operations.move import Move
 
     with click_errors():
         settings = Settings.load(ctx.config, data_dir=ctx.data_dir)

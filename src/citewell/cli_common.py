@@ -25,8 +25,8 @@ class Context:
         """The Citewell of this data dir. Only the server and workers (``switch_models``)
         start re-embedding when the settings name another embedding model."""
         if self._app is None:
+            from citewell.app import Citewell
             from citewell.config import Settings
-            from citewell.pipeline import Citewell
 
             settings = Settings.load(self.config, data_dir=self.data_dir)
             self._app = Citewell.from_settings(settings, switch_models=switch_models)

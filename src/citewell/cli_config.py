@@ -18,8 +18,8 @@ from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.config import Settings, configuration_markdown, masked_settings
 from citewell.db import open_engine
 from citewell.errors import CitewellError
+from citewell.live_settings import LiveSettings, needs_llm
 from citewell.llm.registry import llm_configured
-from citewell.pipeline.tuning import LiveSettings, needs_llm
 
 
 @contextmanager

@@ -61,7 +61,7 @@ def ingest(
 
 
 def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
-    from citewell.pipeline.web import is_url
+    from citewell.ingest.web import is_url
 
     if any(is_url(t) for t in targets):
         raise click.UsageError("--estimate takes files and folders, not URLs.")
@@ -84,7 +84,7 @@ def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) ->
 
 
 def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
-    from citewell.pipeline.web import is_url
+    from citewell.ingest.web import is_url
 
     if any(is_url(t) for t in targets):
         raise click.UsageError("--queue takes files and folders; ingest URLs without it.")

@@ -16,8 +16,8 @@ import pytest
 import uvicorn
 
 from citewell.api.app import create_app
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.fake_servers import FakeLLMService, FakeService, serve
 
 

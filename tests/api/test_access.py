@@ -15,11 +15,11 @@ import httpx
 import pytest
 from openai import AuthenticationError, OpenAI
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.auth.grants import GrantStore
 from citewell.config import Settings
-from citewell.pipeline import Citewell
-from citewell.pipeline.scoped import Scoped
+from citewell.engine.scoped import Scoped
 from citewell.types import ChunkFilter
 from tests.api.conftest import run_server
 from tests.fake_servers import FakeLLMService

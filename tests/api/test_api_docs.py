@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from citewell.api.app import create_app
+from citewell.app import Citewell
 from citewell.config import Settings
 from citewell.errors import CitewellError
-from citewell.pipeline import Citewell
 from tests.conftest import REPO
 
 DOC = (REPO / "docs" / "api.md").read_text(encoding="utf-8")

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
 from citewell.errors import ConfigError
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 from tests.fake_servers import FakeLLMService, serve
 

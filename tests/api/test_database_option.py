@@ -1,8 +1,8 @@
 """The API tier runs twice in CI: on the embedded default and with ``--database postgresql``.
 This test proves each pass really keeps its servers' state where it says."""
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 
 
 def test_servers_keep_their_state_in_the_database_asked_for(request, tmp_path, onnx_embedder):

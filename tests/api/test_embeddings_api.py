@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from openai import AuthenticationError, BadRequestError, NotFoundError, OpenAI
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.pipeline import Citewell, embed_text
+from citewell.ingest.chunk_rows import embed_text
 from citewell.types import ChunkFilter
 from tests.api.conftest import run_server, stored_vectors
 

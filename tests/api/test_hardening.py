@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 from tests.fake_servers import FakeLLMService
 

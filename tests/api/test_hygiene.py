@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 
 RATE = 5

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 from tests.api.test_access import _text, user_keys
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from citewell.pipeline import Citewell
+from citewell.app import Citewell
 from tests.api.conftest import KeyedServer, keyed_server
 
 PARAGRAPH = (

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 from tests.conftest import REPO
 

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 from tests.api.test_access import user_keys
 from tests.fake_web import FakeWebSite, serve_web
@@ -202,7 +202,7 @@ def test_a_kb_named_like_carols_default_never_becomes_her_default(world):
     """Alice makes 'web-carol' and shares it with Carol (write): Carol's pages without a KB
     name still go to a KB Carol owns."""
     from citewell.auth.access import Access
-    from citewell.pipeline.scoped import Scoped
+    from citewell.engine.scoped import Scoped
 
     with world.client("alice") as alice:
         squat = _kb(alice, "web-carol")
@@ -313,7 +313,7 @@ def test_huge_dimensions_are_a_4xx(world):
 def test_out_of_range_tool_arguments_are_tool_errors(world, value):
     """A model's view_file call with an offset of 1e400 (JSON's way to say infinity):
     a tool error the model reads, never an exception that fails the chat."""
-    from citewell.pipeline.tools import ToolError, _int
+    from citewell.answer.tools import ToolError, _int
 
     arguments = json.loads(json.dumps({"offset": value}))
     with pytest.raises(ToolError, match="offset"):

@@ -30,7 +30,7 @@ def test_the_page_and_its_scripts_are_served_under_a_strict_csp(extractive_serve
 
 
 def test_without_web_ui_there_is_no_page(tmp_path, onnx_embedder):
-    from citewell.pipeline import Citewell
+    from citewell.app import Citewell
 
     settings = Settings.load(data_dir=tmp_path, auth="none", web_ui=False)
     app = create_app(settings, Citewell.from_settings(settings, embedder=onnx_embedder))

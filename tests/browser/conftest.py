@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from tests.api.conftest import run_server
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")

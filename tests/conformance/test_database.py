@@ -13,9 +13,9 @@ from citewell.auth import AuthStore
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.catalog import Catalog, FileRecord
+from citewell.catalog.preset import ModelPreset
 from citewell.catalog.presets import PresetStore
 from citewell.catalog.spaces import SpaceRecord, SpaceRegistry
-from citewell.chat.presets import ModelPreset
 from citewell.errors import NameTaken
 from citewell.jobs.store import JobStore
 

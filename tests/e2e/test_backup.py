@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from citewell.types import SearchMode
 
 pytestmark = pytest.mark.e2e

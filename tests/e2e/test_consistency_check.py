@@ -87,7 +87,7 @@ def test_the_cli_exits_1_until_repaired(tmp_path, filled):
 
 
 def test_stuck_jobs_are_queued_again_and_stale_uploads_removed(filled):
-    from citewell.pipeline.check import ConsistencyCheck
+    from citewell.operations.check import ConsistencyCheck
 
     ducks, geese = filled.enqueue_uploads("birds", [("a.md", b"# A\n\na"), ("b.md", b"# B\n\nb")])
     filled.jobs.claim(1)  # the first is taken by a worker that then died

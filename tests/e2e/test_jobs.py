@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
 from citewell.embedders import OpenAIEmbedder
-from citewell.jobs import JobRunner
-from citewell.pipeline import Citewell
+from citewell.engine.runner import JobRunner
 from tests.fake_servers import FakeService, serve
 
 pytestmark = pytest.mark.e2e

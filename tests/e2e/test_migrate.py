@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.auth.grants import GrantStore
 from citewell.cli import main
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from citewell.types import ChunkFilter, SearchMode
 
 pytestmark = pytest.mark.e2e

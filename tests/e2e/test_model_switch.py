@@ -7,12 +7,12 @@ from __future__ import annotations
 import lancedb
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
+from citewell.engine.runner import JobRunner
 from citewell.errors import ConfigError, EmbeddingError
-from citewell.jobs import JobRunner
-from citewell.pipeline import Citewell
-from citewell.pipeline import spaces as spaces_module
-from citewell.pipeline.chunk_rows import sentence_table
+from citewell.ingest.chunk_rows import sentence_table
+from citewell.operations import spaces as spaces_module
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import ChunkFilter
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
-from citewell.pipeline.ingest_types import ItemEvent
+from citewell.ingest.types import ItemEvent
 from citewell.sources import text_item
 from citewell.testing.fakes import FakeHashEmbedder
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import inspect
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from citewell.stores.postgres import PostgresChunkStore
 from citewell.types import ChunkFilter, SearchMode
 

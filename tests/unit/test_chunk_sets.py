@@ -10,8 +10,8 @@ from citewell.catalog import Catalog, FileRecord
 from citewell.catalog.labels import KbChunkSets, kb_of_label
 from citewell.config import Settings
 from citewell.db.engine import sqlite_engine
-from citewell.pipeline.chunk_sets import ChunkSets
-from citewell.pipeline.tuning import LiveSettings
+from citewell.ingest.chunk_sets import ChunkSets
+from citewell.live_settings import LiveSettings
 from citewell.types import ChunkFilter, ScoredChunk, StoredChunk
 
 

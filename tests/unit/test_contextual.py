@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
+from citewell.app import Citewell
 from citewell.config import Settings
 from citewell.enrich import (
     CONTEXT_PROMPT,
@@ -19,9 +20,8 @@ from citewell.enrich import (
     stored_enrichment,
 )
 from citewell.enrich.contextual import document_window
+from citewell.ingest.chunk_rows import embed_text
 from citewell.llm.base import ChatMessage, Completion, Delta
-from citewell.pipeline import Citewell
-from citewell.pipeline.chunk_rows import embed_text
 from citewell.stores.base import scanning
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import Chunk, ChunkFilter

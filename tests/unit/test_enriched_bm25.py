@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import SearchMode
 

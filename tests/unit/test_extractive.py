@@ -1,6 +1,6 @@
 import re
 
-from citewell.chat.extractive import extractive_answer
+from citewell.answer.extractive import extractive_answer
 from citewell.types import ScoredChunk, StoredChunk
 
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from citewell.answer.extractive import passage_sentences
+from citewell.answer.limits import fit_messages
 from citewell.api.hygiene import cleaned_body
 from citewell.auth.throttle import LoginThrottle
-from citewell.chat.extractive import passage_sentences
-from citewell.chat.limits import fit_messages
 from citewell.errors import ContextTooLong, RateLimited
 from citewell.llm.base import ChatMessage
 from citewell.splitters import ApproximateMeasure, TokenMeasure

@@ -8,7 +8,7 @@ from sqlalchemy import create_engine
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.config import Settings
 from citewell.errors import ConfigError, InvalidInput
-from citewell.pipeline.tuning import RUNTIME_SETTINGS, LiveSettings, runtime_changes
+from citewell.live_settings import RUNTIME_SETTINGS, LiveSettings, runtime_changes
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import Document
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.auth.grants import GrantStore
 from citewell.config import Settings
@@ -18,7 +19,6 @@ from citewell.db import ensure_schema, sqlite_engine
 from citewell.db.changes import OPERATIONS, TRACKED
 from citewell.db.models import Base
 from citewell.db.schema import current_revision, head_revision
-from citewell.pipeline.core import Citewell
 from citewell.types import SearchMode
 
 # Made by the release before migrations (commit 387baf4) with its CLI: users alice and bob,

@@ -2,7 +2,7 @@
 
 from dataclasses import replace
 
-from citewell.pipeline.sentences import sentence_pairs, sentence_rows
+from citewell.ingest.sentences import sentence_pairs, sentence_rows
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings, SearchSpace
 from citewell.retrieval.sentences import (
     PairedLabels,

@@ -3,8 +3,8 @@ the chunk's exact span."""
 
 from __future__ import annotations
 
-from citewell.chat.context import Source, context_string, pack
-from citewell.chat.expand import Expansion, expand_sources, span
+from citewell.answer.context import Source, context_string, pack
+from citewell.answer.expand import Expansion, expand_sources, span
 from citewell.types import Section
 
 TEXT = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from citewell.answer.context import Source
 from citewell.api.chat import SOURCES_HEADER, SOURCES_HEADER_BUDGET, sources_header
-from citewell.chat.context import Source
 
 
 def _source(n: int, text: str, name: str = "Entenbuch – Ära.pdf") -> Source:

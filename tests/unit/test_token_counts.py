@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from citewell.chat.context import Source, context_string, context_tokens, pack
-from citewell.chat.templates import render_rag_template
+from citewell.answer.context import Source, context_string, context_tokens, pack
+from citewell.answer.templates import render_rag_template
 from citewell.splitters import KeptTokenMeasure, TokenMeasure
 from tests.conftest import SCIFACT
 

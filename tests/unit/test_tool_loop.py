@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from citewell.answer.agent import StreamEvent, ToolLimits, ToolLoop
+from citewell.answer.tools import ToolResult
 from citewell.llm.base import ChatMessage, Completion, Delta, Usage
-from citewell.pipeline.agent import StreamEvent, ToolLimits, ToolLoop
-from citewell.pipeline.tools import ToolResult
 from citewell.splitters.base import CharacterMeasure
 
 LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {}}}

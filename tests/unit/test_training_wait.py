@@ -9,7 +9,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from citewell import cli_ingest
-from citewell.pipeline.sentences import SpaceWriter
+from citewell.ingest.sentences import SpaceWriter
 
 
 class TrainingStore:

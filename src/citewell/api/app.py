@@ -30,13 +30,13 @@ from citewell.api.routes import (
 from citewell.api.routes import (
     settings as settings_routes,
 )
+from citewell.app import Citewell
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.auth.rate_limit import rate_limiter
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
 from citewell.config import Settings
-from citewell.pipeline import Citewell
 
 
 def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:

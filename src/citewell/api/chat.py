@@ -21,20 +21,20 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.schemas import ChatCompletionCreate
-from citewell.auth.access import Access
-from citewell.chat.context import Source, source_public
-from citewell.chat.queries import is_tool_round
-from citewell.errors import CitewellError, InvalidInput, ModelNotFound
-from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
-from citewell.pipeline.agent import StreamEvent
-from citewell.pipeline.chat import (
+from citewell.answer.agent import StreamEvent
+from citewell.answer.chat import (
     EXTRACTIVE_MODEL,
     ChatPipeline,
     ChatRequest,
     ChatResult,
     PreparedChat,
 )
+from citewell.answer.context import Source, source_public
+from citewell.answer.queries import is_tool_round
+from citewell.api.schemas import ChatCompletionCreate
+from citewell.auth.access import Access
+from citewell.errors import CitewellError, InvalidInput, ModelNotFound
+from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
 
 MODELS_TTL = 60.0
 SOURCES_HEADER = "X-Citewell-Sources"

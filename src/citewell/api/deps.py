@@ -11,13 +11,13 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from citewell.answer.chat import ChatPipeline
 from citewell.api.security import Authenticator
+from citewell.app import Citewell
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
+from citewell.engine.scoped import Scoped
 from citewell.errors import Forbidden
-from citewell.pipeline import Citewell
-from citewell.pipeline.chat import ChatPipeline
-from citewell.pipeline.scoped import Scoped
 
 
 async def get_citewell(request: Request) -> Citewell:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from citewell.chat.presets import ModelPreset, preset_from_dict
+from citewell.catalog.preset import ModelPreset, preset_from_dict
 from citewell.db import ensure_schema
 from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.models import ModelPresetRow, PresetGrantRow

@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from citewell.app import Citewell
 from citewell.errors import InvalidInput
 from citewell.evaluation.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
-from citewell.pipeline import Citewell, ProgressCallback
+from citewell.ingest.types import ProgressCallback
 from citewell.types import SearchMode
 
 INDEX_SETTINGS = (

@@ -1,6 +1,6 @@
-"""Durable ingestion: jobs in the metadata database and the worker that runs them."""
+"""Durable ingestion: jobs in the metadata database (the worker that runs them is
+``citewell.engine.runner``)."""
 
-from citewell.jobs.runner import JobCancelled, JobRunner
 from citewell.jobs.store import FINAL, RUNNING, STATES, Job, JobNotFound, JobStore
 
 __all__ = [
@@ -8,8 +8,6 @@ __all__ = [
     "RUNNING",
     "STATES",
     "Job",
-    "JobCancelled",
     "JobNotFound",
-    "JobRunner",
     "JobStore",
 ]

@@ -22,8 +22,8 @@ from citewell.api.schemas import (
 )
 from citewell.auth.audit import AuditLog as Audit
 from citewell.catalog.kb_settings import NO_SETTINGS
+from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput, PayloadTooLarge
-from citewell.pipeline.scoped import Scoped
 from citewell.sources import SourceItem
 
 router = APIRouter(prefix="/api/v1/knowledge", tags=["knowledge"], route_class=OffLoopJsonRoute)

@@ -6,20 +6,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, status
 
+from citewell.answer.model_presets import ScopedPresets
 from citewell.api.auth_schemas import GrantCreate
-from citewell.api.deps import AuditDep, AuthDep, ViewDep
+from citewell.api.deps import AuditDep, AuthDep, CitewellDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.model_schemas import ModelCreate, ModelPublic, PresetGrantPublic
 from citewell.api.routes.grants import NOT_BY_NAME
+from citewell.engine.scoped import Scoped
 from citewell.errors import Conflict
-from citewell.pipeline.model_presets import ScopedPresets
-from citewell.pipeline.scoped import Scoped
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"], route_class=OffLoopJsonRoute)
 
 
-async def get_presets(view: ViewDep) -> ScopedPresets:
-    return ScopedPresets(view)
+async def get_presets(view: ViewDep, app: CitewellDep) -> ScopedPresets:
+    return ScopedPresets(view, app.chat)
 
 
 PresetsDep = Annotated[ScopedPresets, Depends(get_presets)]

@@ -16,8 +16,8 @@ from citewell.api.chat import available_models, handle_chat, missing_model_messa
 from citewell.api.deps import AccessDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import ChatCompletionCreate, EmbeddingCreate
+from citewell.engine.embeddings import embed_inputs
 from citewell.errors import ModelNotFound
-from citewell.pipeline.embeddings import embed_inputs
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OffLoopJsonRoute)
 

@@ -20,10 +20,10 @@ from citewell.api.schemas import (
     WebSearchItemPublic,
     WebSearchPublic,
 )
+from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
 from citewell.fetch import video_id
-from citewell.pipeline.scoped import Scoped
-from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB, UrlIngest
+from citewell.ingest.web import WEB_KB, WEB_SEARCH_KB, UrlIngest
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
 router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"], route_class=OffLoopJsonRoute)

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from citewell.api.deps import AdminDep, AuditDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
+from citewell.app import Citewell
 from citewell.config import masked_settings
-from citewell.pipeline.core import Citewell
-from citewell.pipeline.tuning import OPEN_WEBUI_NAMES, RUNTIME_SETTINGS, runtime_changes
+from citewell.live_settings import OPEN_WEBUI_NAMES, RUNTIME_SETTINGS, runtime_changes
 
 router = APIRouter(prefix="/api/v1", tags=["settings"], route_class=OffLoopJsonRoute)
 

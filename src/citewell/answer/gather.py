@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from citewell.answer.context import Source, chunk_source, pack
+from citewell.answer.expand import Expansion, expand_sources
 from citewell.catalog import FileRecord
-from citewell.chat.context import Source, chunk_source, pack
-from citewell.chat.expand import Expansion, expand_sources
-from citewell.pipeline.scoped import Scoped
+from citewell.engine.scoped import Scoped
 from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode, Section
 

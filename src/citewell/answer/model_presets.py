@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from citewell.answer.chat import ChatPipeline
+from citewell.catalog.preset import ModelPreset
 from citewell.catalog.presets import PresetNotFound, StoredPreset
-from citewell.chat.presets import ModelPreset
+from citewell.engine.scoped import Scoped
 from citewell.errors import Conflict, Forbidden
-from citewell.pipeline.scoped import Scoped
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,11 @@ class PresetEntry:
 
 
 class ScopedPresets:
-    def __init__(self, view: Scoped) -> None:
+    def __init__(self, view: Scoped, chat: ChatPipeline) -> None:
         self.view = view
         self.access = view.access
-        self.chat = view.app.chat
-        self.store = view.app.chat.stored
+        self.chat = chat
+        self.store = chat.stored
 
     def list(self) -> list[PresetEntry]:
         configured = [PresetEntry(p.id, p, "settings") for p in self.chat.presets.values()]

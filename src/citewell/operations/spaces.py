@@ -27,9 +27,9 @@ from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embedder
 from citewell.enrich import ContextCache, stored_enrichment
 from citewell.errors import ConfigError
+from citewell.ingest.chunk_rows import embed_text, sentence_table, space_table
+from citewell.ingest.sentences import SpaceWriter
 from citewell.jobs import Job, JobStore
-from citewell.pipeline.chunk_rows import embed_text, sentence_table, space_table
-from citewell.pipeline.sentences import SpaceWriter
 from citewell.retrieval.retriever import SearchSpace
 from citewell.stores.base import ChunkStore, DropsTables, scanning
 from citewell.stores.registry import open_chunk_store

@@ -24,11 +24,11 @@ from citewell.catalog.labels import ChunkLabels, KbChunkSets, kb_of_label
 from citewell.config import Settings
 from citewell.embedders import Embedder
 from citewell.enrich import Enricher
-from citewell.pipeline.ingest_types import ChunkTarget
+from citewell.ingest.types import ChunkTarget
 from citewell.types import ChunkFilter, ScoredChunk
 
 if TYPE_CHECKING:
-    from citewell.pipeline.tuning import LiveSettings
+    from citewell.live_settings import LiveSettings
 
 
 class ChunkSets:

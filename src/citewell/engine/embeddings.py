@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from citewell.embedders import Vectors, embedding_tenant
 from citewell.embedders.base import spare_a_core
+from citewell.engine.core import Engine
 from citewell.errors import InvalidInput, ModelNotFound
-from citewell.pipeline.core import Citewell
 
 # Names clients use for the default model (its weights are all-MiniLM-L6-v2's).
 MINILM_ALIASES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -23,7 +23,7 @@ class Embeddings:
     tokens: int
 
 
-def model_names(app: Citewell) -> list[str]:
+def model_names(app: Engine) -> list[str]:
     """The names the active embedding model answers to."""
     model_id = app.embedder.model_id
     names = [model_id, app.settings.embedding_model]
@@ -33,7 +33,7 @@ def model_names(app: Citewell) -> list[str]:
 
 
 def embed_inputs(
-    app: Citewell,
+    app: Engine,
     model: str,
     inputs: Sequence[str | Sequence[int]],
     dimensions: int | None,
@@ -62,7 +62,7 @@ def embed_inputs(
         return Embeddings(app.embedder.embed(texts, "document"), tokens)
 
 
-def _decoded(app: Citewell, ids: Sequence[int]) -> str:
+def _decoded(app: Engine, ids: Sequence[int]) -> str:
     decode = getattr(app.measure, "decode", None)
     if decode is None:
         raise InvalidInput(

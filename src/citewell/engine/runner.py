@@ -18,36 +18,21 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from citewell.catalog.storage import FileStorage
 from citewell.errors import CitewellError, UpstreamError
+from citewell.ingest.ingestor import Ingestor
+from citewell.ingest.types import ItemEvent
+from citewell.jobs.staged import stale_staged
 from citewell.jobs.store import Job, JobStore
 from citewell.sources import SourceItem
-
-if TYPE_CHECKING:  # the pipeline imports the jobs package
-    from citewell.pipeline.ingest import Ingestor
-    from citewell.pipeline.ingest_types import ItemEvent
 
 logger = logging.getLogger(__name__)
 
 
 OPTIMIZE_EVERY = 8  # batches between chunk store compactions while the queue stays busy
 WRITE_EVERY = 0.5  # seconds between writes of a running batch's job steps
-ORPHAN_UPLOAD_SECONDS = 3600  # a staged upload with no job yet may be one being queued now
-
-
-def stale_staged(jobs: JobStore, storage: FileStorage) -> list[str]:
-    """Staged uploads nothing will read again: their job finished (a crash can land between
-    the job's success and the upload's removal), or no job came for them within the hour."""
-    known = {job.id: job for job in jobs.find()}
-    cutoff = time.time() - ORPHAN_UPLOAD_SECONDS
-    return sorted(
-        job_id
-        for job_id in storage.staged_ids()
-        if (job_id in known and known[job_id].state in ("indexed", "cancelled"))
-        or (job_id not in known and storage.staged_at(job_id) < cutoff)
-    )
 
 
 class Reembedder(Protocol):

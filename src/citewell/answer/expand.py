@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from citewell.chat.context import Source
+from citewell.answer.context import Source
 from citewell.types import Section
 
 # A file's extracted text and its sections, or None when it is not kept.

@@ -22,8 +22,8 @@ from citewell.fetch import (
     check_url,
     video_id,
 )
-from citewell.pipeline.chunk_rows import sha256
-from citewell.pipeline.ingest import Ingestor
+from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.ingestor import Ingestor
 from citewell.sources import SourceItem
 from citewell.types import IngestReport
 from citewell.websearch import WebResult, WebSearch, build_web_search

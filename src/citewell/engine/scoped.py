@@ -12,15 +12,15 @@ from citewell.auth.access import Access
 from citewell.catalog import FileLink, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.embedders import embedding_tenant
+from citewell.engine.core import Engine
 from citewell.errors import FileNotFound, Forbidden, KnowledgeBaseNotFound
-from citewell.pipeline.core import Citewell
 from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode, Section
 
 
 @dataclass
 class Scoped:
-    app: Citewell
+    app: Engine
     access: Access
 
     # --- knowledge bases ------------------------------------------------------------------

@@ -26,7 +26,7 @@ from citewell.db.engine import url_engine
 from citewell.db.models import Base
 from citewell.embedders.cache import DatabaseEmbeddingCache, EmbeddingCache
 from citewell.errors import ConfigError, StoreError
-from citewell.pipeline.chunk_rows import sentence_table
+from citewell.ingest.chunk_rows import sentence_table
 from citewell.stores.base import ChunkStore, ExportsChunks, scanning
 from citewell.stores.postgres import PostgresChunkStore
 from citewell.stores.registry import open_chunk_store

@@ -10,7 +10,7 @@ from typing import Protocol
 from citewell.embedders import CachedEmbedder
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError
-from citewell.pipeline.sentences import SpaceWriter
+from citewell.ingest.sentences import SpaceWriter
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
 from citewell.types import Document

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from citewell.enrich import Enrichment
-from citewell.pipeline.ingest_types import ChunkTarget
+from citewell.ingest.types import ChunkTarget
 from citewell.retrieval import terms_string
 from citewell.types import Chunk, Document, StoredChunk
 

@@ -1,60 +1,55 @@
-"""Citewell: the library's front door. With ingest.py and chat.py beside it, the only place
-that knows the order of the steps.
+"""The engine: ingestion, search and the online operations of one data dir behind one
+facade. Answering builds on it (``citewell.answer``); the application root adds it on top
+(``citewell.app.Citewell``).
 
-Ingest: source → loader → splitter → embed what is not cached → store → catalog (ingest.py).
-Search: query → retrievers (vector, BM25) → fusion → rerank → threshold.
-Ask:    search → answer with numbered, chunk-level citations.
+Ingest: source → loader → splitter → embed what is not cached → store → catalog
+(``citewell.ingest``). Search: query → retrievers (vector, BM25) → fusion → rerank →
+threshold (``citewell.retrieval``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
-from citewell.catalog.presets import PresetStore
 from citewell.catalog.storage import FileStorage
-from citewell.chat.presets import parse_presets
 from citewell.config import Settings
-from citewell.embedders import CachedEmbedder, Embedder
+from citewell.embedders import CachedEmbedder
+from citewell.engine.as_linked import describe_as_linked
+from citewell.engine.runner import JobRunner
 from citewell.enrich import Enricher
 from citewell.errors import CitewellError, FileNotFound
-from citewell.jobs import Job, JobRunner
+from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.chunk_sets import ChunkSets
+from citewell.ingest.ingestor import Ingestor
+from citewell.ingest.reading import reader_from_settings
+from citewell.ingest.rechunk import Rechunker
+from citewell.ingest.types import IngestEstimate, ProgressCallback
+from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources, is_url
+from citewell.jobs import Job
 from citewell.jobs.leader import WorkerElection
-from citewell.llm.base import LLM
-from citewell.loaders import DocumentReader
-from citewell.loaders.isolated import IsolatedReader, ReaderPool
-from citewell.pipeline.as_linked import describe_as_linked
-from citewell.pipeline.assemble import Parts, reader_from_settings
-from citewell.pipeline.check import CheckReport, ConsistencyCheck
-from citewell.pipeline.chunk_rows import sha256
-from citewell.pipeline.chunk_sets import ChunkSets
-from citewell.pipeline.ingest import Ingestor
-from citewell.pipeline.ingest_types import IngestEstimate, ProgressCallback
-from citewell.pipeline.rechunk import Rechunker
-from citewell.pipeline.spaces import EmbeddingSpaces
-from citewell.pipeline.tuning import (
+from citewell.live_settings import (
     LiveSettings,
     default_mode,
     enrich_config,
     kb_ranking,
 )
-from citewell.pipeline.web import UrlIngest, WebSearchOutcome, WebSources, is_url
+from citewell.llm.base import LLM
+from citewell.loaders import DocumentReader
+from citewell.loaders.isolated import IsolatedReader, ReaderPool
+from citewell.operations.check import CheckReport, ConsistencyCheck
+from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever, RetrievalTrace
 from citewell.sources import SourceItem, text_item, walk
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
-if TYPE_CHECKING:
-    from citewell.pipeline.chat import ChatPipeline
 
-
-class Citewell:
+class Engine:
     def __init__(
         self,
         live: LiveSettings,
@@ -96,25 +91,6 @@ class Citewell:
         self._enrichers: dict[object, Enricher] = {}
         self._kb_ids: dict[str, str] = {}  # name or id → id; KB ids never change
 
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        embedder: Embedder | None = None,
-        previous: Sequence[Embedder] = (),
-        switch_models: bool = True,
-        llm: LLM | None = None,
-    ) -> Citewell:
-        """``embedder`` replaces the one the settings name; ``previous`` are embedders of
-        earlier embedding spaces that the kept settings cannot rebuild (tests use both).
-        ``switch_models``: settings naming another embedding model start re-embedding into
-        it (the server and workers); without, the data dir's active model is used as is.
-        ``llm`` replaces the one the settings name."""
-        parts = Parts.build(settings, embedder, previous, switch_models, llm)
-        return cls(
-            parts.live, parts.catalog, parts.storage, parts.spaces, parts.retriever, llm=parts.llm
-        )
-
     @property
     def settings(self) -> Settings:
         """The settings in force now: start-up values with admins' run-time changes."""
@@ -133,14 +109,6 @@ class Citewell:
                 self._enrichers.clear()
             self._enrichers[config] = Enricher(self.llm, self.contexts, config)
         return self._enrichers[config]
-
-    @cached_property
-    def chat(self) -> ChatPipeline:
-        """Answers with sources: the configured LLM (or extractive), presets and tools."""
-        from citewell.pipeline.chat import ChatPipeline  # it builds on this object
-
-        configured = parse_presets(self.settings.model_presets)
-        return ChatPipeline(self, self.llm, configured, PresetStore(self.catalog.engine))
 
     # The active embedding space's parts, read from its handle on each use.
     @property
@@ -308,7 +276,7 @@ class Citewell:
 
     def check(self, repair: bool = False, recall_samples: int = 20) -> CheckReport:
         """Differences between the catalog, the chunk store and the stored files; ``repair``
-        makes them agree (see pipeline/check.py for what each repair does)."""
+        makes them agree (see operations/check.py for what each repair does)."""
         # A step running longer than extraction may take, and then some, has lost its worker.
         stuck_after = 2 * self.settings.extract_timeout + 600
         return ConsistencyCheck(

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from citewell.chat.context import Source
-from citewell.chat.limits import MESSAGE_OVERHEAD
-from citewell.chat.presets import ModelPreset
+from citewell.answer.context import Source
+from citewell.answer.limits import MESSAGE_OVERHEAD
+from citewell.answer.tools import KnowledgeTools
+from citewell.catalog.preset import ModelPreset
 from citewell.config import Settings
 from citewell.llm.base import LLM, ChatMessage, Completion, Delta, Usage
-from citewell.pipeline.tools import KnowledgeTools
 from citewell.splitters.base import Measure
 
 TOOLS_NOTE = (

@@ -20,9 +20,10 @@ from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, embedding_tenant
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
-from citewell.pipeline.chunk_rows import ChunkRows, sha256, with_vector
-from citewell.pipeline.chunk_sets import ChunkSets
-from citewell.pipeline.ingest_types import (
+from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
+from citewell.ingest.chunk_sets import ChunkSets
+from citewell.ingest.sentences import SpaceWriter, sentence_rows
+from citewell.ingest.types import (
     ActiveSpace,
     ChunkTarget,
     IngestEstimate,
@@ -32,7 +33,6 @@ from citewell.pipeline.ingest_types import (
     ProgressCallback,
     Reader,
 )
-from citewell.pipeline.sentences import SpaceWriter, sentence_rows
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore

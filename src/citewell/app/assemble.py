@@ -19,12 +19,10 @@ from citewell.db import ensure_schema, open_engine
 from citewell.db.schema import ensure_vector_extension
 from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.jobs import JobStore
+from citewell.live_settings import LiveSettings, needs_llm, retrieval_settings
 from citewell.llm.base import LLM
 from citewell.llm.registry import build_llm
-from citewell.loaders import DocumentReader
-from citewell.loaders.isolated import ReaderConfig, ReaderPool
-from citewell.pipeline.spaces import EmbeddingSpaces
-from citewell.pipeline.tuning import LiveSettings, needs_llm, retrieval_settings
+from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever
 from citewell.stores.registry import store_backend
 
@@ -38,22 +36,6 @@ def prepare_database(settings: Settings) -> Engine:
     if store_backend(settings) == "postgres":
         ensure_vector_extension(engine)
     return engine
-
-
-def reader_from_settings(settings: Settings) -> DocumentReader | ReaderPool:
-    """The extraction settings as a reader: in limited worker processes (extract_workers of
-    them) unless turned off."""
-    config = ReaderConfig(
-        ocr_engine=settings.ocr_engine,
-        ocr_languages=settings.ocr_languages,
-        ocr_dpi=settings.ocr_dpi,
-        max_chars=settings.max_document_chars,
-        timeout=settings.extract_timeout,
-        memory_mb=settings.extract_memory_mb,
-    )
-    if settings.extract_isolated:
-        return ReaderPool(config, settings.extract_workers)
-    return config.reader()
 
 
 @dataclass(frozen=True)

@@ -9,22 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from citewell.auth.access import Access
-from citewell.catalog.presets import PresetStore
-from citewell.chat.citations import cited_numbers, remove_invalid
-from citewell.chat.context import Source, context_string, context_tokens
-from citewell.chat.expand import Expansion
-from citewell.chat.extractive import extractive_text
-from citewell.chat.limits import MESSAGE_OVERHEAD, fit_messages
-from citewell.chat.presets import ModelPreset
-from citewell.chat.queries import as_asked, history_text, parse_queries, worth_generating
-from citewell.chat.tasks import is_task, task_reply
-from citewell.chat.templates import render_query_prompt, render_rag_template
-from citewell.chat.urls import plain_refs, url_refs, without_refs
-from citewell.config import Settings
-from citewell.errors import CitewellError, InvalidInput
-from citewell.llm.base import LLM, ChatMessage, Delta, Usage
-from citewell.pipeline.agent import (
+from citewell.answer.agent import (
     StreamEvent,
     ToolLimits,
     ToolLoop,
@@ -33,11 +18,26 @@ from citewell.pipeline.agent import (
     tool_room,
     with_tools_note,
 )
-from citewell.pipeline.core import Citewell
-from citewell.pipeline.gather import RetrievalChoice, gather_sources
-from citewell.pipeline.scoped import Scoped
-from citewell.pipeline.tools import KnowledgeTools, SourceBook, ToolScope
-from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB
+from citewell.answer.citations import cited_numbers, remove_invalid
+from citewell.answer.context import Source, context_string, context_tokens
+from citewell.answer.expand import Expansion
+from citewell.answer.extractive import extractive_text
+from citewell.answer.gather import RetrievalChoice, gather_sources
+from citewell.answer.limits import MESSAGE_OVERHEAD, fit_messages
+from citewell.answer.queries import as_asked, history_text, parse_queries, worth_generating
+from citewell.answer.tasks import is_task, task_reply
+from citewell.answer.templates import render_query_prompt, render_rag_template
+from citewell.answer.tools import KnowledgeTools, SourceBook, ToolScope
+from citewell.answer.urls import plain_refs, url_refs, without_refs
+from citewell.auth.access import Access
+from citewell.catalog.preset import ModelPreset
+from citewell.catalog.presets import PresetStore
+from citewell.config import Settings
+from citewell.engine.core import Engine
+from citewell.engine.scoped import Scoped
+from citewell.errors import CitewellError, InvalidInput
+from citewell.ingest.web import WEB_KB, WEB_SEARCH_KB
+from citewell.llm.base import LLM, ChatMessage, Delta, Usage
 from citewell.types import ChunkFilter, SearchMode
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
@@ -94,7 +94,7 @@ class ChatResult:
 class ChatPipeline:
     def __init__(
         self,
-        app: Citewell,
+        app: Engine,
         llm: LLM | None,
         presets: dict[str, ModelPreset],
         stored: PresetStore,

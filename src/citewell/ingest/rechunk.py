@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 from citewell.catalog.labels import LABELS_TTL, KbChunkSets, RechunkStatus
 from citewell.errors import CitewellError
+from citewell.ingest.chunk_sets import ChunkSets
+from citewell.ingest.ingestor import Ingestor
+from citewell.ingest.types import ChunkTarget
 from citewell.jobs import Job, JobStore
 from citewell.jobs.store import RUNNING
-from citewell.pipeline.chunk_sets import ChunkSets
-from citewell.pipeline.ingest import Ingestor
-from citewell.pipeline.ingest_types import ChunkTarget
 from citewell.types import ChunkFilter
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from citewell.catalog import Catalog
 from citewell.catalog.storage import FileStorage
+from citewell.ingest.ingestor import Ingestor
 from citewell.jobs import RUNNING, JobStore
-from citewell.jobs.runner import stale_staged
-from citewell.pipeline.ingest import Ingestor
+from citewell.jobs.staged import stale_staged
 from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth
 from citewell.types import ChunkFilter
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from citewell.answer.context import Source, chunk_source
+from citewell.answer.tool_specs import KNOWLEDGE_TOOLS, WEB_TOOLS
 from citewell.catalog import FileRecord, KnowledgeBase
-from citewell.chat.context import Source, chunk_source
+from citewell.engine.scoped import Scoped
 from citewell.errors import CitewellError
-from citewell.pipeline.scoped import Scoped
-from citewell.pipeline.tool_specs import KNOWLEDGE_TOOLS, WEB_TOOLS
-from citewell.pipeline.web import WEB_KB, WEB_SEARCH_KB
+from citewell.ingest.web import WEB_KB, WEB_SEARCH_KB
 from citewell.types import ChunkFilter
 
 VIEW_MAX_CHARS = 20_000  # one view_knowledge_file page, whatever the model asks for

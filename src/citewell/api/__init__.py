@@ -1,0 +1,1 @@
+"""The HTTP API: an adapter that translates requests to the application and back."""

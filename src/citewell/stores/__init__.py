@@ -1,0 +1,1 @@
+"""Chunk stores: where chunks, vectors and keyword statistics live (LanceDB or PostgreSQL)."""
