@@ -27,7 +27,7 @@ from citewell.jobs.staged import stale_staged
 from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth
 from citewell.types import ChunkFilter
 
-# Sampled recall is an estimate; the index policy keeps it near 0.99 (BENCHMARKS.md).
+# Sampled recall is an estimate; the index policy keeps it near 0.99 (docs/benchmarks/journal.md).
 RECALL_FLOOR = 0.9
 
 

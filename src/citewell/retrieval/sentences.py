@@ -1,7 +1,7 @@
 """Sentence vectors at search time: pair hits read as their chunks' best pair.
 
 A chunk's sentence pairs are stored under ids ``{chunk id}.{n}`` (``pipeline.sentences``),
-so a pair found maps to its chunk without reading a row. Measured on SciFact (BENCHMARKS.md,
+so a pair found maps to its chunk without reading a row. Measured on SciFact (docs/benchmarks/journal.md,
 "Sentence vectors beside chunk vectors"), the pairs earn most as a third list in fusion,
 taking half of the vector weight: a chunk that one sentence makes relevant is found even when
 its whole-chunk vector ranks it below the candidate pool.

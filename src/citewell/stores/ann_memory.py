@@ -8,7 +8,7 @@ dimensions a code, 96 bytes a 384-dimensional vector) scanned with SIMD ("fast s
 probing 160 of 1,000 partitions takes about 2 ms at a million. Its best 10 x k candidates
 are then scored exactly against the copy's own float vectors, so a result's score is the
 cosine an exact search gives. Measured on the million-chunk table with 150 embedded
-SciFact queries (BENCHMARKS.md): recall@50 0.998 (worst query 0.86) in 2.3 ms, against
+SciFact queries (docs/benchmarks/journal.md): recall@50 0.998 (worst query 0.86) in 2.3 ms, against
 0.996 (worst 0.74) in 7.4 ms for 8-bit vectors at LanceDB's 80 probes.
 
 A filter that keeps few rows (a small KB of a big table) is searched exactly over its rows;

@@ -172,7 +172,7 @@ class KbSnapshots:
         twice; when the budget is full, only for one searched more than twice as often
         as the coldest copy, which it would push out. Searches spread evenly over more
         KBs than fit had copies made for nearly every search, each pushing out another:
-        a core busy making copies, and every search 40 % slower (BENCHMARKS.md)."""
+        a core busy making copies, and every search 40 % slower (docs/benchmarks/journal.md)."""
         searches = self._searches[key]
         held = sum(c.nbytes for c in self._copies.values())
         largest = max((c.nbytes for c in self._copies.values()), default=0)

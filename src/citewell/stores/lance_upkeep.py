@@ -25,7 +25,7 @@ The vector index is IVF with 8-bit scalar quantisation and about sqrt(rows) part
 scanned flat; a query probes a share of them that grows as its filter keeps fewer rows
 (``VectorIndexPolicy.nprobes``). Measured at a million SciFact copies against IVF-HNSW-SQ:
 built in 62 s instead of 143-275 s, and 13-15 ms at recall@50 0.96-0.97 instead of 32-38 ms
-(benchmarks/million.py, BENCHMARKS.md).
+(benchmarks/million.py, docs/benchmarks/journal.md).
 """
 
 from __future__ import annotations
