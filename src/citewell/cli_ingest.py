@@ -184,8 +184,7 @@ def progress(label: str) -> Iterator[Callable[[Any], None]]:
 def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
     """A progress bar fed by the batch's jobs, as the job event streams are: it counts work
     done by any worker, this process's or a server's."""
-    from citewell.jobs import FINAL
-    from citewell.jobs.progress import ProgressTracker
+    from citewell.services.jobs import FINAL, ProgressTracker
 
     chunks: dict[str, int] = {}  # job id → chunks of its indexed file
     tracker = ProgressTracker()

@@ -7,9 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from citewell.api.names import Name
-from citewell.catalog import FileRecord, KnowledgeBase
-from citewell.catalog.labels import RechunkStatus
-from citewell.jobs import Job
+from citewell.services.jobs import Job
+from citewell.services.knowledge import FileRecord, KnowledgeBase, RechunkStatus
 from citewell.types import IngestReport, SearchMode, Section
 
 

@@ -1,4 +1,4 @@
-"""Which chunk set each knowledge base reads: the catalog's half of ``pipeline.chunk_sets``.
+"""Which chunk set each knowledge base reads: the catalog's half of ``ingest.chunk_sets``.
 
 A chunk in the store carries labels, not KB ids. A KB that keeps the server's chunking is
 labelled with its own id, and KBs so labelled share one chunk set per file. A KB with its

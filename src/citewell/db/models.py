@@ -42,7 +42,7 @@ class KnowledgeBaseRow(Base):
     owner_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
     # Its own retrieval defaults (JSON; catalog.kb_settings.KnowledgeSettings).
     settings: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
-    # Its chunk sets (pipeline.chunk_sets): "" means the shared set, labelled with its id.
+    # Its chunk sets (ingest.chunk_sets): "" means the shared set, labelled with its id.
     chunk_label: Mapped[str] = mapped_column(String(48), default="", server_default="")
     pending_label: Mapped[str] = mapped_column(String(48), default="", server_default="")
     retired_label: Mapped[str] = mapped_column(String(48), default="", server_default="")

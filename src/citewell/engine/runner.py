@@ -36,7 +36,7 @@ WRITE_EVERY = 0.5  # seconds between writes of a running batch's job steps
 
 
 class Reembedder(Protocol):
-    """The model switch, as the runner drives it (pipeline.spaces.EmbeddingSpaces)."""
+    """The model switch, as the runner drives it (operations.spaces.EmbeddingSpaces)."""
 
     def refresh(self) -> None: ...
 
@@ -51,7 +51,7 @@ class Reembedder(Protocol):
 
 
 class Rechunks(Protocol):
-    """Re-chunking knowledge bases, as the runner drives it (pipeline.chunk_sets)."""
+    """Re-chunking knowledge bases, as the runner drives it (ingest.chunk_sets)."""
 
     def rechunk(self, kb_id: str, group: Sequence[Job]) -> None: ...
 

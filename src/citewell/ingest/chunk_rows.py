@@ -25,7 +25,7 @@ def space_table(model_id: str, dimension: int) -> str:
 
 
 def sentence_table(space: str) -> str:
-    """The table of a space's sentence pairs (``pipeline.sentences``), beside its chunks."""
+    """The table of a space's sentence pairs (``ingest.sentences``), beside its chunks."""
     return f"{space}_sentences"
 
 

@@ -58,7 +58,7 @@ class Reader(Protocol):
 
 
 class ActiveSpace(Protocol):
-    """What ingestion needs of an embedding space (``pipeline.spaces.Space``)."""
+    """What ingestion needs of an embedding space (``operations.spaces.Space``)."""
 
     @property
     def embedder(self) -> CachedEmbedder: ...

@@ -72,7 +72,7 @@ def settings_with(settings: Settings, config: dict[str, str | int | float | None
 @dataclass(frozen=True)
 class Space:
     """A space ready for use: its record, the embedder that made it, its chunk table and
-    the table of its chunks' sentence pairs (``pipeline.sentences``). An immutable handle:
+    the table of its chunks' sentence pairs (``ingest.sentences``). An immutable handle:
     ingestion and retrieval read ``EmbeddingSpaces.active`` once per operation, and a
     switch replaces it whole."""
 

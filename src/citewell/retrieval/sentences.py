@@ -1,10 +1,10 @@
 """Sentence vectors at search time: pair hits read as their chunks' best pair.
 
-A chunk's sentence pairs are stored under ids ``{chunk id}.{n}`` (``pipeline.sentences``),
-so a pair found maps to its chunk without reading a row. Measured on SciFact (docs/benchmarks/journal.md,
-"Sentence vectors beside chunk vectors"), the pairs earn most as a third list in fusion,
-taking half of the vector weight: a chunk that one sentence makes relevant is found even when
-its whole-chunk vector ranks it below the candidate pool.
+A chunk's sentence pairs are stored under ids ``{chunk id}.{n}`` (``ingest.sentences``),
+so a pair found maps to its chunk without reading a row. Measured on SciFact
+(docs/benchmarks/journal.md, "Sentence vectors beside chunk vectors"), the pairs earn most
+as a third list in fusion, taking half of the vector weight: a chunk that one sentence makes
+relevant is found even when its whole-chunk vector ranks it below the candidate pool.
 """
 
 from __future__ import annotations

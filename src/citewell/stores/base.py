@@ -54,7 +54,7 @@ class ChunkStore(Protocol):
     def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
         """Make a file's chunks part of a knowledge base too (no re-embedding); with
         ``within``, only its chunks already in that KB (a file may have several chunk sets,
-        one per chunking; see ``pipeline.chunk_sets``)."""
+        one per chunking; see ``ingest.chunk_sets``)."""
         ...
 
     def unlink(self, file_id: str, kb_id: str) -> None:
