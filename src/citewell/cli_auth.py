@@ -12,21 +12,19 @@ from dataclasses import asdict
 import click
 from sqlalchemy.engine import Engine
 
+from citewell.app.assemble import AccountStores, account_stores
 from citewell.auth import AuthStore
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
-from citewell.catalog import Catalog
 from citewell.config import Settings
-from citewell.db import open_engine
 from citewell.errors import CitewellError
 
 
-def _store() -> tuple[AuthStore, Catalog]:
+def _store() -> AccountStores:
     root = click.get_current_context().find_root()
     settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
-    engine = open_engine(settings)
-    return AuthStore(engine), Catalog(engine)
+    return account_stores(settings)
 
 
 def _audit(store: AuthStore, action: str, target_type: str, target_id: str, **detail: str) -> None:

@@ -7,19 +7,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from typing import Any
 
 import click
 
+from citewell.app.assemble import live_settings_alone
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
-from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.config import Settings, configuration_markdown, masked_settings
-from citewell.db import open_engine
 from citewell.errors import CitewellError
-from citewell.live_settings import LiveSettings, needs_llm
-from citewell.llm.registry import llm_configured
+from citewell.live_settings import LiveSettings
 
 
 @contextmanager
@@ -27,9 +24,7 @@ def _live() -> Iterator[tuple[LiveSettings, AuditLog]]:
     root = click.get_current_context().find_root()
     try:
         start = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
-        engine = open_engine(start)
-        check = partial(needs_llm, llm_configured(start))
-        yield LiveSettings(start, RuntimeSettingsStore(engine), validate=check), AuditLog(engine)
+        yield live_settings_alone(start)
     except CitewellError as exc:
         raise click.ClickException(exc.message) from exc
 

@@ -11,6 +11,8 @@ from functools import partial
 
 from sqlalchemy.engine import Engine
 
+from citewell.auth import AuthStore
+from citewell.auth.audit import AuditLog
 from citewell.catalog import Catalog
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
@@ -21,7 +23,7 @@ from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.jobs import JobStore
 from citewell.live_settings import LiveSettings, needs_llm, retrieval_settings
 from citewell.llm.base import LLM
-from citewell.llm.registry import build_llm
+from citewell.llm.registry import build_llm, llm_configured
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever
 from citewell.stores.registry import store_backend
@@ -36,6 +38,24 @@ def prepare_database(settings: Settings) -> Engine:
     if store_backend(settings) == "postgres":
         ensure_vector_extension(engine)
     return engine
+
+
+AccountStores = tuple[AuthStore, Catalog]
+
+
+def account_stores(settings: Settings) -> AccountStores:
+    """Users, keys and grants, and the catalog, for commands that change accounts without
+    loading a model."""
+    engine = open_engine(settings)
+    return AuthStore(engine), Catalog(engine)
+
+
+def live_settings_alone(settings: Settings) -> tuple[LiveSettings, AuditLog]:
+    """The settings admins change at run time, and the audit trail, for commands that
+    change them without loading a model (running servers pick a change up)."""
+    engine = open_engine(settings)
+    check = partial(needs_llm, llm_configured(settings))
+    return LiveSettings(settings, RuntimeSettingsStore(engine), validate=check), AuditLog(engine)
 
 
 @dataclass(frozen=True)
