@@ -392,14 +392,11 @@ def _print_check(report: Any) -> None:
 
 def _table_copy_hint(app: Any) -> None:
     """A table past the ANN threshold without the memory for a copy: say what it takes."""
-    from citewell.stores.base import ReportsTableCopy
-    from citewell.stores.registry import table_copy_budget_mb
+    from citewell.services.stats import table_copy_shortfall
 
-    store = app.store
-    if not isinstance(store, ReportsTableCopy):
-        return
-    needed, budget = store.table_copy_needed_mb(), table_copy_budget_mb(app.settings)
-    if needed and budget < needed:
+    shortfall = table_copy_shortfall(app)
+    if shortfall is not None:
+        needed, budget = shortfall
         auto = " ('auto' on this machine)" if app.settings.table_copy_mb == "auto" else ""
         click.echo(
             f"searches read LanceDB's indexes: a copy in memory needs about "

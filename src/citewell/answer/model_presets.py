@@ -13,6 +13,8 @@ from citewell.catalog.presets import PresetNotFound, StoredPreset
 from citewell.engine.scoped import Scoped
 from citewell.errors import Conflict, Forbidden
 
+__all__ = ["ModelPreset", "PresetEntry", "ScopedPresets"]
+
 
 @dataclass(frozen=True)
 class PresetEntry:

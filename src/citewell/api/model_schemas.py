@@ -7,8 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from citewell.answer.model_presets import PresetEntry
-from citewell.catalog.preset import ModelPreset
+from citewell.answer.model_presets import ModelPreset, PresetEntry
 
 MODEL_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$"  # what clients send as "model"
 

@@ -5,8 +5,7 @@ from fastapi.responses import JSONResponse
 
 from citewell.api.deps import CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.db.changes import change_counter
-from citewell.types import ChunkFilter
+from citewell.services.stats import readiness
 
 router = APIRouter(tags=["health"], route_class=OffLoopJsonRoute)
 
@@ -25,8 +24,4 @@ def readyz(app: CitewellDep, request: Request) -> dict[str, object] | JSONRespon
     "off" while it reads afresh (on PostgreSQL: no change notifications reach it)."""
     if request.app.state.drain.draining:
         return JSONResponse({"status": "draining"}, status_code=503)
-    app.catalog.find_kb("")
-    app.store.count(ChunkFilter(kb_ids=()))
-    counter = change_counter(app.catalog.engine)
-    caches = "on" if counter is not None and counter.current() is not None else "off"
-    return {"status": "ready", "caches": caches}
+    return {"status": "ready", "caches": readiness(app)}

@@ -11,15 +11,8 @@ from pydantic import BaseModel
 
 from citewell.api.deps import AdminDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.stores.base import (
-    IndexHealth,
-    KbCopyStats,
-    ReportsIndexHealth,
-    ReportsKbCopies,
-    ReportsTableCopy,
-    TableCopyStats,
-)
-from citewell.types import ChunkFilter
+from citewell.services import stats
+from citewell.services.stats import IndexHealth, KbCopyStats, TableCopyStats
 
 router = APIRouter(prefix="/api/v1/stats", tags=["stats"], route_class=OffLoopJsonRoute)
 
@@ -35,7 +28,7 @@ class StoreStatsPublic(BaseModel):
 
 @router.get("/store")
 def store_stats(
-    _: AdminDep,
+    access: AdminDep,
     app: CitewellDep,
     recall_samples: Annotated[int, Query(ge=0, le=200)] = 0,
 ) -> StoreStatsPublic:
@@ -43,17 +36,4 @@ def store_stats(
     vector index's recall@50 against exact search on that many stored vectors, as
     ``citewell check`` does (each sample is an exact search reading every vector), and
     that of the in-memory copy's index when one is held."""
-    store = app.store
-    index = store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None
-    copies = store.kb_copies() if isinstance(store, ReportsKbCopies) else None
-    table_copy = store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None
-    rows = index.rows if index is not None else store.count(ChunkFilter())
-    pairs = app.spaces.active.sentences.count(ChunkFilter())
-    return StoreStatsPublic(
-        store=type(store).__name__,
-        rows=rows,
-        index=index,
-        kb_copies=copies,
-        table_copy=table_copy,
-        sentence_pairs=pairs,
-    )
+    return StoreStatsPublic(**vars(stats.store_stats(app, access, recall_samples)))

@@ -1,0 +1,66 @@
+"""How the chunk store is: what admins read at /api/v1/stats/store and ``citewell check``
+prints, and whether this process is ready to serve. Each store reports what it can."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from citewell.auth.access import Access
+from citewell.db.changes import change_counter
+from citewell.engine.core import Engine
+from citewell.errors import Forbidden
+from citewell.stores.base import (
+    IndexHealth,
+    KbCopyStats,
+    ReportsIndexHealth,
+    ReportsKbCopies,
+    ReportsTableCopy,
+    TableCopyStats,
+)
+from citewell.stores.registry import table_copy_budget_mb
+from citewell.types import ChunkFilter
+
+__all__ = ["IndexHealth", "KbCopyStats", "StoreStats", "TableCopyStats"]
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    store: str  # the backend's class: LanceChunkStore, PostgresChunkStore
+    rows: int
+    index: IndexHealth | None  # None: the store cannot report its indexes
+    kb_copies: KbCopyStats | None  # None: the store keeps none (PostgreSQL)
+    table_copy: TableCopyStats | None  # None: the store keeps none (PostgreSQL)
+    sentence_pairs: int  # rows of the table beside it (``sentence_vectors``)
+
+
+def store_stats(app: Engine, access: Access, recall_samples: int = 0) -> StoreStats:
+    """The active embedding model's chunk table (admins). ``recall_samples`` > 0 also
+    measures the vector index's recall@50 (and the in-memory copy's) on that many vectors."""
+    if not access.is_admin:
+        raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
+    store = app.store
+    index = store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None
+    copies = store.kb_copies() if isinstance(store, ReportsKbCopies) else None
+    table_copy = store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None
+    rows = index.rows if index is not None else store.count(ChunkFilter())
+    pairs = app.spaces.active.sentences.count(ChunkFilter())
+    return StoreStats(type(store).__name__, rows, index, copies, table_copy, pairs)
+
+
+def table_copy_shortfall(app: Engine) -> tuple[float, int] | None:
+    """(MB a copy of the big table needs, MB table_copy_mb allows) when it does not fit."""
+    store = app.store
+    if not isinstance(store, ReportsTableCopy):
+        return None
+    needed, budget = store.table_copy_needed_mb(), table_copy_budget_mb(app.settings)
+    return (needed, budget) if needed and budget < needed else None
+
+
+def readiness(app: Engine) -> str:
+    """Raises when the catalog or the chunk store does not answer; else whether this
+    process keeps what requests read until the database says it changed ("on") or reads
+    afresh ("off": on PostgreSQL, no change notifications reach it)."""
+    app.catalog.find_kb("")
+    app.store.count(ChunkFilter(kb_ids=()))
+    counter = change_counter(app.catalog.engine)
+    return "on" if counter is not None and counter.current() is not None else "off"
