@@ -22,8 +22,8 @@ from typing import Any
 
 import click
 
-from citewell.answer.chat import EXTRACTIVE_MODEL, ChatRequest, ChatResult
 from citewell.answer.context import source_public
+from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult
 from citewell.auth.access import Access
 from citewell.cli_common import MODES, Context, click_errors, pass_app
 from citewell.cli_ingest import progress

@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from citewell.answer.agent import (
     StreamEvent,
     ToolLimits,
     ToolLoop,
-    ToolRun,
     capabilities,
     tool_room,
     with_tools_note,
 )
 from citewell.answer.citations import cited_numbers, remove_invalid
 from citewell.answer.context import Source, context_string, context_tokens
+from citewell.answer.exchange import (
+    EXTRACTIVE_NOTE,
+    ChatRequest,
+    ChatResult,
+    PreparedChat,
+)
 from citewell.answer.expand import Expansion
 from citewell.answer.extractive import extractive_text
 from citewell.answer.gather import RetrievalChoice, gather_sources
@@ -42,53 +47,6 @@ from citewell.types import ChunkFilter, SearchMode
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
 FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
-EXTRACTIVE_MODEL = "citewell-extractive"  # the model name served when no LLM is configured
-EXTRACTIVE_NOTE = "Extractive answer (no LLM configured): best-matching sentences, quoted."
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    model: str
-    messages: tuple[ChatMessage, ...]
-    knowledge: tuple[str, ...] = ()  # knowledge base ids or names
-    file_ids: tuple[str, ...] = ()
-    options: dict[str, Any] = field(default_factory=dict)
-    stream: bool = False
-    trace: bool = False
-    web_search: bool = False  # search the web with the retrieval queries, cite the pages
-    function_calling: str = ""  # "native" | "default"; "": the preset's, else the setting
-    mode: SearchMode | None = None  # retrieval for this request (None: the preset's/setting)
-    top_k: int | None = None
-    access: Access = field(kw_only=True)  # what the caller may read: applied in every search
-
-
-@dataclass
-class PreparedChat:
-    request: ChatRequest
-    upstream_model: str
-    messages: list[ChatMessage]
-    sources: list[Source]
-    queries: list[str]
-    warnings: list[str]
-    trace: dict[str, Any]
-    used_rag: bool
-    task: bool = False  # an Open WebUI background task: no retrieval, no sources
-    tools: KnowledgeTools | None = None  # builtin tools the model may call (native mode)
-    tool_run: ToolRun | None = None  # what the tool loop did, once it ran
-    # The sources as one string in the prompt, and its tokens (counted once, in pack).
-    context: str = ""
-    context_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class ChatResult:
-    prepared: PreparedChat
-    text: str
-    finish_reason: str
-    usage: Usage
-    invalid_citations: tuple[int, ...]
-    extractive: bool
-    tool_calls: tuple[dict[str, Any], ...] = ()  # for the client to run
 
 
 class ChatPipeline:

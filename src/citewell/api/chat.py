@@ -22,16 +22,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from citewell.answer.agent import StreamEvent
-from citewell.answer.chat import (
-    EXTRACTIVE_MODEL,
-    ChatPipeline,
-    ChatRequest,
-    ChatResult,
-    PreparedChat,
-)
+from citewell.answer.chat import ChatPipeline
 from citewell.answer.context import Source, source_public
+from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult, PreparedChat
 from citewell.answer.queries import is_tool_round
-from citewell.api.schemas import ChatCompletionCreate
+from citewell.api.openai_schemas import ChatCompletionCreate
 from citewell.auth.access import Access
 from citewell.errors import CitewellError, InvalidInput, ModelNotFound
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage

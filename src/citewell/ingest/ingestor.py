@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 
-from citewell.catalog import Catalog, FileRecord, KnowledgeBase
+from citewell.catalog import Catalog, FileRecord
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, embedding_tenant
@@ -22,13 +22,13 @@ from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
 from citewell.ingest.chunk_sets import ChunkSets
+from citewell.ingest.run import IngestRun, PendingFile
 from citewell.ingest.sentences import SpaceWriter, sentence_rows
 from citewell.ingest.types import (
     ActiveSpace,
     ChunkTarget,
     IngestEstimate,
     IngestProgress,
-    ItemEvent,
     Observer,
     ProgressCallback,
     Reader,
@@ -36,50 +36,12 @@ from citewell.ingest.types import (
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
-from citewell.types import ChunkFilter, Document, IngestReport, Section, StoredChunk
+from citewell.types import ChunkFilter, Document, IngestReport, StoredChunk
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
 SLOW_PARSE = 1.0  # seconds of waiting for a parser before the pending files are embedded
 COMPACT_EVERY = 20  # flushes between store optimisations during a long ingest
-
-
-@dataclass
-class _Pending:
-    item: SourceItem
-    record: FileRecord
-    chunks: list[StoredChunk]
-    embed_texts: list[str]
-    pairs: list[StoredChunk]  # sentence pairs of chunks in sets that embed them
-    data: bytes
-    text: str
-    sections: tuple[Section, ...]
-
-
-@dataclass
-class _Run:
-    kb: KnowledgeBase
-    progress: IngestProgress
-    callback: ProgressCallback | None
-    targets: tuple[ChunkTarget, ...]  # the chunk sets each file gets in the KB
-    pending: list[_Pending] = field(default_factory=list)  # parsed, waiting to be embedded
-    # Being parsed: future → (item, digest, the file its path held before, if any).
-    parsing: dict[Future[_Pending], tuple[SourceItem, str, FileRecord | None]] = field(
-        default_factory=dict
-    )
-    later: list[SourceItem] = field(default_factory=list)  # same bytes as one being parsed
-    counts: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    observer: Observer | None = None
-
-    def notify(
-        self, key: str, state: str, file_id: str = "", error: CitewellError | None = None
-    ) -> None:
-        if self.observer is not None:
-            self.observer(ItemEvent(key, state, file_id, error))
-
-    def bump(self, key: str, amount: int = 1) -> None:
-        self.counts[key] = self.counts.get(key, 0) + amount
 
 
 class Ingestor:
@@ -159,7 +121,7 @@ class Ingestor:
         observer: Observer | None = None,
     ) -> IngestReport:
         target_kb = self.catalog.ensure_kb(kb)
-        run = _Run(
+        run = IngestRun(
             target_kb,
             IngestProgress(files_total=len(items)),
             progress,
@@ -211,7 +173,9 @@ class Ingestor:
                 cost += enricher.estimate(document.text, split, use_cache)
         return IngestEstimate(len(items), chunks, cost)
 
-    def _guarded(self, run: _Run, item: SourceItem, strict: bool, step: Callable[[], bool]) -> None:
+    def _guarded(
+        self, run: IngestRun, item: SourceItem, strict: bool, step: Callable[[], bool]
+    ) -> None:
         """Run one item's step; a CitewellError fails the item (or, ``strict``, the run).
         The step returns True when the item is finished (not handed to a parser)."""
         try:
@@ -226,7 +190,7 @@ class Ingestor:
         if finished:
             self._done(run, item)
 
-    def _done(self, run: _Run, item: SourceItem) -> None:
+    def _done(self, run: IngestRun, item: SourceItem) -> None:
         run.progress.files_done += 1
         run.progress.current = item.name
         if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
@@ -236,7 +200,7 @@ class Ingestor:
 
     def _start(
         self,
-        run: _Run,
+        run: IngestRun,
         item: SourceItem,
         existing: dict[str, FileRecord],
         pool: ThreadPoolExecutor,
@@ -270,7 +234,7 @@ class Ingestor:
             self._replace(run, previous)
         return True
 
-    def _collect(self, run: _Run, strict: bool, block: bool) -> None:
+    def _collect(self, run: IngestRun, strict: bool, block: bool) -> None:
         """Take the parsed files that are ready. With ``block``, wait for one; if none is
         done within SLOW_PARSE seconds, embed what is pending meanwhile, so a slow parser
         never holds back other files (and fast ones still make full embedding batches)."""
@@ -283,7 +247,11 @@ class Ingestor:
             self._guarded(run, item, strict, step)
 
     def _parsed(
-        self, run: _Run, future: Future[_Pending], item: SourceItem, previous: FileRecord | None
+        self,
+        run: IngestRun,
+        future: Future[PendingFile],
+        item: SourceItem,
+        previous: FileRecord | None,
     ) -> bool:
         run.pending.append(future.result())  # raises the parser's error, if any
         run.notify(item.key, "embedding")
@@ -291,7 +259,7 @@ class Ingestor:
             self._replace(run, previous)
         return True
 
-    def _replace(self, run: _Run, previous: FileRecord) -> None:
+    def _replace(self, run: IngestRun, previous: FileRecord) -> None:
         """A path's file changed (the path already points at the new version): the old one
         leaves this KB once the new one is in, unless another path of the KB still holds it."""
         self._flush(run)
@@ -305,7 +273,7 @@ class Ingestor:
         digest: str,
         tenant: str,
         targets: Sequence[ChunkTarget],
-    ) -> _Pending:
+    ) -> PendingFile:
         document = self.reader.read(data, item.reader_name or item.name)
         file_id = self.catalog.file_id(tenant, digest)  # not computable from the bytes alone
         chunks: list[StoredChunk] = []
@@ -334,11 +302,11 @@ class Ingestor:
             title=document.title or "",
             tenant=tenant,
         )
-        return _Pending(
+        return PendingFile(
             item, record, chunks, embed_texts, pairs, data, document.text, document.sections
         )
 
-    def _flush(self, run: _Run) -> None:
+    def _flush(self, run: IngestRun) -> None:
         """Embed every pending chunk in one pass (full batches), then store them in one write."""
         if not run.pending:
             return

@@ -98,17 +98,19 @@ class KnowledgeService:
 
     def check_batch(self, count: int) -> None:
         """A 400 for a batch of no files or more than max_batch_files, before any is read."""
-        most = self.app.settings.max_batch_files
-        if not count or count > most:
-            raise InvalidInput(
-                f"{count} files in one request; at most {most} (max_batch_files). Send them "
-                "in several batches."
-            )
+        self._check_count(
+            count,
+            "{count} files in one request; at most {most} "
+            "(max_batch_files). Send them in several batches.",
+        )
 
     def check_estimate(self, count: int) -> None:
+        self._check_count(count, "Send 1 to {most} files (max_batch_files).")
+
+    def _check_count(self, count: int, message: str) -> None:
         most = self.app.settings.max_batch_files
         if not count or count > most:
-            raise InvalidInput(f"Send 1 to {most} files (max_batch_files).")
+            raise InvalidInput(message.format(count=count, most=most))
 
     def enqueue(self, kb: str, entries: Sequence[tuple[str, bytes]]) -> list[Job]:
         """Queue files (name, bytes) as one batch of jobs."""

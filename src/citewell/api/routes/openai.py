@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from citewell.api.chat import available_models, handle_chat, missing_model_message
 from citewell.api.deps import AccessDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.api.schemas import ChatCompletionCreate, EmbeddingCreate
+from citewell.api.openai_schemas import ChatCompletionCreate, EmbeddingCreate
 from citewell.engine.embeddings import embed_inputs
 from citewell.errors import ModelNotFound
 

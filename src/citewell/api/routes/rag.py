@@ -9,8 +9,9 @@ from fastapi import APIRouter, Request
 from citewell.api.chat import available_models, handle_chat
 from citewell.api.deps import AccessDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
+from citewell.api.openai_schemas import ChatCompletionCreate
 from citewell.api.routes.openai import CHAT_RESPONSES, model_list
-from citewell.api.schemas import ChatCompletionCreate, file_type
+from citewell.api.schemas import file_type
 
 router = APIRouter(prefix="/api/v1/rag", tags=["rag"], route_class=OffLoopJsonRoute)
 
