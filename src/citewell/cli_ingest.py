@@ -18,6 +18,13 @@ from citewell.cli_common import Context, click_errors, pass_app
 @click.argument("targets", nargs=-1, required=True, metavar="PATH|URL...")
 @click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
 @click.option(
+    "--source",
+    default="",
+    metavar="KIND",
+    help="Read every target through this source kind (url, youtube, web-search, path, or "
+    "a plug-in's); by default a URL is fetched and anything else is a path.",
+)
+@click.option(
     "--queue",
     is_flag=True,
     help="Queue the files as durable jobs and run them here, showing the batch's progress; "
@@ -32,19 +39,25 @@ from citewell.cli_common import Context, click_errors, pass_app
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @pass_app
 def ingest(
-    ctx: Context, targets: tuple[str, ...], kb: str, queue: bool, estimate: bool, as_json: bool
+    ctx: Context,
+    targets: tuple[str, ...],
+    kb: str,
+    source: str,
+    queue: bool,
+    estimate: bool,
+    as_json: bool,
 ) -> None:
     """Add files, folders (recursively) and web pages to a knowledge base.
 
     A URL may be a page, a remote file (PDF, DOCX…) or a YouTube video (its transcript)."""
     if estimate:
-        _estimate(ctx, targets, kb, as_json)
+        _estimate(ctx, targets, kb, as_json, source)
         return
     if queue:
-        _ingest_queued(ctx, targets, kb, as_json)
+        _ingest_queued(ctx, targets, kb, as_json, source)
         return
     with click_errors(), progress("Ingesting") as report_progress:
-        report = ctx.app().ingest(list(targets), kb, report_progress)
+        report = ctx.app().ingest(list(targets), kb, report_progress, source)
     _wait_for_training(ctx.app())
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
@@ -60,14 +73,16 @@ def ingest(
         click.echo(f"  failed: {error}", err=True)
 
 
-def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+def _estimate(
+    ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str
+) -> None:
     from citewell.ingest.web import is_url
 
     if any(is_url(t) for t in targets):
         raise click.UsageError("--estimate takes files and folders, not URLs.")
     with click_errors():
         app = ctx.app()
-        items, _ = app.items(list(targets))
+        items, _ = app.items(list(targets), source)
         found = app.estimate(items, kb=kb if app.catalog.find_kb(kb) else None)
     cost = found.enrich
     if as_json:
@@ -83,7 +98,9 @@ def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) ->
         click.echo("No LLM calls: contextual_chunks and document_summary are off.")
 
 
-def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool) -> None:
+def _ingest_queued(
+    ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str
+) -> None:
     from citewell.ingest.web import is_url
 
     if any(is_url(t) for t in targets):
@@ -91,7 +108,7 @@ def _ingest_queued(ctx: Context, targets: tuple[str, ...], kb: str, as_json: boo
     with click_errors():
         app = ctx.app()
         app.catalog.ensure_kb(kb)
-        items, _ = app.items(list(targets))
+        items, _ = app.items(list(targets), source)
         jobs = app.enqueue(kb, items) if items else []
     if not jobs:
         click.echo("No files to ingest.", err=True)

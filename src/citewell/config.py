@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -22,11 +22,33 @@ from pydantic_settings import (
 )
 
 from citewell.errors import ConfigError
+from citewell.plugins import plugin_names
 
 
 def _setting(default: Any, doc: str, *aliases: str, **bounds: Any) -> Any:
     """A field settable by its ``CITEWELL_`` name, its plain name and any Open WebUI aliases."""
     return Field(default, description=doc, json_schema_extra={"aliases": list(aliases)}, **bounds)
+
+
+# role → the values its setting takes without a plug-in (built-ins, and "auto"/"off"/"")
+BUILTIN_BACKENDS: dict[str, tuple[str, ...]] = {}
+
+
+def _backend(role: str, *builtins: str) -> AfterValidator:
+    """A setting that names a backend of ``role``: a built-in or an installed plug-in's name
+    (checked by entry point name only: nothing is imported until it is built)."""
+    BUILTIN_BACKENDS[role] = builtins
+
+    def check(value: str) -> str:
+        if value in builtins or value in plugin_names(role):
+            return value
+        known = ", ".join(repr(name) for name in (*builtins, *plugin_names(role)))
+        raise ValueError(
+            f"must be one of {known}, or the name of a plug-in installed in the entry point "
+            f"group 'citewell.{role}'"
+        )
+
+    return AfterValidator(check)
 
 
 def default_data_dir() -> Path:
@@ -53,7 +75,7 @@ class Settings(BaseSettings):
         "(citewell.sqlite). Its schema is migrated to the current release on start-up.",
         "DATABASE_URL",
     )
-    store: Literal["auto", "lancedb", "postgres"] = _setting(
+    store: Annotated[str, _backend("chunk_stores", "auto", "lancedb", "postgres")] = _setting(
         "auto",
         "Chunk store backend: 'lancedb' (tables in the data dir), 'postgres' (pgvector and "
         "BM25 in the database_url database), or 'auto': postgres when database_url is a "
@@ -114,14 +136,18 @@ class Settings(BaseSettings):
     )
 
     # --- chunking --------------------------------------------------------------
-    text_splitter: Literal[
-        "character",
-        "token",
-        "fixed",
-        "sliding_window",
-        "semantic",
-        "semantic_threshold",
-        "semantic_percentile",
+    text_splitter: Annotated[
+        str,
+        _backend(
+            "splitters",
+            "character",
+            "token",
+            "fixed",
+            "sliding_window",
+            "semantic",
+            "semantic_threshold",
+            "semantic_percentile",
+        ),
     ] = _setting(
         "character",
         "Second-stage splitter: 'character' (recursive on chunk_separators, sizes in "
@@ -214,7 +240,7 @@ class Settings(BaseSettings):
     )
 
     # --- embeddings ------------------------------------------------------------
-    embedding_engine: Literal["onnx", "openai", "ollama"] = _setting(
+    embedding_engine: Annotated[str, _backend("embedders", "onnx", "openai", "ollama")] = _setting(
         "onnx",
         "'onnx' runs all-MiniLM-L6-v2 in process, offline; 'openai' calls any "
         "OpenAI-compatible /v1/embeddings; 'ollama' calls Ollama's /api/embed.",
@@ -320,7 +346,7 @@ class Settings(BaseSettings):
     )
 
     # --- reranking -------------------------------------------------------------
-    reranker: Literal["none", "cross_encoder", "http"] = _setting(
+    reranker: Annotated[str, _backend("rerankers", "none", "cross_encoder", "http")] = _setting(
         "none",
         "'cross_encoder' runs a local model directory; 'http' (Open WebUI's 'external') calls a "
         "Cohere/Jina/TEI style rerank API.",
@@ -341,7 +367,7 @@ class Settings(BaseSettings):
     top_k_reranker: int = _setting(8, "Chunks kept after reranking.", "RAG_TOP_K_RERANKER")
 
     # --- extraction ----------------------------------------------------------------
-    ocr_engine: Literal["auto", "tesseract", "rapidocr", "off"] = _setting(
+    ocr_engine: Annotated[str, _backend("ocr", "auto", "tesseract", "rapidocr", "off")] = _setting(
         "auto",
         "OCR for scanned PDF pages and images. 'tesseract': the tesseract binary "
         "(apt-get install tesseract-ocr); 'rapidocr': pip install 'citewell[ocr]' (models "
@@ -406,8 +432,11 @@ class Settings(BaseSettings):
         "User-Agent sent when fetching pages.",
         "USER_AGENT",
     )
-    web_search_engine: Literal[
-        "", "searxng", "brave", "tavily", "serper", "google_pse", "bing", "exa"
+    web_search_engine: Annotated[
+        str,
+        _backend(
+            "web_search", "", "searxng", "brave", "tavily", "serper", "google_pse", "bing", "exa"
+        ),
     ] = _setting(
         "",
         "Web search provider; empty turns web search off.",
@@ -594,7 +623,7 @@ class Settings(BaseSettings):
     )
 
     # --- LLM and chat -----------------------------------------------------------------
-    llm_engine: Literal["openai", "ollama", "llamacpp"] = _setting(
+    llm_engine: Annotated[str, _backend("llm", "openai", "ollama", "llamacpp")] = _setting(
         "openai",
         "'openai': any OpenAI-compatible server at llm_base_url; 'ollama': Ollama's native "
         "API at llm_base_url (its root), sending num_ctx=llm_context_window so long prompts "

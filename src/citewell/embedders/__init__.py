@@ -1,6 +1,8 @@
-"""Embedders by registry name, built from settings."""
+"""Embedders by registry name (``embedding_engine``), built from settings."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from citewell.config import Settings
 from citewell.embedders.base import Embedder, Vectors, normalize
@@ -13,8 +15,10 @@ from citewell.embedders.cache import (
 )
 from citewell.embedders.onnx import OnnxEmbedder
 from citewell.embedders.remote import OllamaEmbedder, OpenAIEmbedder
+from citewell.plugins import Registry
 
 __all__ = [
+    "EMBEDDERS",
     "CachedEmbedder",
     "Embedder",
     "DatabaseEmbeddingCache",
@@ -30,21 +34,37 @@ __all__ = [
 ]
 
 
-def build_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name, without the cache (the pipeline adds it)."""
-    if settings.embedding_engine == "onnx":
-        return OnnxEmbedder(
-            model_path=settings.embedding_onnx_path,
-            tokenizer_path=settings.embedding_tokenizer_path,
-            batch_size=settings.embedding_batch_size,
-            max_tokens=settings.embedding_max_tokens,
-            threads=settings.embedding_threads,
-        )
-    remote = OpenAIEmbedder if settings.embedding_engine == "openai" else OllamaEmbedder
-    return remote(
-        base_url=settings.embedding_base_url,
-        model=settings.embedding_model,
-        api_key=settings.embedding_api_key,
+EMBEDDERS: Registry[Callable[[Settings], Embedder]] = Registry("embedders")
+
+
+@EMBEDDERS.register("onnx")
+def _onnx(settings: Settings) -> Embedder:
+    return OnnxEmbedder(
+        model_path=settings.embedding_onnx_path,
+        tokenizer_path=settings.embedding_tokenizer_path,
         batch_size=settings.embedding_batch_size,
-        timeout=settings.embedding_timeout,
+        max_tokens=settings.embedding_max_tokens,
+        threads=settings.embedding_threads,
     )
+
+
+def _remote(kind: type[OpenAIEmbedder] | type[OllamaEmbedder]) -> Callable[[Settings], Embedder]:
+    def build(settings: Settings) -> Embedder:
+        return kind(
+            base_url=settings.embedding_base_url,
+            model=settings.embedding_model,
+            api_key=settings.embedding_api_key,
+            batch_size=settings.embedding_batch_size,
+            timeout=settings.embedding_timeout,
+        )
+
+    return build
+
+
+EMBEDDERS.add("openai", _remote(OpenAIEmbedder))
+EMBEDDERS.add("ollama", _remote(OllamaEmbedder))
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings name, without the cache (the engine adds it)."""
+    return EMBEDDERS.get(settings.embedding_engine)(settings)

@@ -9,7 +9,7 @@ threshold (``citewell.retrieval``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,8 +27,16 @@ from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.reading import reader_from_settings
 from citewell.ingest.rechunk import Rechunker
+from citewell.ingest.sources import (
+    SOURCES,
+    SourceContext,
+    SourceRequest,
+    TextSource,
+    UploadSource,
+    source_of,
+)
 from citewell.ingest.types import IngestEstimate, ProgressCallback
-from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources, is_url
+from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources
 from citewell.jobs import Job
 from citewell.jobs.leader import WorkerElection
 from citewell.live_settings import (
@@ -43,7 +51,7 @@ from citewell.loaders.isolated import IsolatedReader, ReaderPool
 from citewell.operations.check import CheckReport, ConsistencyCheck
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever, RetrievalTrace
-from citewell.sources import SourceItem, text_item, walk
+from citewell.sources import SourceItem
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
@@ -221,11 +229,16 @@ class Engine:
         return self.ingestor.writer.wait_for_training(timeout)
 
     def ingest(
-        self, targets: Sequence[Path | str], kb: str, progress: ProgressCallback | None = None
+        self,
+        targets: Sequence[Path | str],
+        kb: str,
+        progress: ProgressCallback | None = None,
+        source: str = "",
     ) -> IngestReport:
-        """Files, folders (recursively) and http(s) URLs; a URL that cannot be fetched counts
-        as a failed file, like a file that cannot be read."""
-        items, failed = self.items(targets)
+        """Files, folders (recursively) and http(s) URLs, or targets of the source kind
+        ``source``; a URL that cannot be fetched counts as a failed file, like a file that
+        cannot be read."""
+        items, failed = self.items(targets, source)
         report = self.ingest_items(items, kb, progress)
         return replace(
             report,
@@ -249,7 +262,12 @@ class Engine:
         mime_type: str = "text/plain",
         progress: ProgressCallback | None = None,
     ) -> IngestReport:
-        items = [text_item(name, text, mime_type) for name, text in texts]
+        text, options = TextSource(), {"mime_type": mime_type}
+        items = [
+            item
+            for name, body in texts
+            for item in text.items(SourceRequest(name, body.encode("utf-8"), options))
+        ]
         return self.ingest_items(items, kb, progress)
 
     def ingest_items(
@@ -296,9 +314,8 @@ class Engine:
         """Add one file's bytes to a KB. The same bytes again in the KBs of the same owner
         are the same file, stored and embedded once; the KB's link to it keeps this
         ``name`` and uploader."""
-        digest = sha256(data)
-        key = f"upload:{digest[:32]}"
-        item = SourceItem(key=key, name=name, read=lambda: data, added_by=added_by)
+        (item,) = UploadSource().items(SourceRequest(name, data))
+        item = replace(item, added_by=added_by)
         report = self.ingestor.ingest([item], kb, None, strict=True)
         record = self.stored_file(kb, data)
         assert record is not None  # strict ingest either stored it or raised
@@ -313,10 +330,8 @@ class Engine:
         self, kb: str, files: Sequence[tuple[str, bytes]], added_by: str = ""
     ) -> list[Job]:
         """Queue uploaded files for ingestion into ``kb`` (identical bytes are one file)."""
-        items = [
-            SourceItem(key=f"upload:{sha256(data)[:32]}", name=name, read=_constant(data))
-            for name, data in files
-        ]
+        upload = UploadSource()
+        items = [item for name, data in files for item in upload.items(SourceRequest(name, data))]
         return self.enqueue(kb, items, added_by)
 
     def enqueue(self, kb: str, items: Sequence[SourceItem], added_by: str = "") -> list[Job]:
@@ -333,15 +348,23 @@ class Engine:
             self.runner.wake()
         return jobs
 
-    def items(self, targets: Sequence[Path | str]) -> tuple[list[SourceItem], list[str]]:
-        """Files, folders (recursively) and URLs as items, and the URLs that failed to fetch."""
-        items = list(walk([Path(t) for t in targets if not is_url(t)]))
+    def items(
+        self, targets: Sequence[Path | str], source: str = ""
+    ) -> tuple[list[SourceItem], list[str]]:
+        """The targets as items, through the source kind ``source`` (default: a URL or a
+        path, by its look), and the targets that failed. A missing path stops everything
+        (a typo); a URL or other remote target that fails counts as one failed file."""
+        items: list[SourceItem] = []
         failed = []
-        for url in (str(t) for t in targets if is_url(t)):
+        for target in (str(t) for t in targets):
+            kind = source or source_of(target)
+            reader = SOURCES.get(kind)(SourceContext(self.settings, self.web))
             try:
-                items.append(self.web.item(url))
+                items.extend(reader.items(SourceRequest(target)))
             except CitewellError as exc:
-                failed.append(f"{url}: {exc.message}")
+                if kind == "path":
+                    raise
+                failed.append(f"{target}: {exc.message}")
         return items, failed
 
     def get_file(self, file_id: str) -> FileRecord:
@@ -440,7 +463,3 @@ class Engine:
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
         return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
-
-
-def _constant(data: bytes) -> Callable[[], bytes]:
-    return lambda: data

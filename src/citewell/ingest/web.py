@@ -164,7 +164,7 @@ class WebSources:
         found = self._results(queries, count or self.settings.web_search_result_count, outcome)
         if for_tools:
             found = [(r, q) for r, q in found if self.tool_may_reach(r.url)]
-        fetched = self._fetch_all([r for r, _ in found])
+        fetched = self.fetch_results([r for r, _ in found])
         items = []
         for (result, query), got in zip(found, fetched, strict=True):
             if isinstance(got, SourceItem):
@@ -205,7 +205,7 @@ class WebSources:
         """Whether a model's web tool may fetch ``url`` (tool_web_domains; empty: any)."""
         return in_domains(url, self.tool_domains)
 
-    def _fetch_all(self, results: list[WebResult]) -> list[SourceItem | str]:
+    def fetch_results(self, results: list[WebResult]) -> list[SourceItem | str]:
         """Every result page at once (up to web_search_concurrent_requests); a failure is that
         page's error message, never the batch's."""
         if not results:

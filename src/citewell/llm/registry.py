@@ -1,5 +1,5 @@
 """Where the LLM backend is chosen: ``llm_engine`` → a factory. None: no LLM configured, so
-answers are extractive."""
+answers are extractive. Plug-ins: the entry point group ``citewell.llm``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.llm.base import LLM
 from citewell.llm.openai_compat import OpenAICompatibleLLM
+from citewell.plugins import Registry
 
 log = logging.getLogger(__name__)
 OLLAMA_PORT = 11434
@@ -46,15 +47,14 @@ def _ollama(settings: Settings) -> LLM | None:
     return OllamaLLM(settings.llm_base_url, settings.llm_context_window, settings.llm_timeout)
 
 
-LLM_ENGINES: dict[str, Callable[[Settings], LLM | None]] = {
-    "openai": _openai,
-    "ollama": _ollama,
-    "llamacpp": _llamacpp,
-}
+LLM_ENGINES: Registry[Callable[[Settings], LLM | None]] = Registry("llm")
+LLM_ENGINES.add("openai", _openai)
+LLM_ENGINES.add("ollama", _ollama)
+LLM_ENGINES.add("llamacpp", _llamacpp)
 
 
 def build_llm(settings: Settings) -> LLM | None:
-    return LLM_ENGINES[settings.llm_engine](settings)
+    return LLM_ENGINES.get(settings.llm_engine)(settings)
 
 
 def llm_configured(settings: Settings) -> bool:

@@ -1,4 +1,5 @@
-"""Loaders by MIME type. Adding a format: write a Loader, add it to ``DocumentReader``."""
+"""Loaders by MIME type. Adding a format: write a Loader and register it (loaders/registry.py,
+or an entry point in the group ``citewell.loaders``)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,14 @@ from functools import lru_cache
 
 from citewell.errors import CitewellError, ParseError, PayloadTooLarge, UnsupportedFormat
 from citewell.loaders.base import EXTENSIONS, Loader, sniff
-from citewell.loaders.epub import EpubLoader
-from citewell.loaders.html import HtmlLoader
-from citewell.loaders.image import ImageLoader
-from citewell.loaders.legacy import DocLoader, PptLoader, XlsLoader
-from citewell.loaders.mail import EmlLoader, MsgLoader
 from citewell.loaders.ocr import OcrEngine, build_ocr
-from citewell.loaders.odf import OdtLoader
-from citewell.loaders.office import DocxLoader, PptxLoader, XlsxLoader
-from citewell.loaders.pdf import PdfLoader
-from citewell.loaders.rtf import RtfLoader
-from citewell.loaders.tabular import CsvLoader, JsonLoader
-from citewell.loaders.text import MarkdownLoader, TextLoader
+from citewell.loaders.registry import LOADERS, LoaderContext, build_loaders, plugin_extensions
 from citewell.types import Document
 
 __all__ = [
+    "LOADERS",
     "DocumentReader",
+    "LoaderContext",
     "Loader",
     "load_bytes",
     "sniff",
@@ -41,26 +34,8 @@ class DocumentReader:
         self, ocr: OcrEngine | None = None, dpi: int = 200, max_chars: int = DEFAULT_MAX_CHARS
     ) -> None:
         self.max_chars = max_chars
-        self.loaders: list[Loader] = [
-            TextLoader(),
-            MarkdownLoader(),
-            HtmlLoader(),
-            PdfLoader(ocr, dpi),
-            ImageLoader(ocr),
-            CsvLoader(),
-            JsonLoader(),
-            DocxLoader(),
-            PptxLoader(),
-            XlsxLoader(),
-            DocLoader(),
-            PptLoader(),
-            XlsLoader(),
-            OdtLoader(),
-            RtfLoader(),
-            EpubLoader(),
-            EmlLoader(self.read),
-            MsgLoader(self.read),
-        ]
+        self.loaders: list[Loader] = build_loaders(LoaderContext(ocr, dpi, self.read))
+        self.extensions = plugin_extensions()
 
     def loader_for(self, mime_type: str) -> Loader:
         for loader in self.loaders:
@@ -72,7 +47,7 @@ class DocumentReader:
         """Detect the format and extract the text; errors are typed and say what to do."""
         if not data:
             raise ParseError(f"{name} is empty (0 bytes); nothing to index.")
-        mime_type = sniff(data, name)
+        mime_type = sniff(data, name, self.extensions)
         if mime_type is None:
             raise UnsupportedFormat(
                 f"{name}: unsupported format. Citewell reads "
@@ -101,7 +76,8 @@ class DocumentReader:
 
 
 def supported_extensions() -> list[str]:
-    return sorted(EXTENSIONS)
+    """What a folder walk picks up: every extension a built-in or plug-in loader reads."""
+    return sorted({*EXTENSIONS, *plugin_extensions()})
 
 
 @lru_cache(maxsize=1)

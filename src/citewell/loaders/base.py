@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Protocol
 
@@ -73,8 +74,9 @@ EXTENSIONS = {
 }
 
 
-def sniff(data: bytes, name: str) -> str | None:
-    """The MIME type of ``data``: from its content where that is telling, else its extension."""
+def sniff(data: bytes, name: str, extra: Mapping[str, str] | None = None) -> str | None:
+    """The MIME type of ``data``: from its content where that is telling, else its extension
+    (``extra``: extensions plug-in loaders add)."""
     head = data[:1024].lstrip()
     if head.startswith(b"%PDF-"):
         return "application/pdf"
@@ -89,7 +91,8 @@ def sniff(data: bytes, name: str) -> str | None:
         lowered.startswith(b"<") and any(t in lowered for t in (b"<html", b"<head", b"<body"))
     ):
         return "text/html"
-    by_extension = EXTENSIONS.get(PurePath(name).suffix.lower())
+    suffix = PurePath(name).suffix.lower()
+    by_extension = EXTENSIONS.get(suffix) or (extra or {}).get(suffix)
     if by_extension:
         return by_extension
     return "text/plain" if looks_like_text(data) else None

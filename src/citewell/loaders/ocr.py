@@ -12,9 +12,11 @@ import io
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from citewell.errors import MissingDependency, ParseError
+from citewell.plugins import Registry
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -110,26 +112,44 @@ def _lines(result: list[list[object]]) -> str:
     return "\n".join(" ".join(t for _, t in sorted(line)) for line in lines)
 
 
-def build_ocr(engine: str, languages: str = "eng", timeout: float = 120.0) -> OcrEngine | None:
-    """The configured engine; None for 'off' or when 'auto' finds neither installed."""
-    if engine == "off":
-        return None
+OcrFactory = Callable[[str, float], OcrEngine]  # (languages, timeout) → an engine
+OCR_ENGINES: Registry[OcrFactory] = Registry("ocr")
+
+
+@OCR_ENGINES.register("tesseract")
+def _tesseract(languages: str, timeout: float) -> OcrEngine:
     binary = shutil.which("tesseract")
-    if engine in ("auto", "tesseract") and binary:
-        return TesseractOcr(binary, languages, timeout)
-    if engine == "tesseract":
+    if binary is None:
         raise MissingDependency(
             "ocr_engine is 'tesseract' but no tesseract binary is on PATH: "
             "apt-get install tesseract-ocr (or brew install tesseract)."
         )
+    return TesseractOcr(binary, languages, timeout)
+
+
+@OCR_ENGINES.register("rapidocr")
+def _rapidocr(languages: str, timeout: float) -> OcrEngine:  # noqa: ARG001 (models ship both)
     try:
         return RapidOcr()
     except ImportError as exc:
-        if engine == "rapidocr":
-            raise MissingDependency(
-                "ocr_engine is 'rapidocr': pip install 'citewell[ocr]'."
-            ) from exc
+        raise MissingDependency("ocr_engine is 'rapidocr': pip install 'citewell[ocr]'.") from exc
+
+
+AUTO_ORDER = ("tesseract", "rapidocr")  # what "auto" tries: the built-ins, fastest first
+
+
+def build_ocr(engine: str, languages: str = "eng", timeout: float = 120.0) -> OcrEngine | None:
+    """The configured engine; None for 'off' or when 'auto' finds none installed."""
+    if engine == "off":
         return None
+    if engine != "auto":
+        return OCR_ENGINES.get(engine)(languages, timeout)
+    for name in AUTO_ORDER:
+        try:
+            return OCR_ENGINES.get(name)(languages, timeout)
+        except MissingDependency:
+            continue
+    return None
 
 
 NO_OCR = (

@@ -69,7 +69,7 @@ def build_splitter(settings: Settings, embedder: Embedder) -> Splitter:
     ``markdown_header_splitter`` is on (structure first), except for the seed's fixed and
     sliding windows, which ignore structure by definition."""
     measure = build_measure(settings, embedder)
-    inner = SPLITTERS[settings.text_splitter](settings, embedder, measure)
+    inner = SPLITTERS.get(settings.text_splitter)(settings, embedder, measure)
     if settings.markdown_header_splitter and settings.text_splitter not in STRUCTURE_BLIND:
         return MarkdownHeaderSplitter(inner, settings.chunk_min_size_target)
     return inner

@@ -1,5 +1,6 @@
-"""The splitter registry: each ``text_splitter`` value and how it is built. The setting's
-allowed values are these names (tests/unit/test_splitters.py keeps them equal)."""
+"""The splitter registry: each ``text_splitter`` value and how it is built from the settings,
+the embedder (for semantic splitters) and the measure of size. Plug-ins: the entry point
+group ``citewell.splitters``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from citewell.embedders.base import Embedder
+from citewell.plugins import Registry
 from citewell.splitters.base import Measure, SpanSplitter
 from citewell.splitters.recursive import SEPARATORS, RecursiveSplitter
 from citewell.splitters.semantic import MaxMinSemanticSplitter
@@ -47,15 +49,18 @@ def _percentile(settings: Settings, embedder: Embedder, measure: Measure) -> Spa
     )
 
 
-SPLITTERS: dict[str, Factory] = {
-    "character": _recursive,
-    "token": _recursive,  # the same, measured in the embedder's tokens
-    "fixed": lambda s, _, m: FixedSizeSplitter(s.chunk_size, m),
-    "sliding_window": lambda s, _, m: SlidingWindowSplitter(s.chunk_size, s.chunk_overlap, m),
-    "semantic": lambda s, e, m: MaxMinSemanticSplitter(e, s.chunk_size, s.chunk_min_size_target, m),
-    "semantic_threshold": _threshold,
-    "semantic_percentile": _percentile,
-}
+SPLITTERS: Registry[Factory] = Registry("splitters")
+SPLITTERS.add("character", _recursive)
+SPLITTERS.add("token", _recursive)  # the same, measured in the embedder's tokens
+SPLITTERS.add("fixed", lambda s, _, m: FixedSizeSplitter(s.chunk_size, m))
+SPLITTERS.add(
+    "sliding_window", lambda s, _, m: SlidingWindowSplitter(s.chunk_size, s.chunk_overlap, m)
+)
+SPLITTERS.add(
+    "semantic", lambda s, e, m: MaxMinSemanticSplitter(e, s.chunk_size, s.chunk_min_size_target, m)
+)
+SPLITTERS.add("semantic_threshold", _threshold)
+SPLITTERS.add("semantic_percentile", _percentile)
 
 # Seed 002's fixed-size and sliding windows ignore structure by definition: no header split.
 STRUCTURE_BLIND = frozenset({"fixed", "sliding_window"})

@@ -1,5 +1,6 @@
-"""Where the chunk store backend is chosen: the ``store`` setting → a factory. Nothing
-outside this module names a backend; each embedding space gets its own table."""
+"""Where the chunk store backend is chosen: the ``store`` setting → a factory (settings, table,
+dimension). Nothing outside this module names a backend; each embedding space gets its own
+table. Plug-ins: the entry point group ``citewell.chunk_stores``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.machine import memory_bytes, memory_free_bytes
+from citewell.plugins import Registry
 from citewell.stores.base import ChunkStore
 
 
@@ -58,10 +60,9 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
     return PostgresChunkStore(engine, table, dimension, settings.vector_index_min_rows)
 
 
-CHUNK_STORES: dict[str, Callable[[Settings, str, int], ChunkStore]] = {
-    "lancedb": _lancedb,
-    "postgres": _postgres,
-}
+CHUNK_STORES: Registry[Callable[[Settings, str, int], ChunkStore]] = Registry("chunk_stores")
+CHUNK_STORES.add("lancedb", _lancedb)
+CHUNK_STORES.add("postgres", _postgres)
 
 
 def store_backend(settings: Settings) -> str:
@@ -75,4 +76,4 @@ def store_backend(settings: Settings) -> str:
 
 def open_chunk_store(settings: Settings, table: str, dimension: int) -> ChunkStore:
     """The chunk table of one embedding space (created empty if new)."""
-    return CHUNK_STORES[store_backend(settings)](settings, table, dimension)
+    return CHUNK_STORES.get(store_backend(settings))(settings, table, dimension)

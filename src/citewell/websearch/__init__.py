@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from citewell.config import Settings
 from citewell.errors import ConfigError
+from citewell.plugins import Registry
 from citewell.websearch.base import HttpSearch, WebResult, WebSearch
 from citewell.websearch.providers import (
     BingSearch,
@@ -15,10 +18,10 @@ from citewell.websearch.providers import (
     TavilySearch,
 )
 
-__all__ = ["PROVIDERS", "WebResult", "WebSearch", "build_web_search"]
+__all__ = ["PROVIDERS", "WEB_SEARCH", "WebResult", "WebSearch", "build_web_search"]
 
-PROVIDERS = ("searxng", "brave", "tavily", "serper", "google_pse", "bing", "exa")
 TIMEOUT = 15.0
+WEB_SEARCH: Registry[Callable[[Settings], WebSearch]] = Registry("web_search")
 
 
 def _need(value: str, setting: str, engine: str) -> str:
@@ -30,27 +33,45 @@ def _need(value: str, setting: str, engine: str) -> str:
     return value
 
 
-def build_web_search(settings: Settings) -> HttpSearch:
+@WEB_SEARCH.register("searxng")
+def _searxng(settings: Settings) -> WebSearch:
+    url = settings.web_search_url or settings.searxng_query_url
+    return SearxngSearch("", _need(url, "searxng_query_url", "searxng"), TIMEOUT)
+
+
+def _keyed(cls: type[HttpSearch], setting: str, engine: str) -> Callable[[Settings], WebSearch]:
+    def build(settings: Settings) -> WebSearch:
+        key = _need(getattr(settings, setting), setting, engine)
+        return cls(key, settings.web_search_url, TIMEOUT)
+
+    return build
+
+
+for _engine, _cls, _key in (
+    ("brave", BraveSearch, "brave_search_api_key"),
+    ("tavily", TavilySearch, "tavily_api_key"),
+    ("serper", SerperSearch, "serper_api_key"),
+):
+    WEB_SEARCH.add(_engine, _keyed(_cls, _key, _engine))
+
+
+@WEB_SEARCH.register("google_pse")
+def _google_pse(settings: Settings) -> WebSearch:
+    key = _need(settings.google_pse_api_key, "google_pse_api_key", "google_pse")
+    cx = _need(settings.google_pse_engine_id, "google_pse_engine_id", "google_pse")
+    return GooglePseSearch(key, cx, settings.web_search_url, TIMEOUT)
+
+
+WEB_SEARCH.add("bing", _keyed(BingSearch, "bing_search_api_key", "bing"))
+WEB_SEARCH.add("exa", _keyed(ExaSearch, "exa_api_key", "exa"))
+PROVIDERS = ("searxng", "brave", "tavily", "serper", "google_pse", "bing", "exa")  # built in
+
+
+def build_web_search(settings: Settings) -> WebSearch:
     """The configured provider; ConfigError (saying which setting is missing) otherwise."""
-    engine, url = settings.web_search_engine, settings.web_search_url
-    if engine == "":
+    if settings.web_search_engine == "":
         raise ConfigError(
             "Web search is off: set web_search_engine (CITEWELL_WEB_SEARCH_ENGINE) to one of "
-            f"{', '.join(PROVIDERS)} and give that provider's key."
+            f"{', '.join(WEB_SEARCH.names())} and give that provider's key."
         )
-    if engine == "searxng":
-        endpoint = _need(url or settings.searxng_query_url, "searxng_query_url", engine)
-        return SearxngSearch("", endpoint, TIMEOUT)
-    if engine == "google_pse":
-        key = _need(settings.google_pse_api_key, "google_pse_api_key", engine)
-        cx = _need(settings.google_pse_engine_id, "google_pse_engine_id", engine)
-        return GooglePseSearch(key, cx, url, TIMEOUT)
-    keyed: dict[str, tuple[type[HttpSearch], str]] = {
-        "brave": (BraveSearch, "brave_search_api_key"),
-        "tavily": (TavilySearch, "tavily_api_key"),
-        "serper": (SerperSearch, "serper_api_key"),
-        "bing": (BingSearch, "bing_search_api_key"),
-        "exa": (ExaSearch, "exa_api_key"),
-    }
-    cls, setting = keyed[engine]
-    return cls(_need(getattr(settings, setting), setting, engine), url, TIMEOUT)
+    return WEB_SEARCH.get(settings.web_search_engine)(settings)

@@ -1,0 +1,107 @@
+"""The sources role: what brings documents in. A source kind turns a request (a path, a URL,
+a query, bytes) into SourceItems for the ingestor; every kind works side by side.
+
+Built in: ``upload`` (bytes handed over), ``text``, ``path`` (files and folders), ``url`` (a
+page or remote file), ``youtube`` (a video's transcript) and ``web-search`` (the pages a
+query finds). Plug-ins (connectors) register in the entry point group ``citewell.sources``
+and are used with ``citewell ingest --source NAME TARGET``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from citewell.config import Settings
+from citewell.errors import InvalidInput
+from citewell.fetch import video_id
+from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.web import WebSources, in_domains, is_url
+from citewell.plugins import Registry
+from citewell.sources import SourceItem, text_item, walk
+
+
+@dataclass(frozen=True)
+class SourceRequest:
+    """What to bring in: ``target`` is what the kind reads (a path, URL, query or name);
+    ``data`` the bytes handed over (upload, text); ``options`` kind-specific strings."""
+
+    target: str
+    data: bytes = b""
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What a source may use: the settings and the web (fetcher, YouTube, web search)."""
+
+    settings: Settings
+    web: WebSources
+
+
+class Source(Protocol):
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        """The items the request names, each read when the ingestor gets to it. Raises a
+        CitewellError (InvalidInput, FetchError, …) when the request cannot be served."""
+        ...
+
+
+SOURCES: Registry[Callable[[SourceContext], Source]] = Registry("sources")
+
+
+class UploadSource:
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        data, name = request.data, request.target
+        yield SourceItem(key=f"upload:{sha256(data)[:32]}", name=name, read=lambda: data)
+
+
+class TextSource:
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        mime_type = request.options.get("mime_type", "text/plain")
+        yield text_item(request.target, request.data.decode("utf-8"), mime_type)
+
+
+class PathSource:
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        yield from walk([Path(request.target)])
+
+
+class UrlSource:
+    def __init__(self, web: WebSources, video_only: bool = False) -> None:
+        self.web, self.video_only = web, video_only
+
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        if self.video_only and video_id(request.target) is None:
+            raise InvalidInput(f"{request.target} is not a YouTube video URL.")
+        languages = [x for x in request.options.get("languages", "").split(",") if x]
+        yield self.web.item(request.target, languages=languages)
+
+
+class WebSearchSource:
+    """The pages a query finds (web_search_engine), fetched; pages that fail are skipped."""
+
+    def __init__(self, web: WebSources) -> None:
+        self.web = web
+
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        count = int(request.options.get("count", 0)) or self.web.settings.web_search_result_count
+        found = self.web.provider().search(request.target, count)[:count]
+        results = [r for r in found if in_domains(r.url, self.web.domains)]
+        for got in self.web.fetch_results(results):
+            if isinstance(got, SourceItem):
+                yield got
+
+
+SOURCES.add("upload", lambda _: UploadSource())
+SOURCES.add("text", lambda _: TextSource())
+SOURCES.add("path", lambda _: PathSource())
+SOURCES.add("url", lambda c: UrlSource(c.web))
+SOURCES.add("youtube", lambda c: UrlSource(c.web, video_only=True))
+SOURCES.add("web-search", lambda c: WebSearchSource(c.web))
+
+
+def source_of(target: str) -> str:
+    """The kind a bare command-line target is: a URL or a path."""
+    return "url" if is_url(target) else "path"
