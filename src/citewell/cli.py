@@ -31,7 +31,16 @@ from citewell.llm.base import ChatMessage
 from citewell.types import ScoredChunk, SearchMode
 
 
-@click.group()
+class CitewellGroup(click.Group):
+    """Any Citewell error a command lets through (invalid settings, met before the command's
+    own handling) is shown as its message, with no traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        with click_errors():
+            return super().invoke(ctx)
+
+
+@click.group(cls=CitewellGroup)
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path),

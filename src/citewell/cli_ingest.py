@@ -73,9 +73,7 @@ def ingest(
         click.echo(f"  failed: {error}", err=True)
 
 
-def _estimate(
-    ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str
-) -> None:
+def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str) -> None:
     from citewell.ingest.web import is_url
 
     if any(is_url(t) for t in targets):

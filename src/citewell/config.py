@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import AfterValidator, AliasChoices, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -829,6 +836,8 @@ class Settings(BaseSettings):
         _CONFIG_FILE["path"] = config_file
         try:
             return cls(**{k: v for k, v in overrides.items() if v is not None})
+        except ValidationError as exc:
+            raise ConfigError(_invalid(exc)) from exc
         except ValueError as exc:
             raise ConfigError(f"Invalid settings: {exc}") from exc
         finally:
@@ -837,6 +846,20 @@ class Settings(BaseSettings):
 
 _CONFIG_FILE: dict[str, Path | None] = {"path": None}
 ONNX_MODEL_NAMES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
+
+
+def _invalid(exc: ValidationError) -> str:
+    """One line per invalid setting: its name, where its value came from, what is wrong."""
+    lines = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else ""
+        message = error["msg"].removeprefix("Value error, ")
+        if name in Settings.model_fields:
+            where = _source_of(name, error.get("input"))
+            lines.append(f"{name} = {error.get('input')!r} (from {where}): {message}")
+        else:
+            lines.append(message)
+    return "Invalid settings: " + "; ".join(lines) + "."
 
 
 def _source_of(name: str, value: object) -> str:

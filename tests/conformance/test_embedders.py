@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from citewell.embedders import CachedEmbedder, EmbeddingCache, OllamaEmbedder, OpenAIEmbedder
+from citewell.config import Settings
+from citewell.embedders import (
+    EMBEDDERS,
+    CachedEmbedder,
+    EmbeddingCache,
+    OpenAIEmbedder,
+)
 from citewell.errors import EmbeddingError
+from citewell.testing.embedders import EmbedderConformance
 from tests.fake_servers import FakeService, serve
 
 pytestmark = pytest.mark.conformance
@@ -18,15 +25,23 @@ def service():
         yield fake
 
 
-@pytest.fixture(params=["onnx", "openai", "ollama"])
-def embedder(request, onnx_embedder, service):
-    if request.param == "onnx":
-        return onnx_embedder
-    if request.param == "openai":
-        return OpenAIEmbedder(
-            service.url + "/v1", "text-embedding-3-small", api_key="k", batch_size=2
+class TestBuiltInEmbedders(EmbedderConformance):
+    """Every built-in passes the role's shipped suite: the offline ONNX model and both HTTP
+    wire formats (against the fake)."""
+
+    @pytest.fixture(params=["onnx", "openai", "ollama"])
+    def embedder(self, request, onnx_embedder, service, tmp_path):
+        if request.param == "onnx":
+            return onnx_embedder
+        base = service.url + "/v1" if request.param == "openai" else service.url
+        settings = Settings.load(
+            data_dir=tmp_path,
+            embedding_engine=request.param,
+            embedding_base_url=base,
+            embedding_model="nomic-embed-text",
+            embedding_batch_size=2,
         )
-    return OllamaEmbedder(service.url, "nomic-embed-text", batch_size=2)
+        return EMBEDDERS.get(request.param)(settings)
 
 
 TEXTS = [
@@ -35,23 +50,6 @@ TEXTS = [
     "The capital of France is Paris",
     "Paris",
 ]
-
-
-def test_shape_dtype_and_unit_length(embedder):
-    vectors = embedder.embed(TEXTS, "document")
-    assert vectors.shape == (4, embedder.dimension) and vectors.dtype == np.float32
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
-
-
-def test_order_is_kept_and_deterministic(embedder):
-    first = embedder.embed(TEXTS, "document")
-    again = embedder.embed(list(reversed(TEXTS)), "document")[::-1]
-    assert np.allclose(first, again, atol=1e-5)
-
-
-def test_related_texts_are_closer(embedder):
-    v = embedder.embed(TEXTS, "query")
-    assert v[0] @ v[1] > v[0] @ v[2]
 
 
 def test_onnx_matches_known_semantics(onnx_embedder):

@@ -4,8 +4,10 @@ tiny randomly initialised ONNX cross-encoder, so it checks wiring, not ranking q
 import numpy as np
 import pytest
 
+from citewell.config import Settings
 from citewell.errors import ConfigError
-from citewell.rerankers import CrossEncoderReranker, HttpReranker
+from citewell.rerankers import RERANKERS, CrossEncoderReranker, HttpReranker
+from citewell.testing.rerankers import RerankerConformance
 from citewell.types import ScoredChunk, StoredChunk
 from tests.fake_servers import FakeService, serve
 
@@ -99,3 +101,30 @@ def test_cross_encoder_needs_a_model_directory(tmp_path):
         CrossEncoderReranker(tmp_path / "missing")
     with pytest.raises(ConfigError, match="model.onnx"):
         CrossEncoderReranker(tmp_path)
+
+
+class TestBuiltInRerankers(RerankerConformance):
+    """Every built-in passes the role's shipped suite: both HTTP wire formats (against the
+    fake) and the local cross-encoder (a tiny random model: wiring, not quality)."""
+
+    @pytest.fixture(params=["http-cohere", "http-tei", "cross_encoder"])
+    def reranker(self, request, tmp_path):
+        if request.param == "cross_encoder":
+            from citewell.embedders.onnx import packaged_tokenizer_path
+
+            build_tiny_cross_encoder(tmp_path, packaged_tokenizer_path())
+            yield RERANKERS.get("cross_encoder")(
+                Settings.load(
+                    data_dir=tmp_path, reranker="cross_encoder", reranking_model=str(tmp_path)
+                )
+            )
+            return
+        path = "/v1/rerank" if request.param == "http-cohere" else "/rerank"
+        with serve(FakeService()) as url:
+            yield RERANKERS.get("http")(
+                Settings.load(data_dir=tmp_path, reranker="http", reranker_url=url + path)
+            )
+
+
+def test_none_means_no_reranker(tmp_path):
+    assert RERANKERS.get("none")(Settings.load(data_dir=tmp_path)) is None

@@ -5,6 +5,7 @@ import pytest
 
 from citewell.config import Settings
 from citewell.errors import ConfigError, WebSearchError
+from citewell.testing.web_search import WebSearchConformance
 from citewell.websearch import PROVIDERS, build_web_search
 from tests.fake_web import FakeSearchProviders, Hit, serve_web
 
@@ -100,3 +101,11 @@ def test_a_provider_failure_is_an_upstream_error(fake):
     fake.failing = {"broken query"}
     with pytest.raises(WebSearchError, match="500"):
         provider(fake, "searxng").search("broken query", 3)
+
+
+class TestBuiltInProviders(WebSearchConformance):
+    """Every built-in provider passes the role's shipped suite, against the fake."""
+
+    @pytest.fixture(params=PROVIDERS)
+    def web_search(self, request, fake):
+        return provider(fake, request.param)

@@ -57,7 +57,7 @@ def test_a_job_cancelled_while_its_batch_runs_stops_before_parsing(app):
     work = runner(app)
     claimed = app.jobs.claim(64)  # the worker has taken both...
     app.jobs.cancel(geese.id)  # ...when the user cancels the second
-    work._run_group(claimed[0].kb_id, claimed)
+    work.handlers["ingest"].run(claimed[0].kb_id, claimed)
     assert app.jobs.get(ducks.id).state == "indexed"
     assert app.jobs.get(geese.id).state == "cancelled"
     assert app.storage.staged(geese.id) is None
@@ -192,6 +192,6 @@ def test_a_claimed_job_whose_kb_is_gone_fails_without_recreating_it(app):
     (job,) = app.enqueue_uploads("birds", [DUCKS])
     claimed = app.jobs.claim(64)
     app.catalog.delete_kb(job.kb_id)  # gone between claim and run
-    runner(app)._run_group(job.kb_id, claimed)
+    runner(app).handlers["ingest"].run(job.kb_id, claimed)
     assert app.jobs.get(job.id).error_code == "kb_deleted"
     assert app.catalog.find_kb(job.kb_id) is None and app.list_kbs() == []

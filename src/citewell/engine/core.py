@@ -21,30 +21,18 @@ from citewell.embedders import CachedEmbedder
 from citewell.engine.as_linked import describe_as_linked
 from citewell.engine.runner import JobRunner
 from citewell.enrich import Enricher
-from citewell.errors import CitewellError, FileNotFound
+from citewell.errors import FileNotFound
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.reading import reader_from_settings
 from citewell.ingest.rechunk import Rechunker
-from citewell.ingest.sources import (
-    SOURCES,
-    SourceContext,
-    SourceRequest,
-    TextSource,
-    UploadSource,
-    source_of,
-)
+from citewell.ingest.sources import SourceContext, SourceRequest, TextSource, UploadSource, gather
 from citewell.ingest.types import IngestEstimate, ProgressCallback
 from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources
 from citewell.jobs import Job
 from citewell.jobs.leader import WorkerElection
-from citewell.live_settings import (
-    LiveSettings,
-    default_mode,
-    enrich_config,
-    kb_ranking,
-)
+from citewell.live_settings import LiveSettings, default_mode, enrich_config, kb_ranking
 from citewell.llm.base import LLM
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderPool
@@ -352,20 +340,8 @@ class Engine:
         self, targets: Sequence[Path | str], source: str = ""
     ) -> tuple[list[SourceItem], list[str]]:
         """The targets as items, through the source kind ``source`` (default: a URL or a
-        path, by its look), and the targets that failed. A missing path stops everything
-        (a typo); a URL or other remote target that fails counts as one failed file."""
-        items: list[SourceItem] = []
-        failed = []
-        for target in (str(t) for t in targets):
-            kind = source or source_of(target)
-            reader = SOURCES.get(kind)(SourceContext(self.settings, self.web))
-            try:
-                items.extend(reader.items(SourceRequest(target)))
-            except CitewellError as exc:
-                if kind == "path":
-                    raise
-                failed.append(f"{target}: {exc.message}")
-        return items, failed
+        path, by its look), and the targets that failed (ingest.sources.gather)."""
+        return gather([str(t) for t in targets], source, SourceContext(self.settings, self.web))
 
     def get_file(self, file_id: str) -> FileRecord:
         record = self.catalog.get_file(file_id)

@@ -9,13 +9,13 @@ and are used with ``citewell ingest --source NAME TARGET``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from citewell.config import Settings
-from citewell.errors import InvalidInput
+from citewell.errors import CitewellError, InvalidInput
 from citewell.fetch import video_id
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.web import WebSources, in_domains, is_url
@@ -105,3 +105,23 @@ SOURCES.add("web-search", lambda c: WebSearchSource(c.web))
 def source_of(target: str) -> str:
     """The kind a bare command-line target is: a URL or a path."""
     return "url" if is_url(target) else "path"
+
+
+def gather(
+    targets: Sequence[str], kind: str, context: SourceContext
+) -> tuple[list[SourceItem], list[str]]:
+    """Items of every target (read through ``kind``, or by each target's look), and the
+    targets that failed. A missing path stops everything (a typo); a URL or other remote
+    target that fails counts as one failed file."""
+    items: list[SourceItem] = []
+    failed = []
+    for target in targets:
+        chosen = kind or source_of(target)
+        source = SOURCES.get(chosen)(context)
+        try:
+            items.extend(source.items(SourceRequest(target)))
+        except CitewellError as exc:
+            if chosen == "path":
+                raise
+            failed.append(f"{target}: {exc.message}")
+    return items, failed

@@ -1,0 +1,120 @@
+"""Built-in sources and job handlers pass their roles' shipped suites (citewell.testing):
+every source kind (the web ones against the fake site, search provider and YouTube), and the
+ingest job handler on a fresh application."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from citewell.config import Settings
+from citewell.engine.job_handlers import JOB_HANDLERS
+from citewell.ingest.sources import SOURCES, SourceContext, SourceRequest
+from citewell.ingest.web import WebSources
+from citewell.testing.job_handlers import JobHandlerConformance
+from citewell.testing.sources import SourceConformance
+from tests.fake_web import FakeSearchProviders, FakeWebSite, FakeYouTube, Hit, serve_web
+
+pytestmark = pytest.mark.conformance
+
+
+@pytest.fixture(scope="module")
+def sites(shared_docs):
+    site, search, youtube = FakeWebSite(shared_docs), FakeSearchProviders([]), FakeYouTube()
+    with serve_web(site) as site_url, serve_web(search) as search_url, serve_web(youtube) as yt:
+        youtube.url = yt
+        search.results = [
+            Hit(f"{site_url}/article", "Mallards", "Mallards of the marsh"),
+            Hit(f"{site_url}/missing", "Gone", "A page that is not there"),
+            Hit(f"{site_url}/fixture/wiki_duck.html", "Duck", "Wikipedia on ducks"),
+        ]
+        yield SimpleNamespace(site=site_url, search=search_url + "/searxng/search", youtube=yt)
+
+
+def requests_for(sites, folder):
+    (folder / "a.md").write_text("# Leave\n\nParental leave lasts sixteen weeks.")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "b.txt").write_text("Remote work is allowed two days a week.")
+    return {
+        "upload": SourceRequest("handbook.txt", b"Parental leave lasts sixteen weeks."),
+        "text": SourceRequest("note", b"Lunch is served from noon."),
+        "path": SourceRequest(str(folder)),
+        "url": SourceRequest(f"{sites.site}/article"),
+        "youtube": SourceRequest("https://www.youtube.com/watch?v=dQw4w9WgXcQ"),
+        "web-search": SourceRequest("mallards"),
+    }
+
+
+class TestBuiltInSources(SourceConformance):
+    @pytest.fixture(params=list(SOURCES))
+    def kind(self, request):
+        return request.param
+
+    @pytest.fixture
+    def context(self, sites, tmp_path):
+        settings = Settings.load(
+            data_dir=tmp_path / "data",
+            web_fetch_allowlist="127.0.0.1",
+            web_fetch_timeout=3,
+            web_search_engine="searxng",
+            searxng_query_url=sites.search,
+            youtube_url=sites.youtube,
+        )
+        web = WebSources(settings, None, None)  # type: ignore[arg-type]  (fetching only)
+        yield SourceContext(settings, web)
+        web.close()
+
+    @pytest.fixture
+    def source(self, kind, context):
+        return SOURCES.get(kind)(context)
+
+    @pytest.fixture
+    def request_(self, kind, sites, tmp_path):
+        folder = tmp_path / "docs"
+        folder.mkdir()
+        return requests_for(sites, folder)[kind]
+
+
+def test_every_built_in_source_has_a_request(sites, tmp_path):
+    assert set(requests_for(sites, tmp_path)) == set(SOURCES)
+
+
+def test_web_search_skips_pages_that_cannot_be_fetched(sites, tmp_path):
+    settings = Settings.load(
+        data_dir=tmp_path,
+        web_fetch_allowlist="127.0.0.1",
+        web_search_engine="searxng",
+        searxng_query_url=sites.search,
+    )
+    web = WebSources(settings, None, None)  # type: ignore[arg-type]
+    items = list(SOURCES.get("web-search")(SourceContext(settings, web)).items(SourceRequest("x")))
+    assert [i.url for i in items] == [
+        f"{sites.site}/article",
+        f"{sites.site}/fixture/wiki_duck.html",
+    ]
+    assert all(i.source == "web-search" for i in items)
+
+
+class TestIngestJobHandler(JobHandlerConformance):
+    @pytest.fixture
+    def operation(self):
+        return "ingest"
+
+    @pytest.fixture
+    def handler_factory(self):
+        return JOB_HANDLERS.get("ingest")
+
+    @pytest.fixture
+    def enqueue(self):
+        def enqueue(context, kb_id):
+            job_id = context.jobs.new_id()
+            context.storage.stage(job_id, b"# Leave\n\nParental leave lasts sixteen weeks.")
+            (job,) = context.jobs.enqueue(kb_id, [(job_id, "leave.md", "leave.md")])
+            return job
+
+        return enqueue
+
+
+def test_reembed_and_rechunk_need_their_parts(tmp_path):
+    context = SimpleNamespace(spaces=None, rechunker=None)
+    assert JOB_HANDLERS.get("reembed")(context) is None
+    assert JOB_HANDLERS.get("rechunk")(context) is None
