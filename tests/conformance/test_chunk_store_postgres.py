@@ -94,10 +94,13 @@ def test_statistics_made_before_versions_get_one(engine):
     from sqlalchemy import text
 
     PostgresChunkStore(engine, "old", DIM).upsert(CORPUS)
-    with engine.begin() as db:
+    with engine.begin() as db:  # as the first release left it: no column, no schema version
         db.execute(text("ALTER TABLE old_stats DROP COLUMN version"))
+        db.execute(text("DELETE FROM citewell_chunk_tables WHERE name = 'old'"))
     store = in_memory(engine, "old")
     assert _read(engine, "SELECT version FROM old_stats") == [(0,)]
+    recorded = "SELECT version FROM citewell_chunk_tables WHERE name = 'old'"
+    assert _read(engine, recorded)[0][0] >= 4  # upgraded, then versioned
     assert store.count(ALL) == len(CORPUS)
     assert store._snapshots.current() is not None
 
@@ -227,6 +230,47 @@ def test_postings_written_before_impacts_are_upgraded_in_place(engine):
     _df_matches_postings(engine, "old")
 
 
+def test_chunk_tables_carry_a_schema_version_and_refuse_a_newer_one(engine):
+    from sqlalchemy import text
+
+    from citewell.errors import StoreError
+
+    def version():
+        return _read(engine, "SELECT version FROM citewell_chunk_tables WHERE name = 'sv'")
+
+    store = PostgresChunkStore(engine, "sv", DIM)
+    store.upsert(CORPUS)
+    (current,) = version()
+    assert current[0] >= 4
+    with engine.begin() as db:  # what a later release would leave
+        db.execute(text("UPDATE citewell_chunk_tables SET version = version + 1"))
+    with pytest.raises(StoreError, match="schema version .* Upgrade Citewell"):
+        PostgresChunkStore(engine, "sv", DIM)
+    with engine.begin() as db:
+        db.execute(text("UPDATE citewell_chunk_tables SET version = version - 1"))
+    assert PostgresChunkStore(engine, "sv", DIM).count(ALL) == len(CORPUS)
+    store.drop()
+    assert version() == []
+
+
+def test_a_current_table_opens_without_schema_statements(engine):
+    """Its recorded version skips every step: no DDL, no lock on the table's writers."""
+    from sqlalchemy import event
+
+    PostgresChunkStore(engine, "once", DIM).upsert(CORPUS)
+    statements = []
+
+    def record(*args):
+        statements.append(args[2])
+
+    event.listen(engine, "before_cursor_execute", record)
+    PostgresChunkStore(engine, "once", DIM)
+    event.remove(engine, "before_cursor_execute", record)
+    assert statements and not [
+        s for s in statements if s.lstrip().upper().startswith(("CREATE", "ALTER", "UPDATE"))
+    ]
+
+
 def test_ef_search_widens_with_the_table():
     from citewell.stores.postgres import ef_search
 
@@ -334,8 +378,9 @@ def test_vectors_are_kept_in_the_rows_also_in_tables_made_before(engine):
 
     store = PostgresChunkStore(engine, "vt", DIM)
     assert storage() == "m"
-    with engine.begin() as db:
+    with engine.begin() as db:  # as releases before the change (and before versions) made it
         db.execute(text("ALTER TABLE vt ALTER COLUMN vector SET STORAGE EXTERNAL"))
+        db.execute(text("DELETE FROM citewell_chunk_tables WHERE name = 'vt'"))
     store = PostgresChunkStore(engine, "vt", DIM)
     assert storage() == "m"
     store.upsert(CORPUS)

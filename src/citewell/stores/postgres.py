@@ -25,7 +25,7 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
 from citewell.stores.filter_counts import FilterCounts
 from citewell.stores.postgres_bm25 import FilterPlan, Postings
-from citewell.stores.postgres_schema import create_tables
+from citewell.stores.postgres_schema import create_tables, forget_table
 from citewell.stores.postgres_snapshot import PostgresSnapshotSource
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.stores.scope_statistics import ScopeStatisticsCache
@@ -100,8 +100,7 @@ class PostgresChunkStore:
         self.bm25 = Postings(table)
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
-            create_tables(db, table, dimension)
-            self.bm25.create(db)
+            create_tables(db, table, dimension, self.bm25.create)
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
         source = PostgresSnapshotSource(engine, table, self.stats, dimension, listener)
@@ -407,6 +406,7 @@ class PostgresChunkStore:
         with self.engine.begin() as db:
             for name in (self.bm25.table, self.bm25.df, self.stats, self.table):
                 db.execute(text(f"DROP TABLE IF EXISTS {name}"))
+            forget_table(db, self.table)
         self._changed()
 
     def optimize(self) -> None:

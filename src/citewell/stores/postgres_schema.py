@@ -1,18 +1,24 @@
-"""The PostgreSQL chunk store's tables: created on first use, brought up to date in place.
+"""The PostgreSQL chunk store's tables: created on first use, upgraded in place by version.
 
 One chunk table per embedding space, and a one-row statistics table beside it (row count,
-total terms, and a version every write bumps); the BM25 tables are postgres_bm25's. Opening
-a table made by an earlier release adds what it lacks, under an advisory lock so that
-several processes starting at once do it once.
+total terms, and a version every write bumps); the BM25 tables are postgres_bm25's. Each
+chunk table's schema version is kept in ``citewell_chunk_tables``; opening a table runs the
+upgrade steps after its version, under an advisory lock so that several processes starting
+at once run them once. A table made before versions (no row) runs every step: each one
+checks what is there first. A table from a newer release is refused.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from citewell.db.change_listener import notify_on_update
 from citewell.errors import StoreError
+
+VERSIONS = "citewell_chunk_tables"
 
 
 def columns(db: Connection, table: str) -> set[str]:
@@ -35,16 +41,17 @@ def _attribute(db: Connection, table: str, field: str, column: str) -> object:
     ).scalar()
 
 
-def create_tables(db: Connection, table: str, dimension: int) -> None:
-    """The chunk and statistics tables of ``table`` (``{table}_stats``), with their indexes."""
-    stats = f"{table}_stats"
-    db.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": table})
+def _check_dimension(db: Connection, table: str, dimension: int) -> None:
     found = _attribute(db, table, "atttypmod", "vector")
     if found is not None and found != dimension:
         raise StoreError(
             f"Chunk table {table} holds {found}-dimensional vectors, the embedder makes "
             f"{dimension}; use another database or restore the model."
         )
+
+
+def _base_tables(db: Connection, table: str, dimension: int) -> None:
+    """Version 1: the chunk table with its indexes, and the statistics row."""
     for statement in (
         f"CREATE TABLE IF NOT EXISTS {table} (id text PRIMARY KEY, file_id text NOT NULL, "
         "kb_ids text[] NOT NULL, idx integer NOT NULL, text text NOT NULL, "
@@ -58,16 +65,79 @@ def create_tables(db: Connection, table: str, dimension: int) -> None:
         f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw "
         "(vector vector_cosine_ops) WITH (m = 24, ef_construction = 128)",
         # version: bumped by every write, so in-memory snapshots know they are current.
-        f"CREATE TABLE IF NOT EXISTS {stats} (one boolean PRIMARY KEY DEFAULT true "
+        f"CREATE TABLE IF NOT EXISTS {table}_stats (one boolean PRIMARY KEY DEFAULT true "
         "CHECK (one), chunks bigint NOT NULL, length bigint NOT NULL, "
         "version bigint NOT NULL DEFAULT 0)",
-        f"INSERT INTO {stats} VALUES (true, 0, 0) ON CONFLICT DO NOTHING",
+        f"INSERT INTO {table}_stats VALUES (true, 0, 0) ON CONFLICT DO NOTHING",
     ):
         db.execute(text(statement))
-    if "version" not in columns(db, stats):  # made before versions
+
+
+def _stats_version(db: Connection, table: str, dimension: int) -> None:  # noqa: ARG001
+    """Version 2: the statistics row counts writes (for in-memory snapshots)."""
+    stats = f"{table}_stats"
+    if "version" not in columns(db, stats):
         db.execute(text(f"ALTER TABLE {stats} ADD COLUMN version bigint NOT NULL DEFAULT 0"))
-    _keep_vectors_inline(db, table)
-    notify_on_update(db, stats)  # snapshots read the version only after it moved
+
+
+Step = Callable[[Connection, str, int], None]
+
+
+def steps(postings: Callable[[Connection], None]) -> list[Step]:
+    """Every upgrade step, in order: step i brings a table to version i + 1."""
+    return [
+        _base_tables,
+        _stats_version,
+        lambda db, table, _: _keep_vectors_inline(db, table),  # 3: vectors in the rows
+        lambda db, _t, _d: postings(db),  # 4: BM25 postings with impacts, document frequencies
+    ]
+
+
+def create_tables(
+    db: Connection, table: str, dimension: int, postings: Callable[[Connection], None]
+) -> int:
+    """Bring ``table`` (and ``{table}_stats``, and its postings through ``postings``) to the
+    current version, creating it if new; returns the version it had (0: new or unversioned)."""
+    db.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": table})
+    _check_dimension(db, table, dimension)
+    if not columns(db, VERSIONS):
+        db.execute(
+            text(
+                f"CREATE TABLE IF NOT EXISTS {VERSIONS} (name text PRIMARY KEY, "
+                "version integer NOT NULL, upgraded_at timestamptz NOT NULL DEFAULT now())"
+            )
+        )
+    found = table_version(db, table)
+    upgrades = steps(postings)
+    if found > len(upgrades):
+        raise StoreError(
+            f"Chunk table {table} has schema version {found}; this Citewell knows up to "
+            f"{len(upgrades)}. Upgrade Citewell to the release that wrote it (or newer)."
+        )
+    for step in upgrades[found:]:
+        step(db, table, dimension)
+    if found < len(upgrades):
+        db.execute(
+            text(
+                f"INSERT INTO {VERSIONS} (name, version) VALUES (:t, :v) ON CONFLICT (name) "
+                "DO UPDATE SET version = excluded.version, upgraded_at = now()"
+            ),
+            {"t": table, "v": len(upgrades)},
+        )
+    notify_on_update(db, f"{table}_stats")  # snapshots read the version only after it moved
+    return found
+
+
+def table_version(db: Connection, table: str) -> int:
+    """The schema version recorded for ``table``; 0 when none is (new, or made before)."""
+    found = db.execute(text(f"SELECT version FROM {VERSIONS} WHERE name = :t"), {"t": table})
+    return int(found.scalar() or 0)
+
+
+def forget_table(db: Connection, table: str) -> None:
+    """After the table is dropped: its version goes too."""
+    if columns(db, VERSIONS):
+        db.execute(text(f"DELETE FROM {VERSIONS} WHERE name = :t"), {"t": table})
 
 
 def _keep_vectors_inline(db: Connection, table: str) -> None:
