@@ -143,6 +143,15 @@ class KnowledgeService:
         self.app.remove_file(found.id, file_id)
         return found
 
+    def delete_file(self, file_id: str) -> FileRecord:
+        """The file out of every KB the caller may read (they must be able to change each);
+        its bytes, chunks and vectors go once no KB at all holds it. Returns it as the caller
+        named it."""
+        record = self.view.file(file_id)
+        for link in self.view.removable_links(file_id):
+            self.app.remove_file(link.kb_id, record.id)
+        return record
+
 
 def _item(name: str, data: bytes) -> SourceItem:
     return SourceItem(key=name, name=name, read=lambda: data)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Response, status
 from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import FilePublic, FileTextPublic, SectionPublic
+from citewell.services.knowledge import KnowledgeService
 
 router = APIRouter(prefix="/api/v1/files", tags=["files"], route_class=OffLoopJsonRoute)
 
@@ -78,7 +79,5 @@ def get_file_content(file_id: str, view: ViewDep) -> Response:
 def delete_file(file_id: str, view: ViewDep, audit: AuditDep) -> None:
     """Delete the file from every KB you may read (you must be able to change each of them).
     Its bytes, chunks and vectors go once no KB at all holds it."""
-    record = view.file(file_id)  # the caller's name for it, for the audit trail
-    for link in view.removable_links(file_id):
-        view.app.remove_file(link.kb_id, record.id)
+    record = KnowledgeService(view).delete_file(file_id)
     audit.record(view.access, "file.delete", "file", record.id, name=record.name)

@@ -23,7 +23,7 @@ from citewell.api.schemas import (
 from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
 from citewell.fetch import video_id
-from citewell.ingest.web import WEB_KB, WEB_SEARCH_KB, UrlIngest
+from citewell.services.web import Fetched, WebService
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
 router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"], route_class=OffLoopJsonRoute)
@@ -98,14 +98,14 @@ def query_collection(body: QueryCollectionRequest, view: ViewDep) -> JSONRespons
     return _results(results)
 
 
-def _web_public(view: Scoped, done: UrlIngest) -> WebIngestPublic:
-    app = view.app
+def _web_public(fetched: Fetched) -> WebIngestPublic:
+    done = fetched.done
     return WebIngestPublic(
-        collection_name=app.catalog.get_kb(done.kb).name,  # done.kb is the id
+        collection_name=fetched.kb.name,
         filename=done.url,
         url=done.url,
         title=done.title,
-        file=FilePublic.of(view.file(done.record.id)),
+        file=FilePublic.of(fetched.file),
         chunks_embedded=done.report.chunks_embedded,
         linked=done.report.files_linked > 0,
         unchanged=done.report.files_unchanged > 0,
@@ -132,18 +132,17 @@ def process_youtube(body: ProcessUrlCreate, view: ViewDep, audit: AuditDep) -> W
 
 
 def _fetch_url(view: Scoped, audit: AuditDep, body: ProcessUrlCreate) -> WebIngestPublic:
-    with view.target_kb(body.collection_name, WEB_KB) as kb:
-        done = view.app.ingest_url(body.url, kb.id, body.language, view.access.user_id)
-    audit.record(view.access, "file.fetch", "file", done.record.id, url=done.url, kb=kb.id)
-    return _web_public(view, done)
+    fetched = WebService(view).fetch(body.url, body.collection_name, body.language)
+    done = fetched.done
+    audit.record(view.access, "file.fetch", "file", done.record.id, url=done.url, kb=fetched.kb.id)
+    return _web_public(fetched)
 
 
 @router.post("/process/web_search")
 def process_web_search(body: WebSearchCreate, view: ViewDep, audit: AuditDep) -> WebSearchPublic:
     """Search the web, fetch the result pages at once and store them in a KB (default: your
     own 'web-search-NAME'). A page that fails is reported in its item; the rest are stored."""
-    with view.target_kb(body.collection_name, WEB_SEARCH_KB) as kb:
-        outcome = view.app.web_search(body.all_queries(), kb.id, body.count)
+    kb, outcome = WebService(view).search(body.all_queries(), body.collection_name, body.count)
     audit.record(view.access, "web.search", "knowledge_base", kb.id, pages=len(outcome.files))
     items = [
         WebSearchItemPublic(
