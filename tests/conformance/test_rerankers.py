@@ -7,34 +7,10 @@ import pytest
 from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.rerankers import RERANKERS, CrossEncoderReranker, HttpReranker
-from citewell.testing.rerankers import RerankerConformance
-from citewell.types import ScoredChunk, StoredChunk
+from citewell.testing.rerankers import RerankerConformance, candidates
 from tests.fake_servers import FakeService, serve
 
 pytestmark = pytest.mark.conformance
-
-
-def candidates(*texts):
-    return [
-        ScoredChunk(
-            f"c{i}",
-            1.0 - i / 10,
-            StoredChunk(
-                id=f"c{i}",
-                file_id="f",
-                kb_ids=("k",),
-                index=i,
-                text=t,
-                start=0,
-                end=len(t),
-                page=None,
-                headings=(),
-                file_name="f",
-                terms="",
-            ),
-        )
-        for i, t in enumerate(texts)
-    ]
 
 
 @pytest.mark.parametrize("path", ["/v1/rerank", "/rerank"])
