@@ -27,7 +27,7 @@ from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.reading import reader_from_settings
 from citewell.ingest.rechunk import Rechunker
-from citewell.ingest.sources import SourceContext, SourceRequest, TextSource, UploadSource, gather
+from citewell.ingest.sources import SourceContext, SourceRequest, UploadSource, gather
 from citewell.ingest.types import IngestEstimate, ProgressCallback
 from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources
 from citewell.jobs import Job
@@ -39,7 +39,7 @@ from citewell.loaders.isolated import IsolatedReader, ReaderPool
 from citewell.operations.check import CheckReport, ConsistencyCheck
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever, RetrievalTrace
-from citewell.sources import SourceItem
+from citewell.sources import SourceItem, text_item
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
@@ -250,12 +250,7 @@ class Engine:
         mime_type: str = "text/plain",
         progress: ProgressCallback | None = None,
     ) -> IngestReport:
-        text, options = TextSource(), {"mime_type": mime_type}
-        items = [
-            item
-            for name, body in texts
-            for item in text.items(SourceRequest(name, body.encode("utf-8"), options))
-        ]
+        items = [text_item(name, text, mime_type) for name, text in texts]
         return self.ingest_items(items, kb, progress)
 
     def ingest_items(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from citewell.embedders.base import Embedder
 
@@ -17,10 +16,6 @@ TEXTS = [
 
 
 class EmbedderConformance:
-    @pytest.fixture
-    def embedder(self) -> Embedder:
-        raise NotImplementedError("provide an `embedder` fixture")
-
     def test_it_names_its_space_and_dimension(self, embedder: Embedder) -> None:
         assert isinstance(embedder.model_id, str) and embedder.model_id
         assert isinstance(embedder.dimension, int) and embedder.dimension > 0

@@ -12,7 +12,7 @@ import pytest
 
 from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.engine.job_handlers import JobContext, JobHandler
+from citewell.engine.job_handlers import JobContext
 from citewell.errors import CitewellError
 from citewell.jobs.store import Job
 from citewell.testing.fakes import FakeHashEmbedder
@@ -21,18 +21,6 @@ Enqueue = Callable[[JobContext, str], Job]
 
 
 class JobHandlerConformance:
-    @pytest.fixture
-    def operation(self) -> str:
-        raise NotImplementedError("provide an `operation` fixture")
-
-    @pytest.fixture
-    def handler_factory(self) -> Callable[[JobContext], JobHandler | None]:
-        raise NotImplementedError("provide a `handler_factory` fixture")
-
-    @pytest.fixture
-    def enqueue(self) -> Enqueue:
-        raise NotImplementedError("provide an `enqueue` fixture")
-
     @pytest.fixture
     def app(self, tmp_path: Path) -> Iterator[Citewell]:
         settings = Settings.load(data_dir=tmp_path / "data")

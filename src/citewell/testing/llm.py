@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from citewell.llm.base import LLM, ChatMessage, Completion
 
 MESSAGES = [
@@ -14,14 +12,6 @@ MESSAGES = [
 
 
 class LLMConformance:
-    @pytest.fixture
-    def llm(self) -> LLM:
-        raise NotImplementedError("provide an `llm` fixture")
-
-    @pytest.fixture
-    def model(self) -> str:
-        raise NotImplementedError("provide a `model` fixture")
-
     def test_completes_with_text_and_a_finish_reason(self, llm: LLM, model: str) -> None:
         done = llm.complete(model, MESSAGES, {"max_tokens": 32})
         assert isinstance(done, Completion)

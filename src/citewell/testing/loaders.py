@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-import pytest
-
 from citewell.loaders.base import Loader, sniff
 from citewell.loaders.ocr import OcrEngine
 
@@ -23,14 +21,6 @@ class Sample:
 
 
 class LoaderConformance:
-    @pytest.fixture
-    def loader(self) -> Loader:
-        raise NotImplementedError("provide a `loader` fixture")
-
-    @pytest.fixture
-    def sample(self) -> Sample:
-        raise NotImplementedError("provide a `sample` fixture")
-
     def test_it_says_which_types_it_reads(self, loader: Loader) -> None:
         assert loader.mime_types and all("/" in m for m in loader.mime_types)
 
@@ -61,10 +51,6 @@ def rendered_line(text: str) -> object:
 
 
 class OcrConformance:
-    @pytest.fixture
-    def ocr(self) -> OcrEngine:
-        raise NotImplementedError("provide an `ocr` fixture")
-
     def test_it_has_a_name(self, ocr: OcrEngine) -> None:
         assert isinstance(ocr.name, str) and ocr.name
 

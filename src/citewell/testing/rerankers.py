@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from citewell.rerankers.base import Reranker
 from citewell.types import ScoredChunk, StoredChunk
 
@@ -39,10 +37,6 @@ def candidates(*texts: str) -> list[ScoredChunk]:
 
 
 class RerankerConformance:
-    @pytest.fixture
-    def reranker(self) -> Reranker:
-        raise NotImplementedError("provide a `reranker` fixture")
-
     def test_scores_every_candidate_and_sorts_best_first(self, reranker: Reranker) -> None:
         ranked = reranker.rerank("how long is parental leave", candidates(*TEXTS), 3)
         assert sorted(c.chunk_id for c in ranked) == ["c0", "c1", "c2"]

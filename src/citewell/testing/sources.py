@@ -3,21 +3,11 @@ test) and ``request`` (a SourceRequest it serves, naming at least one document).
 
 from __future__ import annotations
 
-import pytest
-
 from citewell.ingest.sources import Source, SourceRequest
 from citewell.sources import SourceItem
 
 
 class SourceConformance:
-    @pytest.fixture
-    def source(self) -> Source:
-        raise NotImplementedError("provide a `source` fixture")
-
-    @pytest.fixture
-    def request_(self) -> SourceRequest:
-        raise NotImplementedError("provide a `request_` fixture")
-
     def test_items_name_documents_with_bytes(self, source: Source, request_: SourceRequest) -> None:
         items = list(source.items(request_))
         assert items and all(isinstance(i, SourceItem) for i in items)

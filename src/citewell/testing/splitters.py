@@ -24,10 +24,6 @@ HANDBOOK = Document(TEXT, "handbook.md", "text/markdown", title="Handbook")
 
 class SplitterConformance:
     @pytest.fixture
-    def splitter(self) -> Splitter:
-        raise NotImplementedError("provide a `splitter` fixture")
-
-    @pytest.fixture
     def chunk_size(self) -> int:
         return 200
 

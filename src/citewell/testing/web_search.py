@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 from citewell.websearch.base import WebResult, WebSearch
 
 
 class WebSearchConformance:
     query = "ducks"
-
-    @pytest.fixture
-    def web_search(self) -> WebSearch:
-        raise NotImplementedError("provide a `web_search` fixture")
 
     def test_results_are_links_with_titles(self, web_search: WebSearch) -> None:
         results = web_search.search(self.query, 3)
