@@ -38,7 +38,7 @@ def main() -> None:
         time.sleep(0.1)
     lance_ms, memory_ms, overlap, worst = [], [], [], 0.0
     for query in data.queries.values():
-        terms = terms_string(query, app.settings.bm25_stemmer)
+        terms = terms_string(query, app.settings.retrieval.bm25_stemmer)
         began = time.perf_counter()
         fts = store._table.search(terms, query_type="fts", fts_columns="terms")
         lance = store._run(fts, 50, where, "_score")

@@ -68,8 +68,8 @@ def main() -> None:
             {
                 "chunks": app.store.count(app_filter(app, kb)),
                 "queries": len(queries),
-                "k": app.settings.top_k,
-                "candidate_k": app.settings.candidate_k,
+                "k": app.settings.retrieval.top_k,
+                "candidate_k": app.settings.retrieval.candidate_k,
                 "ms": {
                     **{f"{m.value}": summary(v) for m, v in with_embed.items()},
                     "hybrid_without_query_embedding": summary(without),

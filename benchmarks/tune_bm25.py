@@ -64,7 +64,7 @@ def main() -> None:
         for query_id, query in data.queries.items():
             vector = embedder.embed([query], "query")[0].tolist()
             hits = app.store.vector_search(vector, 50, ChunkFilter(kb_ids=(kb,)))
-            words = terms_string(query, app.settings.bm25_stemmer).split()
+            words = terms_string(query, app.settings.retrieval.bm25_stemmer).split()
             prepared.append((query_id, words, [(h.chunk_id, h.score) for h in hits]))
         for (k1, b), index in postings.items():
             alone = hybrid = 0.0

@@ -89,7 +89,7 @@ def main() -> None:
             vector = app.retriever.space.embedder.embed([query], "query")[0].astype(np.float32)
             chunk_sims = sizes[1].chunk_vectors @ vector
             best = {n: best_pieces(index, vector, chunk_sims) for n, index in sizes.items()}
-            terms = terms_string(query, app.settings.bm25_stemmer)
+            terms = terms_string(query, app.settings.retrieval.bm25_stemmer)
             hits = app.store.keyword_search(terms, 50, ChunkFilter(kb_ids=(kb,)))
             queries.append((query_id, (chunk_sims, best, [(h.chunk_id, h.score) for h in hits])))
 

@@ -106,7 +106,7 @@ def prepare(app: Citewell, index: Index, kb: str, queries: dict[str, str]) -> li
     prepared = []
     for query_id, query in queries.items():
         vector = app.retriever.space.embedder.embed([query], "query")[0].astype(np.float32)
-        terms = terms_string(query, app.settings.bm25_stemmer)
+        terms = terms_string(query, app.settings.retrieval.bm25_stemmer)
         keyword = app.store.keyword_search(terms, 50, ChunkFilter(kb_ids=(kb,)))
         chunk_sims = index.chunk_vectors @ vector
         # each chunk's best sentence (its own similarity if it has none)

@@ -15,7 +15,7 @@ from citewell.embedders import OnnxEmbedder
 
 # Tests define their own settings: none may leak in from the environment running them
 # (an operator's OPENAI_API_KEY, PORT, CHUNK_SIZE…).
-for _name, _info in Settings.model_fields.items():
+for _name, _info in Settings.fields().items():
     for _env in env_names(_name, _info):
         os.environ.pop(_env, None)
 os.environ.pop("CITEWELL_CONFIG", None)

@@ -253,37 +253,37 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
 
     with click_errors():
         settings = Settings.load(ctx.config, data_dir=ctx.data_dir, workers=workers)
-        bind, listen = host or settings.host, port or settings.port
+        bind, listen = host or settings.server.host, port or settings.server.port
         check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
-        if settings.workers == 1:
+        if settings.server.workers == 1:
             app = ctx.app(switch_models=True)
             engine, api = app.catalog.engine, create_app(settings, app)
         else:
             from citewell.app.assemble import prepare_database
 
             engine = prepare_database(settings)  # once, before the processes start
-    llm = settings.llm_base_url or "none (extractive answers)"
+    llm = settings.llm.llm_base_url or "none (extractive answers)"
     click.echo(
-        f"Citewell on http://{bind}:{listen}  data: {settings.data_dir}  LLM: {llm}"
-        + (f"  processes: {settings.workers}" if settings.workers > 1 else ""),
+        f"Citewell on http://{bind}:{listen}  data: {settings.storage.data_dir}  LLM: {llm}"
+        + (f"  processes: {settings.server.workers}" if settings.server.workers > 1 else ""),
         err=True,
     )
     announce_access(settings, engine)
     # SIGTERM: stop accepting, finish requests in flight (up to 30 s), then stop the job
     # worker (its batch finishes or goes back to the queue).
-    if settings.workers == 1:
+    if settings.server.workers == 1:
         uvicorn.run(
             api,
             host=bind,
             port=listen,
             log_level="info",
             timeout_graceful_shutdown=30,
-            timeout_keep_alive=settings.keep_alive_seconds,
+            timeout_keep_alive=settings.server.keep_alive_seconds,
         )
         return
     # Each process builds its own app from the environment (uvicorn's factory).
-    os.environ["CITEWELL_DATA_DIR"] = str(settings.data_dir)
-    os.environ["CITEWELL_WORKERS"] = str(settings.workers)
+    os.environ["CITEWELL_DATA_DIR"] = str(settings.storage.data_dir)
+    os.environ["CITEWELL_WORKERS"] = str(settings.server.workers)
     if ctx.config is not None:
         os.environ["CITEWELL_CONFIG"] = str(ctx.config)
     uvicorn.run(
@@ -291,10 +291,10 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
         factory=True,
         host=bind,
         port=listen,
-        workers=settings.workers,
+        workers=settings.server.workers,
         log_level="info",
         timeout_graceful_shutdown=30,
-        timeout_keep_alive=settings.keep_alive_seconds,
+        timeout_keep_alive=settings.server.keep_alive_seconds,
     )
 
 

@@ -43,7 +43,7 @@ def _errors() -> Iterator[None]:
 def announce_access(settings: Settings, engine: Engine) -> None:
     """What `citewell serve` says about access at start. The first start with auth on makes
     the admin account and prints its key once (on the terminal, never in a log file)."""
-    if settings.auth == "none":
+    if settings.access.auth == "none":
         click.secho(
             "WARNING: auth=none - anyone who reaches this address is the admin (loopback only).",
             fg="yellow",

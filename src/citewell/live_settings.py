@@ -29,59 +29,12 @@ from citewell.types import SearchMode
 
 log = logging.getLogger(__name__)
 
-RETRIEVAL_SETTINGS = (
-    "top_k",
-    "hybrid_search",
-    "candidate_k",
-    "fusion",
-    "rrf_k",
-    "hybrid_bm25_weight",
-    "relevance_threshold",
-    "top_k_reranker",
-)
-RERANKER_SETTINGS = ("reranker", "reranking_model", "reranker_url", "reranker_api_key")
-CHUNKING_SETTINGS = (
-    "text_splitter",
-    "chunk_size",
-    "chunk_overlap",
-    "chunk_min_size_target",
-    "chunk_unit",
-    "chunk_separators",
-    "markdown_header_splitter",
-    "semantic_threshold",
-    "semantic_percentile",
-    "semantic_window",
-)
+# Which settings are which is each field's metadata (config.fields.Scopes).
+# Which settings are which is each field's metadata (config.fields.Scopes).
 # What a knowledge base may set for itself (its files are split and indexed with them).
-KB_CHUNKING = (
-    *CHUNKING_SETTINGS,
-    "contextual_chunks",
-    "document_summary",
-    "bm25_enriched_texts",
-    "sentence_vectors",
-)
-ENRICH_SETTINGS = (
-    "contextual_chunks",
-    "contextual_prompt",
-    "document_summary",
-    "summary_prompt",
-    "contextual_model",
-    "contextual_document_tokens",
-    "contextual_concurrency",
-)
-PROMPT_SETTINGS = (
-    "rag_template",
-    "rag_system_context",
-    "rag_full_context",
-    "small_to_big",
-    "small_to_big_chars",
-    "enable_retrieval_query_generation",
-    "query_generation_prompt_template",
-)
+KB_CHUNKING = Settings.names_where(kb_files=True)
 # What may change without a restart; the rest (storage, models, limits, auth) may not.
-RUNTIME_SETTINGS = (
-    RETRIEVAL_SETTINGS + RERANKER_SETTINGS + CHUNKING_SETTINGS + ENRICH_SETTINGS + PROMPT_SETTINGS
-)
+RUNTIME_SETTINGS = Settings.names_where(runtime=True)
 # Open WebUI's names in GET/POST /api/v1/retrieval/config (and its task config) → ours.
 OPEN_WEBUI_NAMES = {
     "RAG_TEMPLATE": "rag_template",
@@ -105,18 +58,20 @@ OPEN_WEBUI_NAMES = {
 
 def retrieval_settings(settings: Settings) -> RetrievalSettings:
     return RetrievalSettings(
-        candidate_k=settings.candidate_k,
-        fusion=settings.fusion,
-        rrf_k=settings.rrf_k,
-        bm25_weight=settings.hybrid_bm25_weight,
-        relevance_threshold=settings.relevance_threshold,
-        top_k_reranker=settings.top_k_reranker,
-        stemmer=settings.bm25_stemmer,
+        candidate_k=settings.retrieval.candidate_k,
+        fusion=settings.retrieval.fusion,
+        rrf_k=settings.retrieval.rrf_k,
+        bm25_weight=settings.retrieval.hybrid_bm25_weight,
+        relevance_threshold=settings.retrieval.relevance_threshold,
+        top_k_reranker=settings.reranking.top_k_reranker,
+        stemmer=settings.retrieval.bm25_stemmer,
     )
 
 
 def needs_llm(has_llm: bool, settings: Settings) -> None:
-    if not has_llm and (settings.contextual_chunks or settings.document_summary):
+    if not has_llm and (
+        settings.enrichment.contextual_chunks or settings.enrichment.document_summary
+    ):
         raise ConfigError(
             "contextual_chunks and document_summary need an LLM to write contexts and "
             "summaries: set llm_base_url (an OpenAI-compatible server or Ollama) or "
@@ -126,18 +81,18 @@ def needs_llm(has_llm: bool, settings: Settings) -> None:
 
 def enrich_config(settings: Settings) -> EnrichConfig:
     return EnrichConfig(
-        contexts=settings.contextual_chunks,
-        summary=settings.document_summary,
-        context_prompt=settings.contextual_prompt or CONTEXT_PROMPT,
-        summary_prompt=settings.summary_prompt or SUMMARY_PROMPT,
-        model=settings.contextual_model or settings.llm_model,
-        document_tokens=settings.contextual_document_tokens,
-        concurrency=settings.contextual_concurrency,
+        contexts=settings.enrichment.contextual_chunks,
+        summary=settings.enrichment.document_summary,
+        context_prompt=settings.enrichment.contextual_prompt or CONTEXT_PROMPT,
+        summary_prompt=settings.enrichment.summary_prompt or SUMMARY_PROMPT,
+        model=settings.enrichment.contextual_model or settings.llm.llm_model,
+        document_tokens=settings.enrichment.contextual_document_tokens,
+        concurrency=settings.enrichment.contextual_concurrency,
     )
 
 
 def default_mode(settings: Settings) -> SearchMode:
-    return SearchMode.HYBRID if settings.hybrid_search else SearchMode.VECTOR
+    return SearchMode.HYBRID if settings.retrieval.hybrid_search else SearchMode.VECTOR
 
 
 def kb_ranking(ranking: Ranking, own: KnowledgeSettings) -> Ranking:
@@ -160,10 +115,6 @@ class Tuned:
     settings: Settings
     ranking: Ranking
     changed: Mapping[str, Any] = field(default_factory=dict)  # set at run time: name → value
-
-
-def _values(settings: Settings, names: Collection[str]) -> tuple[Any, ...]:
-    return tuple(getattr(settings, name) for name in names)
 
 
 class LiveSettings:
@@ -225,8 +176,8 @@ class LiveSettings:
         with self._lock:
             now = self._current.settings
             wanted = self._merged({**self._current.changed, **changes})
-            dumped = wanted.model_dump(mode="json")
-            new = {n: dumped[n] for n in changes if getattr(wanted, n) != getattr(now, n)}
+            dumped = wanted.flat(mode="json")
+            new = {n: dumped[n] for n in changes if wanted.value(n) != now.value(n)}
             if not new:
                 return []
             kept = {**self._kept, **new} if persist else self._kept
@@ -278,26 +229,19 @@ class LiveSettings:
             self._validate(settings)
         previous = self._current
         reranker = previous.ranking.reranker
-        if _values(settings, RERANKER_SETTINGS) != _values(previous.settings, RERANKER_SETTINGS):
+        if settings.reranking != previous.settings.reranking:
             reranker = build_reranker(settings)
         return Tuned(settings, Ranking(retrieval_settings(settings), reranker), dict(changes))
 
     def _merged(self, changes: Mapping[str, Any]) -> Settings:
-        if not changes:
-            return self.start
-        try:
-            # model_validate checks the values (and the settings' own rules) without reading
-            # the environment again, as building Settings() would.
-            return Settings.model_validate({**self.start.model_dump(), **changes})
-        except ValueError as exc:
-            raise ConfigError(f"Invalid settings: {exc}") from exc
+        return self.start.with_values(changes)
 
     def splitter_for(self, embedder: Embedder, settings: Settings | None = None) -> Splitter:
         """The splitter that the chunking settings in force (or ``settings``: a KB's own)
         make with ``embedder`` (its tokenizer measures sizes, the semantic splitters use its
         vectors); built once per distinct chunking."""
         settings = settings or self.current.settings
-        key = (embedder.model_id, id(embedder), repr(_values(settings, CHUNKING_SETTINGS)))
+        key = (embedder.model_id, id(embedder), repr(settings.chunking))
         splitter = self._splitters.get(key)
         if splitter is None:
             splitter = build_splitter(settings, embedder)

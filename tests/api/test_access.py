@@ -95,7 +95,7 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[World]:
         model_presets='[{"id": "alpha-expert", "knowledge": ["alpha-private"], '
         '"base_model": "llama3"}]',
     )
-    assert settings.auth == "required"  # the default
+    assert settings.access.auth == "required"  # the default
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
     with run_server(settings, onnx_embedder, app) as url:
         keys = user_keys(app, url, ("alice", "bob"))

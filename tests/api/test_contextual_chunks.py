@@ -137,5 +137,5 @@ def test_without_an_llm_it_is_refused_at_start_and_at_run_time(tmp_path, onnx_em
     app = Citewell.from_settings(Settings.load(data_dir=tmp_path / "b"), embedder=onnx_embedder)
     with pytest.raises(ConfigError, match="need an LLM"):
         app.live.update({"document_summary": True})
-    assert app.settings.document_summary is False
+    assert app.settings.enrichment.document_summary is False
     app.close()

@@ -64,7 +64,7 @@ def test_the_kb_default_applies_and_the_request_wins(world):
         assert len(_search(alice, [world.kb])) == 2
         assert len(_search(alice, [world.kb], k=5)) == 5
         # Over KBs whose defaults differ, the server's settings apply.
-        assert len(_search(alice, [world.kb, world.other])) == world.app.settings.top_k
+        assert len(_search(alice, [world.kb, world.other])) == world.app.settings.retrieval.top_k
 
 
 def test_a_field_set_changes_only_that_field_and_null_clears_it(world):

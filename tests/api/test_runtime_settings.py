@@ -64,17 +64,17 @@ def test_only_admins_read_or_change_them(world):
             response = carol.request(method, path, json=body)
             assert response.status_code == 403, (path, response.text)
             assert response.json()["code"] == "forbidden"
-    assert world.app.settings.top_k == world.settings.top_k
+    assert world.app.settings.retrieval.top_k == world.settings.retrieval.top_k
 
 
 def test_open_webui_names_and_ours(world):
     with world.client("admin") as admin:
         shown = admin.get("/api/v1/retrieval/config").json()
     assert shown["status"] is True and shown["changed"] == []
-    assert shown["TOP_K"] == shown["settings"]["top_k"] == world.settings.top_k
-    assert shown["CHUNK_SIZE"] == world.settings.chunk_size
+    assert shown["TOP_K"] == shown["settings"]["top_k"] == world.settings.retrieval.top_k
+    assert shown["CHUNK_SIZE"] == world.settings.chunking.chunk_size
     assert shown["ENABLE_RAG_HYBRID_SEARCH"] is True
-    assert shown["RAG_TEMPLATE"] == world.settings.rag_template
+    assert shown["RAG_TEMPLATE"] == world.settings.answering.rag_template
 
 
 def test_a_change_takes_effect_at_once_and_is_audited(world):
@@ -86,7 +86,7 @@ def test_a_change_takes_effect_at_once_and_is_audited(world):
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["changed"] == ["rag_template", "top_k"]
-        assert body["start"]["top_k"] == world.settings.top_k and body["TOP_K"] == 2
+        assert body["start"]["top_k"] == world.settings.retrieval.top_k and body["TOP_K"] == 2
         assert len(_search(admin, world.kb)) == 2  # no restart
         chat = admin.post(
             "/api/v1/rag/chat/completions",
@@ -158,7 +158,7 @@ def test_reranker_switched_on_and_its_key_stays_hidden(world):
         # A client that posts the whole form back (masked key included) keeps the key.
         echoed = admin.post("/api/v1/retrieval/config/update", json=shown)
         assert echoed.status_code == 200, echoed.text
-        assert world.app.settings.reranker_api_key == "sekrit-rerank-key"
+        assert world.app.settings.reranking.reranker_api_key == "sekrit-rerank-key"
         names = ["reranker", "reranker_url", "reranker_api_key"]
         reset = admin.post("/api/v1/retrieval/config/reset", json={"names": names})
         assert reset.status_code == 200
@@ -171,14 +171,14 @@ def test_every_process_and_a_restart_see_the_change(world, onnx_embedder):
     with world.client("admin") as admin:
         admin.post("/api/v1/retrieval/config/update", json={"RELEVANCE_THRESHOLD": 0.25})
     deadline = time.monotonic() + 10
-    while other.settings.relevance_threshold != 0.25:
+    while other.settings.retrieval.relevance_threshold != 0.25:
         assert time.monotonic() < deadline, "the other process never saw the change"
         time.sleep(0.2)
     restarted = Citewell.from_settings(world.settings, embedder=onnx_embedder)
-    assert restarted.settings.relevance_threshold == 0.25
+    assert restarted.settings.retrieval.relevance_threshold == 0.25
     with world.client("admin") as admin:
         body = admin.post("/api/v1/retrieval/config/reset", json={}).json()
-    assert body["changed"] == [] and body["TOP_K"] == world.settings.top_k
+    assert body["changed"] == [] and body["TOP_K"] == world.settings.retrieval.top_k
     restarted.live.refresh()
     assert restarted.settings == world.settings
     other.close()

@@ -48,10 +48,10 @@ def test_admins_see_rows_index_and_kb_copies(world):
         assert body["index"]["trained_rows"] > 0
         assert body["index"]["training_rows"] == 0  # no training under way in the background
         copies = body["kb_copies"]
-        assert copies["budget_mb"] == world.settings.kb_snapshot_mb
+        assert copies["budget_mb"] == world.settings.storage.kb_snapshot_mb
         assert copies["copies"] == 0  # the one KB holds the whole table: no copy is made
         whole = body["table_copy"]  # table_copy_mb "auto": a share of this machine's memory
-        assert world.settings.table_copy_mb == "auto"
+        assert world.settings.storage.table_copy_mb == "auto"
         assert whole["budget_mb"] == table_copy_budget_mb(world.settings) > whole["needed_mb"]
         assert whole["needed_mb"] > 0  # the table is past the ANN threshold
         # Written moments ago: the copy waits for 20 s without writes (or is made, or held).

@@ -173,12 +173,12 @@ def test_admin_changes_a_setting_at_run_time(page, site, artifacts):
     tuning.get_by_label("top_k", exact=True).fill("3")
     tuning.get_by_role("button", name="Save changes").click()
     page.get_by_text("Saved: top_k.").wait_for()
-    assert site.app.settings.top_k == 3  # in force on the server at once
+    assert site.app.settings.retrieval.top_k == 3  # in force on the server at once
     page.get_by_text("changed at run time; start-up value: 8").wait_for()
     shot(page, artifacts, "admin-tuning")
     page.get_by_role("button", name="Reset all to start-up values").click()
     page.get_by_text("Back to the start-up values.").wait_for()
-    assert site.app.settings.top_k == 8
+    assert site.app.settings.retrieval.top_k == 8
     assert page.problems == []
 
 

@@ -73,7 +73,7 @@ def test_the_cli_exits_1_until_repaired(tmp_path, filled):
     filled.close()
 
     def run(*args):
-        data = str(filled.settings.data_dir)
+        data = str(filled.settings.storage.data_dir)
         cmd = [sys.executable, "-m", "citewell", "--data-dir", data, "check", *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
 
@@ -130,7 +130,7 @@ def test_check_says_what_memory_a_copy_of_a_big_table_takes(filled):
     filled.close()
 
     def run(**env):
-        data = str(filled.settings.data_dir)
+        data = str(filled.settings.storage.data_dir)
         cmd = [sys.executable, "-m", "citewell", "--data-dir", data, "check"]
         environment = {**os.environ, "CITEWELL_VECTOR_INDEX_MIN_ROWS": "2", **env}
         return subprocess.run(

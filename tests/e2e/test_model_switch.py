@@ -99,7 +99,7 @@ def test_the_new_space_holds_the_same_chunks_and_embedded_texts(filled, old, new
 
 
 def test_sentence_pairs_move_into_the_new_space_too(settings, old, new):
-    pairs = settings.model_copy(update={"sentence_vectors": True})
+    pairs = settings.with_values({"sentence_vectors": True})
     first = Citewell.from_settings(pairs, embedder=old)
     first.ingest_texts(BIRDS[:10], "birds", "text/markdown")
     before = first.spaces.active.sentences.scan(ChunkFilter())
@@ -196,7 +196,7 @@ class FlakyEmbedder(FakeHashEmbedder):
 
 def test_a_failing_new_model_stalls_the_switch_until_retried(filled, old):
     flaky = FlakyEmbedder(32)
-    settings = filled.model_copy(update={"job_max_attempts": 1})
+    settings = filled.with_values({"job_max_attempts": 1})
     app = Citewell.from_settings(settings, embedder=flaky, previous=[old])
     work = runner(app)
     work.run_once()

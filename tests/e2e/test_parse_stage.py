@@ -45,7 +45,7 @@ class SlowReader:
 @pytest.fixture
 def app(settings: Settings) -> Citewell:
     return Citewell.from_settings(
-        settings.model_copy(update={"extract_workers": 3}), embedder=FakeHashEmbedder(32)
+        settings.with_values({"extract_workers": 3}), embedder=FakeHashEmbedder(32)
     )
 
 

@@ -28,8 +28,8 @@ def test_a_change_is_one_new_handle_and_the_old_one_stays_whole(start, store):
     before = live.current
     assert live.update({"top_k": 3, "hybrid_bm25_weight": 0.2}) == ["hybrid_bm25_weight", "top_k"]
     after = live.current
-    assert (before.settings.top_k, before.ranking.settings.bm25_weight) == (8, 0.5)
-    assert (after.settings.top_k, after.ranking.settings.bm25_weight) == (3, 0.2)
+    assert (before.settings.retrieval.top_k, before.ranking.settings.bm25_weight) == (8, 0.5)
+    assert (after.settings.retrieval.top_k, after.ranking.settings.bm25_weight) == (3, 0.2)
     assert after.changed == {"top_k": 3, "hybrid_bm25_weight": 0.2}
 
 
@@ -38,22 +38,22 @@ def test_other_processes_see_it_after_their_refresh_interval(start, store):
     reader = LiveSettings(start, store, refresh_seconds=0.0)
     slow = LiveSettings(start, store, refresh_seconds=3600)
     writer.update({"relevance_threshold": 0.4})
-    assert reader.settings.relevance_threshold == 0.4
-    assert slow.settings.relevance_threshold == 0.0  # until its next refresh
+    assert reader.settings.retrieval.relevance_threshold == 0.4
+    assert slow.settings.retrieval.relevance_threshold == 0.0  # until its next refresh
     writer.reset()
     assert reader.settings == start
 
 
 def test_values_equal_to_those_in_force_are_no_change(start, store):
     live = LiveSettings(start, store)
-    assert live.update({"top_k": start.top_k, "fusion": start.fusion}) == []
+    assert live.update({"top_k": start.retrieval.top_k, "fusion": start.retrieval.fusion}) == []
     assert store.load() == {}
 
 
 def test_invalid_or_fixed_settings_are_refused_and_nothing_is_kept(start, store):
     live = LiveSettings(start, store)
     with pytest.raises(ConfigError, match="chunk_overlap"):
-        live.update({"top_k": 2, "chunk_overlap": start.chunk_size})
+        live.update({"top_k": 2, "chunk_overlap": start.chunking.chunk_size})
     with pytest.raises(InvalidInput, match="restart"):
         live.update({"embedding_model": "other"})
     assert live.settings == start and store.load() == {}
@@ -68,7 +68,7 @@ def test_changes_in_this_process_only_outlive_refreshes(start, store):
     live = LiveSettings(start, store, refresh_seconds=0.0)
     live.update({"candidate_k": 99}, persist=False)
     LiveSettings(start, store).update({"top_k": 4})  # another process
-    assert (live.settings.candidate_k, live.settings.top_k) == (99, 4)
+    assert (live.settings.retrieval.candidate_k, live.settings.retrieval.top_k) == (99, 4)
     assert store.load() == {"top_k": 4}
 
 
@@ -93,7 +93,7 @@ def test_open_webui_names_and_echoed_answers_translate():
     assert runtime_changes(body) == {"top_k": 4, "fusion": "rrf"}
     with pytest.raises(InvalidInput, match="ENABLE_WEB_SEARCH"):
         runtime_changes({"ENABLE_WEB_SEARCH": True})
-    assert set(RUNTIME_SETTINGS) <= set(Settings.model_fields)
+    assert set(RUNTIME_SETTINGS) <= set(Settings.fields())
 
 
 def test_the_user_guide_names_every_setting_that_changes_at_run_time():

@@ -73,7 +73,10 @@ def test_roles_are_the_documented_ones():
 
 def test_settings_accept_an_installed_plug_in_name(monkeypatch, tmp_path):
     fake_entry_points(monkeypatch, "citewell.embedders", bert=lambda: None)
-    assert Settings.load(data_dir=tmp_path, embedding_engine="bert").embedding_engine == "bert"
+    assert (
+        Settings.load(data_dir=tmp_path, embedding_engine="bert").embedding.embedding_engine
+        == "bert"
+    )
     with pytest.raises(ConfigError, match="embedding_engine = 'bart'.*'bert'"):
         Settings.load(data_dir=tmp_path, embedding_engine="bart")
 

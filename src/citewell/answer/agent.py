@@ -40,7 +40,11 @@ class Capabilities:
 def capabilities(
     requested: str, preset: ModelPreset | None, settings: Settings, llm: LLM | None
 ) -> Capabilities:
-    mode = requested or (preset.function_calling if preset else "") or settings.function_calling
+    mode = (
+        requested
+        or (preset.function_calling if preset else "")
+        or settings.answering.function_calling
+    )
     builtin = preset.builtin_tools if preset else True
     return Capabilities(
         file_context=preset.file_context if preset else True,
@@ -72,7 +76,7 @@ def tool_room(
     prompt = sum(count(m.content) + MESSAGE_OVERHEAD for m in messages)
     described = count(json.dumps(tools.definitions()))
     used = reserve + TOOL_CALL_MARGIN + prompt + described
-    return settings.llm_context_window - used
+    return settings.llm.llm_context_window - used
 
 
 @dataclass(frozen=True)

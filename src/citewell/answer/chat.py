@@ -38,12 +38,13 @@ from citewell.auth.access import Access
 from citewell.catalog.preset import ModelPreset
 from citewell.catalog.presets import PresetStore
 from citewell.config import Settings
+from citewell.config.resolve import Choice, merged, resolve
 from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
 from citewell.errors import CitewellError, InvalidInput
 from citewell.ingest.web import WEB_KB, WEB_SEARCH_KB
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
-from citewell.types import ChunkFilter, SearchMode
+from citewell.types import ChunkFilter
 
 MAX_URL_REFS = 5  # '#https://…' references fetched from one message
 FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
@@ -120,8 +121,10 @@ class ChatPipeline:
     def _loop(self, prepared: PreparedChat) -> ToolLoop:
         assert self.llm is not None and prepared.tools is not None
         settings = self.settings
-        room = min(settings.tool_result_max_tokens, self._tool_room(prepared))
-        limits = ToolLimits(settings.tool_max_rounds, room, settings.tool_max_seconds)
+        room = min(settings.answering.tool_result_max_tokens, self._tool_room(prepared))
+        limits = ToolLimits(
+            settings.answering.tool_max_rounds, room, settings.answering.tool_max_seconds
+        )
         loop = ToolLoop(
             self.llm,
             prepared.upstream_model,
@@ -206,7 +209,7 @@ class ChatPipeline:
         the injected sources."""
         request = prepared.request
         named = bool(request.knowledge or request.file_ids or (preset and preset.knowledge))
-        web = bool(self.settings.web_search_engine)
+        web = bool(self.settings.web.web_search_engine)
         reach = ToolScope.of(scope, named)
         prepared.tools = KnowledgeTools(view, reach, SourceBook(prepared.sources), web)
         prepared.messages = with_tools_note(prepared.messages)
@@ -225,12 +228,13 @@ class ChatPipeline:
     def _fitted(self, request: ChatRequest, warnings: list[str]) -> ChatRequest:
         """The request with only the messages that fit the context window (oldest turns out
         first, with a warning); a last message that alone does not fit is refused."""
-        limit = self.settings.llm_context_window - self._reserve(request)
+        limit = self.settings.llm.llm_context_window - self._reserve(request)
         messages, dropped = fit_messages(request.messages, limit, self.measure)
         if dropped:
             warnings.append(
                 f"{dropped} earlier message(s) left out: the conversation is longer than the "
-                f"context window ({self.settings.llm_context_window} tokens, llm_context_window)."
+                f"context window ({self.settings.llm.llm_context_window} tokens, "
+                "llm_context_window)."
             )
         return replace(request, messages=tuple(messages)) if dropped else request
 
@@ -302,21 +306,23 @@ class ChatPipeline:
 
     def _upstream_model(self, request: ChatRequest, preset: ModelPreset | None) -> str:
         if preset is not None:
-            return preset.base_model or self.settings.llm_model or request.model
+            return preset.base_model or self.settings.llm.llm_model or request.model
         return request.model
 
     def _reserve(self, request: ChatRequest) -> int:
-        return int(request.options.get("max_tokens") or self.settings.llm_reserved_tokens)
+        return int(request.options.get("max_tokens") or self.settings.llm.llm_reserved_tokens)
 
     def _budget(self, request: ChatRequest, preset: ModelPreset | None) -> int:
         """Tokens left for sources: the window minus the answer, the history and the template."""
         reserve = self._reserve(request)
         history = sum(self.count(m.content) + MESSAGE_OVERHEAD for m in request.messages)
         template = self.count(render_rag_template(self._template(preset), "", ""))
-        return max(0, self.settings.llm_context_window - reserve - history - template)
+        return max(0, self.settings.llm.llm_context_window - reserve - history - template)
 
     def _template(self, preset: ModelPreset | None) -> str:
-        return (preset.template if preset and preset.template else "") or self.settings.rag_template
+        return (
+            preset.template if preset and preset.template else ""
+        ) or self.settings.answering.rag_template
 
     def _queries(
         self, request: ChatRequest, model: str, question: str, trace: dict[str, Any]
@@ -330,15 +336,17 @@ class ChatPipeline:
             return [self.app.clip_query("\n".join([*turns[:-1], question]), keep_end=True)]
         if (
             self.llm is None
-            or not self.settings.enable_retrieval_query_generation
+            or not self.settings.answering.enable_retrieval_query_generation
             or not worth_generating(asked)
         ):
             trace["query_generation"] = "skipped"
             return [question]
         history = self.measure.clip(
-            history_text(asked), self.settings.llm_context_window // 2, keep_end=True
+            history_text(asked), self.settings.llm.llm_context_window // 2, keep_end=True
         )
-        prompt = render_query_prompt(self.settings.query_generation_prompt_template, history)
+        prompt = render_query_prompt(
+            self.settings.answering.query_generation_prompt_template, history
+        )
         try:
             reply = self.llm.complete(
                 model, [ChatMessage("user", prompt)], {"temperature": 0, "max_tokens": 200}
@@ -361,20 +369,22 @@ class ChatPipeline:
         trace: dict[str, Any],
     ) -> list[Source]:
         # The request's choice, else its preset's, else the KBs' own, else the server's.
-        own = self.app.retrieval_defaults(where)
-        whole = preset.full_context if preset and preset.full_context is not None else None
-        if whole is None:
-            whole = own.full_context
+        # Mode and threshold are left to each KB's own where none is asked for: the search
+        # of each scope resolves them with that scope's KBs (Engine.search_where).
+        asked = merged(
+            Choice(top_k=request.top_k or None, mode=request.mode),
+            preset.choice() if preset else Choice(),
+        )
+        resolved = resolve(self.settings, asked, self.app.retrieval_defaults(where).choice())
         choice = RetrievalChoice(
-            k=request.top_k
-            or (preset.top_k if preset else None)
-            or own.top_k
-            or self.settings.top_k,
-            mode=request.mode or (SearchMode(preset.mode) if preset and preset.mode else None),
-            threshold=preset.relevance_threshold if preset else None,
-            whole=self.settings.rag_full_context if whole is None else whole,
-            bypass=self.settings.bypass_embedding_and_retrieval,
-            expansion=Expansion(self.settings.small_to_big, self.settings.small_to_big_chars),
+            k=resolved.top_k,
+            mode=asked.mode,
+            threshold=asked.relevance_threshold,
+            whole=resolved.full_context,
+            bypass=self.settings.answering.bypass_embedding_and_retrieval,
+            expansion=Expansion(
+                self.settings.answering.small_to_big, self.settings.answering.small_to_big_chars
+            ),
         )
         return gather_sources(view, queries, where, budget, choice, self.count, trace)
 
@@ -387,7 +397,7 @@ class ChatPipeline:
     ) -> list[ChatMessage]:
         prompt = render_rag_template(self._template(preset), context, question)
         out = list(messages)
-        if self.settings.rag_system_context:
+        if self.settings.answering.rag_system_context:
             system = [m.content for m in out if m.role == "system"]
             rest = [m for m in out if m.role != "system"]
             parts = [p for p in (preset.system if preset else "", *system, prompt) if p]
@@ -414,7 +424,7 @@ class ChatPipeline:
         else:
             passages = [s.text for s in prepared.sources]
             searched = " ".join(prepared.queries) or question
-            quoted = extractive_text(searched, passages, self.settings.bm25_stemmer)
+            quoted = extractive_text(searched, passages, self.settings.retrieval.bm25_stemmer)
             text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"
         return ChatResult(prepared, text, "stop", self.usage(prepared, text), (), extractive=True)
 

@@ -212,7 +212,7 @@ class KnowledgeTools:
         if not self.app.web.tool_may_reach(url):
             # A document could ask the model to fetch a URL carrying the reader's data.
             raise ToolError(
-                f"fetch_url may only reach {self.app.settings.tool_web_domains} "
+                f"fetch_url may only reach {self.app.settings.answering.tool_web_domains} "
                 "(tool_web_domains); answer without this page"
             )
         with self.view.target_kb(None, WEB_KB) as kb:

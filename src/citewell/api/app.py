@@ -44,13 +44,15 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     object has the LLM and the chat pipeline; this only routes to them."""
     citewell = citewell or Citewell.from_settings(settings)
 
-    drain = Drain(settings.shutdown_drain_seconds)
+    drain = Drain(settings.server.shutdown_drain_seconds)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         drain.install()
-        if settings.serve_job_worker:  # queued ingest jobs, including any a restart interrupted
-            citewell.start_workers(shared=settings.workers > 1)
+        if (
+            settings.jobs.serve_job_worker
+        ):  # queued ingest jobs, including any a restart interrupted
+            citewell.start_workers(shared=settings.server.workers > 1)
         yield
         citewell.close()
 
@@ -71,7 +73,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     )
     app.state.audit = AuditLog(engine)
     app.state.login_throttle = LoginThrottle(
-        settings.login_failures_per_address, settings.login_failures_per_name
+        settings.access.login_failures_per_address, settings.access.login_failures_per_name
     )
     app.state.chat = citewell.chat
     errors.install(app)
@@ -97,7 +99,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     ):
         app.include_router(module.router, dependencies=signed_in)
     docs.install(app)
-    if settings.web_ui:
+    if settings.server.web_ui:
         web.install(app)
     documented_errors(app)
     return app

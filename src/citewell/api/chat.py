@@ -288,7 +288,7 @@ async def available_models(request: Request, access: Access) -> list[str]:
     cached = getattr(state, "models_cache", None)
     if cached is None or time.monotonic() - cached[0] > MODELS_TTL:
         upstream = await run_in_threadpool(chat.llm.models) if chat.llm else []
-        configured = [chat.settings.llm_model] if chat.settings.llm_model else []
+        configured = [chat.settings.llm.llm_model] if chat.settings.llm.llm_model else []
         cached = (time.monotonic(), list(dict.fromkeys([*configured, *upstream])))
         state.models_cache = cached
     names: list[str] = cached[1]

@@ -39,7 +39,7 @@ def is_loopback(host: str) -> bool:
 
 def check_auth_mode(settings: Settings, host: str) -> None:
     """auth=none serves everyone as the admin: only on an address no other machine reaches."""
-    if settings.auth == "none" and not is_loopback(host):
+    if settings.access.auth == "none" and not is_loopback(host):
         raise ConfigError(
             f"auth=none (CITEWELL_AUTH=none) lets anyone who reaches {host} read and delete "
             "every document, so it is allowed only on a loopback address (--host 127.0.0.1). "
@@ -51,7 +51,7 @@ class Authenticator:
     def __init__(
         self, settings: Settings, users: AuthStore, grants: GrantStore, limiter: RateLimiter
     ) -> None:
-        self.required = settings.auth == "required"
+        self.required = settings.access.auth == "required"
         self.users = users
         self.grants = grants
         self.limiter = limiter
@@ -143,7 +143,7 @@ REFUSAL_PAUSE = 0.25  # seconds before an oversized chat body is refused
 def chat_body_limit(settings: Settings) -> int:
     """The largest chat body whose text could fit the context window: each token at most
     MAX_CHARS_PER_TOKEN characters, each at most 6 bytes of JSON (\\uXXXX), plus 64 KiB."""
-    return settings.llm_context_window * MAX_CHARS_PER_TOKEN * 6 + 65536
+    return settings.llm.llm_context_window * MAX_CHARS_PER_TOKEN * 6 + 65536
 
 
 def _too_long_text(size: int) -> str:
@@ -167,11 +167,11 @@ def install(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(CleanJsonText)  # inside the body limit, which bounds what it reads
     app.add_middleware(
         BodyLimit,
-        json_limit=settings.max_request_bytes,
-        upload_limit=settings.max_upload_request_bytes,
+        json_limit=settings.server.max_request_bytes,
+        upload_limit=settings.server.max_upload_request_bytes,
         chat_limit=chat_body_limit(settings),
     )
-    origins = [o.strip() for o in settings.cors_allow_origins.replace(";", ",").split(",")]
+    origins = [o.strip() for o in settings.server.cors_allow_origins.replace(";", ",").split(",")]
     origins = [o for o in origins if o]
     if origins:
         app.add_middleware(

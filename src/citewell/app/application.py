@@ -39,5 +39,5 @@ class Citewell(Engine):
     @cached_property
     def chat(self) -> ChatPipeline:
         """Answers with sources: the configured LLM (or extractive), presets and tools."""
-        configured = parse_presets(self.settings.model_presets)
+        configured = parse_presets(self.settings.answering.model_presets)
         return ChatPipeline(self, self.llm, configured, PresetStore(self.catalog.engine))

@@ -77,14 +77,14 @@ class Parts:
         llm: LLM | None,
     ) -> Parts:
         """See ``Citewell.from_settings`` for the arguments."""
-        data_dir = settings.data_dir
+        data_dir = settings.storage.data_dir
         catalog = Catalog(open_engine(settings))
         cache = (
             DatabaseEmbeddingCache(catalog.engine)
-            if settings.database_url
+            if settings.storage.database_url
             else EmbeddingCache(data_dir / "embeddings.sqlite")
         )
-        jobs = JobStore(catalog.engine, settings.job_lease_seconds)
+        jobs = JobStore(catalog.engine, settings.jobs.job_lease_seconds)
         lock = threading.Lock()
         spaces = EmbeddingSpaces(
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models

@@ -164,6 +164,6 @@ _NO_BUCKET = -1.0
 
 def rate_limiter(settings: Settings, engine: Engine) -> RateLimiter:
     """Shared buckets when other processes may serve the same keys, else memory."""
-    if settings.database_url or settings.workers > 1:
-        return DatabaseRateLimiter(engine, settings.rate_limit_per_minute)
-    return MemoryRateLimiter(settings.rate_limit_per_minute)
+    if settings.storage.database_url or settings.server.workers > 1:
+        return DatabaseRateLimiter(engine, settings.access.rate_limit_per_minute)
+    return MemoryRateLimiter(settings.access.rate_limit_per_minute)

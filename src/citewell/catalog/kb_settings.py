@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from citewell.config.resolve import Choice
 from citewell.types import SearchMode
 
 
@@ -37,6 +38,15 @@ class KnowledgeSettings:
     @property
     def chunking_map(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.chunking}
+
+    def choice(self) -> Choice:
+        """What this KB sets of a search's retrieval (config.resolve)."""
+        return Choice(
+            top_k=self.top_k or None,
+            mode=self.mode,
+            relevance_threshold=self.relevance_threshold,
+            full_context=self.full_context,
+        )
 
     @property
     def retrieval(self) -> KnowledgeSettings:

@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from citewell.config.resolve import Choice
 from citewell.errors import ConfigError
+from citewell.types import SearchMode
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,15 @@ class ModelPreset:
     mode: str = ""  # hybrid | vector | bm25
     relevance_threshold: float | None = None
     full_context: bool | None = None
+
+    def choice(self) -> Choice:
+        """What this preset sets of a request's retrieval (config.resolve)."""
+        return Choice(
+            top_k=self.top_k or None,
+            mode=SearchMode(self.mode) if self.mode else None,
+            relevance_threshold=self.relevance_threshold,
+            full_context=self.full_context,
+        )
 
 
 def parse_presets(raw: str) -> dict[str, ModelPreset]:

@@ -90,9 +90,9 @@ def shared_engine(url: str) -> Engine:
 
 def open_engine(settings: Settings) -> Engine:
     """The database these settings name (see ``database_url``)."""
-    if settings.database_url:
-        return shared_engine(settings.database_url)
-    return sqlite_engine(settings.data_dir / "citewell.sqlite")
+    if settings.storage.database_url:
+        return shared_engine(settings.storage.database_url)
+    return sqlite_engine(settings.storage.data_dir / "citewell.sqlite")
 
 
 def read_sessions(engine: Engine) -> sessionmaker[Session]:

@@ -40,22 +40,22 @@ EMBEDDERS: Registry[Callable[[Settings], Embedder]] = Registry("embedders")
 @EMBEDDERS.register("onnx")
 def _onnx(settings: Settings) -> Embedder:
     return OnnxEmbedder(
-        model_path=settings.embedding_onnx_path,
-        tokenizer_path=settings.embedding_tokenizer_path,
-        batch_size=settings.embedding_batch_size,
-        max_tokens=settings.embedding_max_tokens,
-        threads=settings.embedding_threads,
+        model_path=settings.embedding.embedding_onnx_path,
+        tokenizer_path=settings.embedding.embedding_tokenizer_path,
+        batch_size=settings.embedding.embedding_batch_size,
+        max_tokens=settings.embedding.embedding_max_tokens,
+        threads=settings.embedding.embedding_threads,
     )
 
 
 def _remote(kind: type[OpenAIEmbedder] | type[OllamaEmbedder]) -> Callable[[Settings], Embedder]:
     def build(settings: Settings) -> Embedder:
         return kind(
-            base_url=settings.embedding_base_url,
-            model=settings.embedding_model,
-            api_key=settings.embedding_api_key,
-            batch_size=settings.embedding_batch_size,
-            timeout=settings.embedding_timeout,
+            base_url=settings.embedding.embedding_base_url,
+            model=settings.embedding.embedding_model,
+            api_key=settings.embedding.embedding_api_key,
+            batch_size=settings.embedding.embedding_batch_size,
+            timeout=settings.embedding.embedding_timeout,
         )
 
     return build
@@ -67,4 +67,4 @@ EMBEDDERS.add("ollama", _remote(OllamaEmbedder))
 
 def build_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name, without the cache (the engine adds it)."""
-    return EMBEDDERS.get(settings.embedding_engine)(settings)
+    return EMBEDDERS.get(settings.embedding.embedding_engine)(settings)

@@ -17,6 +17,7 @@ from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
+from citewell.config.resolve import Choice, resolve
 from citewell.embedders import CachedEmbedder
 from citewell.engine.as_linked import describe_as_linked
 from citewell.engine.runner import JobRunner
@@ -32,7 +33,7 @@ from citewell.ingest.types import IngestEstimate, ProgressCallback
 from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources
 from citewell.jobs import Job
 from citewell.jobs.leader import WorkerElection
-from citewell.live_settings import LiveSettings, default_mode, enrich_config, kb_ranking
+from citewell.live_settings import LiveSettings, enrich_config, kb_ranking
 from citewell.llm.base import LLM
 from citewell.loaders import DocumentReader
 from citewell.loaders.isolated import IsolatedReader, ReaderPool
@@ -123,9 +124,9 @@ class Engine:
         """Run queued ingest jobs in this process (the server does; CLI commands do not).
         ``shared``: several server processes run on this data dir; on the embedded store
         only the one elected (jobs/leader.py) runs jobs, on PostgreSQL all of them do."""
-        if shared and not self.settings.database_url:
+        if shared and not self.settings.storage.database_url:
             if self.election is None:
-                self.election = WorkerElection(self.settings.data_dir, self.start_workers)
+                self.election = WorkerElection(self.settings.storage.data_dir, self.start_workers)
                 self.election.start()
             return
         if self.runner is None:
@@ -133,8 +134,8 @@ class Engine:
                 self.jobs,
                 self.ingestor,
                 self.storage,
-                self.settings.job_batch_files,
-                self.settings.job_retry_seconds,
+                self.settings.jobs.job_batch_files,
+                self.settings.jobs.job_retry_seconds,
                 spaces=self.spaces,
                 rechunker=self.rechunker,
             )
@@ -279,7 +280,7 @@ class Engine:
         """Differences between the catalog, the chunk store and the stored files; ``repair``
         makes them agree (see operations/check.py for what each repair does)."""
         # A step running longer than extraction may take, and then some, has lost its worker.
-        stuck_after = 2 * self.settings.extract_timeout + 600
+        stuck_after = 2 * self.settings.extraction.extract_timeout + 600
         return ConsistencyCheck(
             self.catalog,
             self.store,
@@ -326,7 +327,9 @@ class Engine:
             job_id = self.jobs.new_id()
             self.storage.stage(job_id, item.read())
             entries.append((job_id, item.name, item.key))
-        jobs = self.jobs.enqueue(kb_id, entries, self.settings.job_max_attempts, added_by=added_by)
+        jobs = self.jobs.enqueue(
+            kb_id, entries, self.settings.jobs.job_max_attempts, added_by=added_by
+        )
         if self.runner is not None:
             self.runner.wake()
         return jobs
@@ -411,13 +414,13 @@ class Engine:
         self.spaces.refresh()
         tuned = self.live.current
         own = self.catalog.kb_settings(where.kb_ids or ())
-        mode = mode or own.mode or default_mode(tuned.settings)
-        if threshold is None:
-            threshold = own.relevance_threshold
-        k = k or own.top_k or tuned.settings.top_k
+        asked = Choice(top_k=k or None, mode=mode, relevance_threshold=threshold)
+        choice = resolve(tuned.settings, asked, own.choice())
         ranking = kb_ranking(tuned.ranking, own)
         labelled = self.chunk_sets.where(where)  # the chunk sets these KBs read now
-        results = self.retriever.search(query, labelled, k, mode, trace, threshold, ranking)
+        results = self.retriever.search(
+            query, labelled, choice.top_k, choice.mode, trace, choice.relevance_threshold, ranking
+        )
         self.chunk_sets.visible(results)
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
@@ -433,4 +436,4 @@ class Engine:
         return self.catalog.kb_settings(kb_ids)
 
     def clip_query(self, text: str, keep_end: bool = False) -> str:
-        return self.measure.clip(text, self.settings.query_max_tokens, keep_end)
+        return self.measure.clip(text, self.settings.retrieval.query_max_tokens, keep_end)

@@ -26,7 +26,7 @@ class Embeddings:
 def model_names(app: Engine) -> list[str]:
     """The names the active embedding model answers to."""
     model_id = app.embedder.model_id
-    names = [model_id, app.settings.embedding_model]
+    names = [model_id, app.settings.embedding.embedding_model]
     if model_id.startswith("onnx:all-MiniLM-L6-v2"):
         names.extend(MINILM_ALIASES)
     return list(dict.fromkeys(n for n in names if n))

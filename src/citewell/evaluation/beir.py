@@ -87,7 +87,7 @@ def ingest_corpus(
     cw: Citewell, data: BeirData, progress: ProgressCallback | None
 ) -> dict[str, Any]:
     kb = f"beir-{data.name}-{index_fingerprint(cw, data)}"
-    stats_path = cw.settings.data_dir / "eval" / f"{kb}.json"
+    stats_path = cw.settings.storage.data_dir / "eval" / f"{kb}.json"
     if cw.catalog.find_kb(kb) and stats_path.is_file():
         return {**json.loads(stats_path.read_text()), "kb": kb, "reused": True}
     texts = [(doc_id, document_markdown(*fields)) for doc_id, fields in data.corpus.items()]

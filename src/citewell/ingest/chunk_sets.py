@@ -62,8 +62,8 @@ class ChunkSets:
             shared,
             self.live.splitter_for(embedder, settings),
             self._enricher(settings),
-            settings.bm25_enriched_texts,
-            settings.sentence_vectors,
+            settings.retrieval.bm25_enriched_texts,
+            settings.retrieval.sentence_vectors,
         )
 
     def shared_peer(self, file_id: str, kb_id: str) -> str | None:

@@ -66,7 +66,9 @@ class Ingestor:
         ``sets`` which chunk sets a file gets in a KB (its own chunking, a re-chunk)."""
         self.settings = settings
         self.sets = sets
-        self.rows = ChunkRows(settings.bm25_stemmer, settings.bypass_embedding_and_retrieval)
+        self.rows = ChunkRows(
+            settings.retrieval.bm25_stemmer, settings.answering.bypass_embedding_and_retrieval
+        )
         self._splitter = splitter
         self._enricher = enricher
         self.reader = reader
@@ -130,7 +132,7 @@ class Ingestor:
         )
         existing = self.catalog.files_in_kb(run.kb.id)
         embedded_before = self.embedder.embedded
-        workers = max(1, self.settings.extract_workers)
+        workers = max(1, self.settings.extraction.extract_workers)
         with ThreadPoolExecutor(workers, thread_name_prefix="citewell-parse") as pool:
             for item in items:
                 while len(run.parsing) >= PARSE_AHEAD * workers:

@@ -86,7 +86,9 @@ class WebSearchSource:
         self.web = web
 
     def items(self, request: SourceRequest) -> Iterator[SourceItem]:
-        count = int(request.options.get("count", 0)) or self.web.settings.web_search_result_count
+        count = (
+            int(request.options.get("count", 0)) or self.web.settings.web.web_search_result_count
+        )
         found = self.web.provider().search(request.target, count)[:count]
         results = [r for r in found if in_domains(r.url, self.web.domains)]
         for got in self.web.fetch_results(results):

@@ -85,21 +85,23 @@ class WebSources:
         self.catalog = catalog
         self.ingestor = ingestor
         guard = AddressGuard.from_allowlist(
-            _split(settings.web_fetch_allowlist), settings.web_fetch_allow_private
+            _split(settings.web.web_fetch_allowlist), settings.web.web_fetch_allow_private
         )
         limits = FetchLimits(
-            settings.web_fetch_timeout,
-            settings.web_fetch_max_bytes,
-            settings.web_fetch_max_redirects,
-            settings.web_fetch_user_agent,
+            settings.web.web_fetch_timeout,
+            settings.web.web_fetch_max_bytes,
+            settings.web.web_fetch_max_redirects,
+            settings.web.web_fetch_user_agent,
         )
         self.fetcher = UrlFetcher(guard, limits)
         self.youtube = YouTubeTranscripts(
-            settings.youtube_url, settings.web_fetch_timeout, _split(settings.youtube_languages)
+            settings.web.youtube_url,
+            settings.web.web_fetch_timeout,
+            _split(settings.web.youtube_languages),
         )
         self._search: WebSearch | None = None
-        self.domains = _split(settings.web_search_domain_filter.lower())
-        self.tool_domains = _split(settings.tool_web_domains.lower())
+        self.domains = _split(settings.web.web_search_domain_filter.lower())
+        self.tool_domains = _split(settings.answering.tool_web_domains.lower())
 
     def close(self) -> None:
         self.fetcher.close()
@@ -161,7 +163,7 @@ class WebSources:
             raise InvalidInput("Give at least one non-empty search query.")
         target = self.catalog.ensure_kb(kb or WEB_SEARCH_KB)
         outcome = WebSearchOutcome(target.name, queries, kb_id=target.id)
-        found = self._results(queries, count or self.settings.web_search_result_count, outcome)
+        found = self._results(queries, count or self.settings.web.web_search_result_count, outcome)
         if for_tools:
             found = [(r, q) for r, q in found if self.tool_may_reach(r.url)]
         fetched = self.fetch_results([r for r, _ in found])
@@ -210,7 +212,7 @@ class WebSources:
         page's error message, never the batch's."""
         if not results:
             return []
-        workers = max(1, min(self.settings.web_search_concurrent_requests, len(results)))
+        workers = max(1, min(self.settings.web.web_search_concurrent_requests, len(results)))
         with ThreadPoolExecutor(workers, thread_name_prefix="web-fetch") as pool:
             return list(pool.map(self._fetch_one, results))
 

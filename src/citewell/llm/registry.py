@@ -18,33 +18,37 @@ OLLAMA_PORT = 11434
 
 
 def _openai(settings: Settings) -> LLM | None:
-    if not settings.llm_base_url:
+    if not settings.llm.llm_base_url:
         return None
-    if urlsplit(settings.llm_base_url).port == OLLAMA_PORT:
+    if urlsplit(settings.llm.llm_base_url).port == OLLAMA_PORT:
         log.warning(
             "llm_base_url looks like Ollama's OpenAI-compatible endpoint, which cannot set the "
             "context length: Ollama may cut prompts longer than its default num_ctx (often "
             "2048 tokens), dropping retrieved passages. Set llm_engine=ollama (and llm_base_url "
             "to the server's root) so Citewell sends num_ctx=llm_context_window (%d).",
-            settings.llm_context_window,
+            settings.llm.llm_context_window,
         )
-    return OpenAICompatibleLLM(settings.llm_base_url, settings.llm_api_key, settings.llm_timeout)
+    return OpenAICompatibleLLM(
+        settings.llm.llm_base_url, settings.llm.llm_api_key, settings.llm.llm_timeout
+    )
 
 
 def _llamacpp(settings: Settings) -> LLM | None:
     from citewell.llm.llamacpp import LlamaCppLLM  # needs the local-llm extra
 
-    if settings.llm_model_path is None:
+    if settings.llm.llm_model_path is None:
         raise ConfigError("llm_engine=llamacpp needs llm_model_path (a .gguf file).")
-    return LlamaCppLLM(settings.llm_model_path, settings.llm_context_window)
+    return LlamaCppLLM(settings.llm.llm_model_path, settings.llm.llm_context_window)
 
 
 def _ollama(settings: Settings) -> LLM | None:
     from citewell.llm.ollama import OllamaLLM
 
-    if not settings.llm_base_url:
+    if not settings.llm.llm_base_url:
         raise ConfigError("llm_engine=ollama needs llm_base_url, e.g. http://127.0.0.1:11434.")
-    return OllamaLLM(settings.llm_base_url, settings.llm_context_window, settings.llm_timeout)
+    return OllamaLLM(
+        settings.llm.llm_base_url, settings.llm.llm_context_window, settings.llm.llm_timeout
+    )
 
 
 LLM_ENGINES: Registry[Callable[[Settings], LLM | None]] = Registry("llm")
@@ -54,9 +58,9 @@ LLM_ENGINES.add("llamacpp", _llamacpp)
 
 
 def build_llm(settings: Settings) -> LLM | None:
-    return LLM_ENGINES.get(settings.llm_engine)(settings)
+    return LLM_ENGINES.get(settings.llm.llm_engine)(settings)
 
 
 def llm_configured(settings: Settings) -> bool:
     """Whether these settings name an LLM (without building it: a local one loads a model)."""
-    return settings.llm_engine != "openai" or bool(settings.llm_base_url)
+    return settings.llm.llm_engine != "openai" or bool(settings.llm.llm_base_url)

@@ -51,13 +51,13 @@ class MoveReport:
 
 class Move:
     def __init__(self, settings: Settings, target_url: str, say: Callable[[str], None]) -> None:
-        if settings.database_url:
+        if settings.storage.database_url:
             raise ConfigError("This data dir already uses a database_url; nothing to move.")
         if not target_url.startswith(("postgresql://", "postgresql+psycopg://")):
             raise ConfigError("--to takes a PostgreSQL URL: postgresql://user:pass@host/db")
-        source_path = settings.data_dir / "citewell.sqlite"
+        source_path = settings.storage.data_dir / "citewell.sqlite"
         if not source_path.exists():
-            raise ConfigError(f"No Citewell data in {settings.data_dir}; check --data-dir.")
+            raise ConfigError(f"No Citewell data in {settings.storage.data_dir}; check --data-dir.")
         self.settings, self.say = settings, say
         self.source, self.target = sqlite_engine(source_path), url_engine(target_url)
         ensure_schema(self.source)  # a data dir of an older release: up to date first
@@ -104,7 +104,7 @@ class Move:
         return len(rows)
 
     def _copy_cache(self) -> int:
-        path = self.settings.data_dir / "embeddings.sqlite"
+        path = self.settings.storage.data_dir / "embeddings.sqlite"
         if not path.exists():
             return 0
         source, target = EmbeddingCache(path), DatabaseEmbeddingCache(self.target)

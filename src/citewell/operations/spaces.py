@@ -37,18 +37,7 @@ from citewell.types import ChunkFilter, StoredChunk
 
 logger = logging.getLogger(__name__)
 
-EMBEDDING_SETTINGS = (
-    "embedding_engine",
-    "embedding_model",
-    "embedding_base_url",
-    "embedding_api_key",
-    "embedding_batch_size",
-    "embedding_max_tokens",
-    "embedding_threads",
-    "embedding_onnx_path",
-    "embedding_tokenizer_path",
-    "embedding_timeout",
-)
+EMBEDDING_SETTINGS = Settings.names_where(space=True)
 PATH_SETTINGS = ("embedding_onnx_path", "embedding_tokenizer_path")
 DROP_AFTER = 60.0  # seconds a retired space's table is kept for queries still running in it
 REFRESH_EVERY = 1.0  # seconds between checks whether another process switched spaces
@@ -57,7 +46,7 @@ COPY_FILES = 64  # files re-embedded together while catching up
 
 def embedding_config(settings: Settings) -> dict[str, str | int | float | None]:
     """The settings that make an embedder, as JSON-able values."""
-    values = {name: getattr(settings, name) for name in EMBEDDING_SETTINGS}
+    values = settings.embedding.model_dump()
     return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
 
 
@@ -66,7 +55,7 @@ def settings_with(settings: Settings, config: dict[str, str | int | float | None
     update = {k: v for k, v in config.items() if k in EMBEDDING_SETTINGS}
     for name in PATH_SETTINGS:
         update[name] = Path(str(update[name])) if update.get(name) else None  # type: ignore[assignment]
-    return settings.model_copy(update=update)
+    return settings.with_values(update)
 
 
 @dataclass(frozen=True)
@@ -158,7 +147,7 @@ class EmbeddingSpaces:
         embedder = embedder or self._rebuild(record)
         store = open_chunk_store(self.settings, record.id, record.dimension)
         sentences = open_chunk_store(self.settings, sentence_table(record.id), record.dimension)
-        cached = CachedEmbedder(embedder, self.cache, self.settings.share_embeddings)
+        cached = CachedEmbedder(embedder, self.cache, self.settings.access.share_embeddings)
         return Space(record, cached, store, sentences)
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:
@@ -223,7 +212,11 @@ class EmbeddingSpaces:
         if self.registry.add(replace(record, state=BUILDING, batch_id=batch)):
             entries = [(self.jobs.new_id(), f.name, f.id) for f in self.catalog.list_files()]
             self.jobs.enqueue(
-                "", entries, self.settings.job_max_attempts, operation="reembed", batch_id=batch
+                "",
+                entries,
+                self.settings.jobs.job_max_attempts,
+                operation="reembed",
+                batch_id=batch,
             )
         building = self.registry.building()  # ours, or another process's of the same model
         assert building is not None and building.id == record.id

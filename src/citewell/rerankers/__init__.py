@@ -28,18 +28,22 @@ RERANKERS.add("none", lambda _: None)
 
 @RERANKERS.register("cross_encoder")
 def _cross_encoder(settings: Settings) -> Reranker:
-    if not settings.reranking_model:
+    if not settings.reranking.reranking_model:
         raise ConfigError("reranker=cross_encoder needs reranking_model: a local directory.")
-    return CrossEncoderReranker(Path(settings.reranking_model))
+    return CrossEncoderReranker(Path(settings.reranking.reranking_model))
 
 
 @RERANKERS.register("http")
 def _http(settings: Settings) -> Reranker:
-    if not settings.reranker_url:
+    if not settings.reranking.reranker_url:
         raise ConfigError("reranker=http needs reranker_url, e.g. http://host:port/v1/rerank.")
-    return HttpReranker(settings.reranker_url, settings.reranking_model, settings.reranker_api_key)
+    return HttpReranker(
+        settings.reranking.reranker_url,
+        settings.reranking.reranking_model,
+        settings.reranking.reranker_api_key,
+    )
 
 
 def build_reranker(settings: Settings) -> Reranker | None:
     """The reranker ``reranker`` names; None for "none"."""
-    return RERANKERS.get(settings.reranker)(settings)
+    return RERANKERS.get(settings.reranking.reranker)(settings)

@@ -84,7 +84,7 @@ class KnowledgeService:
         return Uploaded(found.id, self.view.file(record.id, in_kb=found.id), report, known)
 
     def add_text(self, kb: str, name: str, content: str) -> Uploaded:
-        limit = self.app.settings.max_document_chars
+        limit = self.app.settings.extraction.max_document_chars
         if len(content) > limit:
             raise PayloadTooLarge(
                 f"The text has {len(content):,} characters; at most {limit:,} (max_document_chars)."
@@ -108,7 +108,7 @@ class KnowledgeService:
         self._check_count(count, "Send 1 to {most} files (max_batch_files).")
 
     def _check_count(self, count: int, message: str) -> None:
-        most = self.app.settings.max_batch_files
+        most = self.app.settings.jobs.max_batch_files
         if not count or count > most:
             raise InvalidInput(message.format(count=count, most=most))
 

@@ -53,14 +53,14 @@ def budget_measure(embedder: Embedder) -> Measure:
 
 
 def build_measure(settings: Settings, embedder: Embedder) -> Measure:
-    if settings.text_splitter != "token" and settings.chunk_unit != "token":
+    if settings.chunking.text_splitter != "token" and settings.chunking.chunk_unit != "token":
         return CharacterMeasure()
     tokenizer: Any = getattr(embedder, "tokenizer", None)
     if tokenizer is None:
         # Remote embedders keep their tokenizer to themselves; MiniLM's is a close proxy.
         from citewell.embedders.onnx import load_tokenizer
 
-        tokenizer = load_tokenizer(settings.embedding_tokenizer_path)
+        tokenizer = load_tokenizer(settings.embedding.embedding_tokenizer_path)
     return TokenMeasure(tokenizer)
 
 
@@ -69,7 +69,10 @@ def build_splitter(settings: Settings, embedder: Embedder) -> Splitter:
     ``markdown_header_splitter`` is on (structure first), except for the seed's fixed and
     sliding windows, which ignore structure by definition."""
     measure = build_measure(settings, embedder)
-    inner = SPLITTERS.get(settings.text_splitter)(settings, embedder, measure)
-    if settings.markdown_header_splitter and settings.text_splitter not in STRUCTURE_BLIND:
-        return MarkdownHeaderSplitter(inner, settings.chunk_min_size_target)
+    inner = SPLITTERS.get(settings.chunking.text_splitter)(settings, embedder, measure)
+    if (
+        settings.chunking.markdown_header_splitter
+        and settings.chunking.text_splitter not in STRUCTURE_BLIND
+    ):
+        return MarkdownHeaderSplitter(inner, settings.chunking.chunk_min_size_target)
     return inner

@@ -22,18 +22,20 @@ Factory = Callable[["Settings", Embedder, Measure], SpanSplitter]
 
 
 def _recursive(settings: Settings, _: Embedder, measure: Measure) -> SpanSplitter:
-    separators = tuple(settings.chunk_separators) or SEPARATORS
+    separators = tuple(settings.chunking.chunk_separators) or SEPARATORS
     if separators[-1] != "":
         separators = (*separators, "")  # the last resort: cut anywhere
-    return RecursiveSplitter(settings.chunk_size, settings.chunk_overlap, measure, separators)
+    return RecursiveSplitter(
+        settings.chunking.chunk_size, settings.chunking.chunk_overlap, measure, separators
+    )
 
 
 def _threshold(settings: Settings, embedder: Embedder, measure: Measure) -> SpanSplitter:
     return ThresholdSemanticSplitter(
         embedder,
-        settings.chunk_size,
-        threshold=settings.semantic_threshold,
-        window=settings.semantic_window,
+        settings.chunking.chunk_size,
+        threshold=settings.chunking.semantic_threshold,
+        window=settings.chunking.semantic_window,
         measure=measure,
     )
 
@@ -41,10 +43,10 @@ def _threshold(settings: Settings, embedder: Embedder, measure: Measure) -> Span
 def _percentile(settings: Settings, embedder: Embedder, measure: Measure) -> SpanSplitter:
     return ThresholdSemanticSplitter(
         embedder,
-        settings.chunk_size,
+        settings.chunking.chunk_size,
         threshold=None,
-        percentile=settings.semantic_percentile,
-        window=settings.semantic_window,
+        percentile=settings.chunking.semantic_percentile,
+        window=settings.chunking.semantic_window,
         measure=measure,
     )
 
@@ -52,12 +54,16 @@ def _percentile(settings: Settings, embedder: Embedder, measure: Measure) -> Spa
 SPLITTERS: Registry[Factory] = Registry("splitters")
 SPLITTERS.add("character", _recursive)
 SPLITTERS.add("token", _recursive)  # the same, measured in the embedder's tokens
-SPLITTERS.add("fixed", lambda s, _, m: FixedSizeSplitter(s.chunk_size, m))
+SPLITTERS.add("fixed", lambda s, _, m: FixedSizeSplitter(s.chunking.chunk_size, m))
 SPLITTERS.add(
-    "sliding_window", lambda s, _, m: SlidingWindowSplitter(s.chunk_size, s.chunk_overlap, m)
+    "sliding_window",
+    lambda s, _, m: SlidingWindowSplitter(s.chunking.chunk_size, s.chunking.chunk_overlap, m),
 )
 SPLITTERS.add(
-    "semantic", lambda s, e, m: MaxMinSemanticSplitter(e, s.chunk_size, s.chunk_min_size_target, m)
+    "semantic",
+    lambda s, e, m: MaxMinSemanticSplitter(
+        e, s.chunking.chunk_size, s.chunking.chunk_min_size_target, m
+    ),
 )
 SPLITTERS.add("semantic_threshold", _threshold)
 SPLITTERS.add("semantic_percentile", _percentile)

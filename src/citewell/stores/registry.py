@@ -17,14 +17,14 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
     from citewell.stores.lance_upkeep import VectorIndexPolicy
     from citewell.stores.lancedb import LanceChunkStore
 
-    policy = VectorIndexPolicy(min_rows=settings.vector_index_min_rows)
+    policy = VectorIndexPolicy(min_rows=settings.storage.vector_index_min_rows)
     return LanceChunkStore(
-        settings.data_dir / "lancedb",
+        settings.storage.data_dir / "lancedb",
         table,
         dimension,
         policy,
-        settings.lance_cache_mb,
-        kb_snapshot_mb=settings.kb_snapshot_mb,
+        settings.storage.lance_cache_mb,
+        kb_snapshot_mb=settings.storage.kb_snapshot_mb,
         table_copy_mb=table_copy_budget_mb(settings),
         memory_free=memory_free_bytes,
     )
@@ -39,10 +39,10 @@ AUTO_TABLE_COPY_SHARE = 5
 def table_copy_budget_mb(settings: Settings, memory: int | None = None) -> int:
     """``table_copy_mb`` in megabytes, with "auto" sized by the machine (``memory`` bytes,
     read from it when not given) and the API processes that each keep a copy."""
-    if settings.table_copy_mb != "auto":
-        return settings.table_copy_mb
+    if settings.storage.table_copy_mb != "auto":
+        return settings.storage.table_copy_mb
     total = memory_bytes() if memory is None else memory
-    return total // AUTO_TABLE_COPY_SHARE // settings.workers >> 20
+    return total // AUTO_TABLE_COPY_SHARE // settings.server.workers >> 20
 
 
 def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
@@ -50,14 +50,14 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
     from citewell.db.schema import ensure_vector_extension
     from citewell.stores.postgres import PostgresChunkStore
 
-    if not is_postgres(settings.database_url):
+    if not is_postgres(settings.storage.database_url):
         raise ConfigError(
             "store = postgres keeps chunks in the database: set database_url to a "
             "postgresql://user:password@host/database URL (with the pgvector extension)."
         )
-    engine = shared_engine(settings.database_url)
+    engine = shared_engine(settings.storage.database_url)
     ensure_vector_extension(engine)
-    return PostgresChunkStore(engine, table, dimension, settings.vector_index_min_rows)
+    return PostgresChunkStore(engine, table, dimension, settings.storage.vector_index_min_rows)
 
 
 CHUNK_STORES: Registry[Callable[[Settings, str, int], ChunkStore]] = Registry("chunk_stores")
@@ -69,9 +69,9 @@ def store_backend(settings: Settings) -> str:
     """``store``, with "auto" resolved: PostgreSQL when the database is, else LanceDB."""
     from citewell.db.engine import is_postgres
 
-    if settings.store != "auto":
-        return settings.store
-    return "postgres" if is_postgres(settings.database_url) else "lancedb"
+    if settings.storage.store != "auto":
+        return settings.storage.store
+    return "postgres" if is_postgres(settings.storage.database_url) else "lancedb"
 
 
 def open_chunk_store(settings: Settings, table: str, dimension: int) -> ChunkStore:

@@ -35,14 +35,14 @@ def _need(value: str, setting: str, engine: str) -> str:
 
 @WEB_SEARCH.register("searxng")
 def _searxng(settings: Settings) -> WebSearch:
-    url = settings.web_search_url or settings.searxng_query_url
+    url = settings.web.web_search_url or settings.web.searxng_query_url
     return SearxngSearch("", _need(url, "searxng_query_url", "searxng"), TIMEOUT)
 
 
 def _keyed(cls: type[HttpSearch], setting: str, engine: str) -> Callable[[Settings], WebSearch]:
     def build(settings: Settings) -> WebSearch:
-        key = _need(getattr(settings, setting), setting, engine)
-        return cls(key, settings.web_search_url, TIMEOUT)
+        key = _need(settings.value(setting), setting, engine)
+        return cls(key, settings.web.web_search_url, TIMEOUT)
 
     return build
 
@@ -57,9 +57,9 @@ for _engine, _cls, _key in (
 
 @WEB_SEARCH.register("google_pse")
 def _google_pse(settings: Settings) -> WebSearch:
-    key = _need(settings.google_pse_api_key, "google_pse_api_key", "google_pse")
-    cx = _need(settings.google_pse_engine_id, "google_pse_engine_id", "google_pse")
-    return GooglePseSearch(key, cx, settings.web_search_url, TIMEOUT)
+    key = _need(settings.web.google_pse_api_key, "google_pse_api_key", "google_pse")
+    cx = _need(settings.web.google_pse_engine_id, "google_pse_engine_id", "google_pse")
+    return GooglePseSearch(key, cx, settings.web.web_search_url, TIMEOUT)
 
 
 WEB_SEARCH.add("bing", _keyed(BingSearch, "bing_search_api_key", "bing"))
@@ -69,9 +69,9 @@ PROVIDERS = ("searxng", "brave", "tavily", "serper", "google_pse", "bing", "exa"
 
 def build_web_search(settings: Settings) -> WebSearch:
     """The configured provider; ConfigError (saying which setting is missing) otherwise."""
-    if settings.web_search_engine == "":
+    if settings.web.web_search_engine == "":
         raise ConfigError(
             "Web search is off: set web_search_engine (CITEWELL_WEB_SEARCH_ENGINE) to one of "
             f"{', '.join(WEB_SEARCH.names())} and give that provider's key."
         )
-    return WEB_SEARCH.get(settings.web_search_engine)(settings)
+    return WEB_SEARCH.get(settings.web.web_search_engine)(settings)

@@ -82,7 +82,7 @@ def create_key(body: ApiKeyCreate, view: ViewDep, auth: AuthDep, audit: AuditDep
     kb_ids = [view.kb(name).id for name in body.knowledge_bases]
     if access.scope is not None and not (kb_ids and set(kb_ids) <= access.scope):
         raise Forbidden("A key limited to some KBs can only make keys limited to those KBs.")
-    cap = view.app.settings.max_keys_per_user
+    cap = view.app.settings.access.max_keys_per_user
     key, plain = auth.users.create_key(
         access.user.id, body.name, kb_ids, body.read_only, max_live=cap
     )

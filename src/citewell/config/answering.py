@@ -1,0 +1,155 @@
+"""Settings of answers: the LLM, the prompt, the context, tools and model presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from citewell.config.fields import Scopes, Section, backend, setting
+
+
+class LLMSection(Section):
+    """The LLM that writes answers (and contexts, summaries, queries)."""
+
+    llm_engine: Annotated[str, backend("llm", "openai", "ollama", "llamacpp")] = setting(
+        "openai",
+        "'openai': any OpenAI-compatible server at llm_base_url; 'ollama': Ollama's native "
+        "API at llm_base_url (its root), sending num_ctx=llm_context_window so long prompts "
+        "are not cut at Ollama's default context; 'llamacpp': a local GGUF model "
+        "(llm_model_path) run in process (pip install 'citewell[local-llm]').",
+    )
+
+    llm_model_path: Path | None = setting(None, "For llm_engine=llamacpp: the .gguf model file.")
+
+    llm_base_url: str = setting(
+        "",
+        "OpenAI-compatible chat endpoint base, e.g. http://127.0.0.1:11434/v1 (Ollama), "
+        "https://api.openai.com/v1. Empty: answers are extractive.",
+        "OPENAI_API_BASE_URL",
+    )
+
+    llm_api_key: str = setting("", "Bearer token for the LLM endpoint.", "OPENAI_API_KEY")
+
+    llm_model: str = setting(
+        "",
+        "Model used when a request names none of the presets and the LLM's own list is "
+        "unavailable; also the default base model of presets.",
+        scopes=Scopes(request=True),
+    )
+
+    llm_timeout: float = setting(120.0, "Seconds before an LLM call fails.")
+
+    llm_context_window: int = setting(
+        8192, "Context window (tokens) of the LLM; context is packed to fit it."
+    )
+
+    llm_reserved_tokens: int = setting(
+        1024, "Tokens kept free for the answer when max_tokens is not given."
+    )
+
+
+class AnsweringSection(Section):
+    """How answers are made: the prompt, the context, tools and model presets."""
+
+    rag_template: str = setting(
+        "",
+        "RAG prompt template; [context]/{{CONTEXT}} and [query]/{{QUERY}} are replaced. "
+        "Empty: the built-in template.",
+        "RAG_TEMPLATE",
+        scopes=Scopes(runtime=True, request=True),
+    )
+
+    rag_system_context: bool = setting(
+        True,
+        "Put the retrieved context in the system message (stable prefix, prompt-cache "
+        "friendly); false puts it in the last user message as Open WebUI does by default.",
+        "RAG_SYSTEM_CONTEXT",
+        scopes=Scopes(runtime=True),
+    )
+
+    rag_full_context: bool = setting(
+        False,
+        "Give the LLM whole documents instead of retrieved chunks, while they fit the "
+        "token budget (falls back to retrieval when they would not).",
+        "RAG_FULL_CONTEXT",
+        scopes=Scopes(runtime=True, kb=True, request=True),
+    )
+
+    small_to_big: Literal["off", "window", "section"] = setting(
+        "off",
+        "Small-to-big: search small chunks, give the LLM the text around each. 'window': "
+        "small_to_big_chars more on each side; 'section': the same, but never beyond the "
+        "chunk's section (its heading). Sources still cite the retrieved span; a window that "
+        "does not fit the budget, or overlaps one already given, is given as the chunk alone.",
+        scopes=Scopes(runtime=True),
+    )
+
+    small_to_big_chars: int = setting(
+        800,
+        "Characters added on each side of a chunk by small_to_big.",
+        ge=0,
+        scopes=Scopes(runtime=True),
+    )
+
+    bypass_embedding_and_retrieval: bool = setting(
+        False,
+        "Store extracted text without chunking or embedding, and give chats whole "
+        "documents (within the token budget).",
+        "BYPASS_EMBEDDING_AND_RETRIEVAL",
+    )
+
+    enable_retrieval_query_generation: bool = setting(
+        True,
+        "Let the LLM write 1-3 search queries from the recent conversation (skipped for "
+        "a single-turn question, where the question itself is the query).",
+        "ENABLE_RETRIEVAL_QUERY_GENERATION",
+        scopes=Scopes(runtime=True),
+    )
+
+    query_generation_prompt_template: str = setting(
+        "",
+        "Prompt for query generation; {{MESSAGES}} is replaced by the recent history. "
+        "Empty: the built-in prompt.",
+        "QUERY_GENERATION_PROMPT_TEMPLATE",
+        scopes=Scopes(runtime=True),
+    )
+
+    function_calling: Literal["default", "native"] = setting(
+        "default",
+        "'native': offer the LLM the builtin knowledge tools (query_knowledge_files, "
+        "view_knowledge_file, ...) so it can search and read on its own, beside the injected "
+        "sources. 'default': no tools (for models that cannot call them). A preset or a "
+        "request's function_calling (or Open WebUI's params.function_calling) overrides it.",
+        scopes=Scopes(request=True),
+    )
+
+    tool_max_rounds: int = setting(
+        5, "Model turns per answer that may call builtin tools; then it must answer.", ge=0
+    )
+
+    tool_result_max_tokens: int = setting(
+        6000,
+        "Tokens of builtin tool results per answer, all calls together (results past it are "
+        "cut, and the model is told to answer).",
+        ge=0,
+    )
+
+    tool_web_domains: str = setting(
+        "",
+        "Comma-separated domains (and their subdomains) that the model's web tools, fetch_url "
+        "and search_web's result pages, may reach, e.g. 'wikipedia.org,docs.python.org'. "
+        "Empty: any public address. A document in a KB can ask the model to fetch a URL "
+        "with the reader's data in it; set this wherever KBs hold text from others.",
+    )
+
+    tool_max_seconds: float = setting(
+        120.0, "Seconds after which an answer's builtin tools are no longer offered.", gt=0
+    )
+
+    model_presets: str = setting(
+        "",
+        'JSON list of model presets: [{"id": "hr-assistant", "knowledge": ["handbook"], '
+        '"base_model": "llama3", "template": "...", "top_k": 8, '
+        '"system": "...", "file_context": true, "builtin_tools": true, '
+        '"function_calling": "native"}]. Each appears at /v1/models and answers from its KBs.',
+    )

@@ -1,0 +1,140 @@
+"""Settings of the HTTP server and of access: who may do what, and how much."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import field_validator
+
+from citewell.config.fields import Section, setting
+
+
+class ServerSection(Section):
+    """The HTTP server: address, processes, request sizes, the web page."""
+
+    host: str = setting("127.0.0.1", "Address `citewell serve` binds to.")
+
+    port: int = setting(8080, "Port `citewell serve` listens on.", "PORT")
+
+    shutdown_drain_seconds: float = setting(
+        0.0,
+        "On SIGTERM, keep serving this many seconds while /readyz answers 503, so a load "
+        "balancer takes the process out before it stops accepting; then requests in flight "
+        "finish (up to 30 s). 0: stop accepting at once. A second SIGTERM stops at once.",
+        ge=0,
+        le=600,
+    )
+
+    keep_alive_seconds: int = setting(
+        75,
+        "How long `citewell serve` keeps an idle HTTP connection open. Keep it above your "
+        "clients' and proxy's own idle limits (httpx 5 s, nginx and AWS load balancers 60 s): "
+        "when both sides give up at the same moment, a request sent on the closing "
+        "connection fails without an answer (uvicorn's default of 5 s met httpx's 5 s about "
+        "once in 120 requests that came after a 5 s pause).",
+        gt=0,
+        le=3600,
+    )
+
+    workers: int = setting(
+        1,
+        "API processes `citewell serve` runs on its port (`--workers`). With more than one, "
+        "rate limits are shared through the database and, on the embedded store, one of "
+        "them runs the job worker.",
+        ge=1,
+        le=64,
+    )
+
+    max_upload_bytes: int = setting(
+        100 * 1024 * 1024, "Largest file accepted by an upload, in bytes."
+    )
+
+    max_request_bytes: int = setting(
+        10 * 1024 * 1024,
+        "Largest request body that is not a file upload (JSON), in bytes; larger ones get 413.",
+    )
+
+    max_upload_request_bytes: int = setting(
+        1024 * 1024 * 1024,
+        "Largest file-upload request (multipart, every file of a batch together), in bytes.",
+    )
+
+    web_ui: bool = setting(
+        True,
+        "Serve the web page at / (knowledge bases, uploads, chat with clickable citations, "
+        "admin). It is a client of the API and needs the same keys; false: API only.",
+    )
+
+    cors_allow_origins: str = setting(
+        "",
+        "Origins browsers may call the API from, separated by ',' or ';' ('*': any). "
+        "Empty: no CORS headers, so browsers block other sites' pages from reading answers.",
+        "CORS_ALLOW_ORIGIN",
+    )
+
+
+class AccessSection(Section):
+    """Who may do what, and how much: authentication, keys, rate limits."""
+
+    share_embeddings: bool = setting(
+        False,
+        "Share the embedding cache (and the cache of recent query vectors) between users. "
+        "Off: each user's texts are cached apart (the owner of the KB written to, or the "
+        "caller for queries and /v1/embeddings), so no answer's speed or chunks_embedded "
+        "tells one user that another stored the same sentence. On: the same text is "
+        "embedded once for everyone, which gives that property up; for a one-team server.",
+    )
+
+    auth: Literal["required", "none"] = setting(
+        "required",
+        "'required': every API call but /healthz, /readyz and the docs needs an API key "
+        "(Authorization: Bearer cw_…). 'none': no authentication, everyone is the admin; "
+        "`citewell serve` accepts it only on a loopback address (127.0.0.1, ::1, localhost). "
+        "Open WebUI's WEBUI_AUTH=False means 'none'.",
+        "WEBUI_AUTH",
+    )
+
+    session_hours: float = setting(
+        12.0, "Lifetime of the key that signing in with a password (POST /api/v1/auth/login) gives."
+    )
+
+    rate_limit_per_minute: int = setting(
+        6000,
+        "Requests one user may make per minute with all of their API keys together (bursts "
+        "up to that many); 429 beyond. Counted across every server process sharing the "
+        "database (on PostgreSQL, or with workers > 1; one process counts in memory). One "
+        "key often serves a whole integration (an Open WebUI for a team), so the default "
+        "is high. 0: no limit.",
+    )
+
+    max_keys_per_user: int = setting(
+        100,
+        "Live API keys (not revoked, not expired) one user may hold, sign-in keys included. "
+        "At the cap a sign-in retires the user's oldest sign-in key and POST "
+        "/api/v1/auth/keys answers 409. Keys made by an admin with the CLI are not counted "
+        "against it. 0: no cap.",
+        ge=0,
+    )
+
+    login_failures_per_address: int = setting(
+        10,
+        "Failed sign-ins a minute for one name from one address before that address must "
+        "wait (429). The address is the client's, or X-Forwarded-For from a proxy that "
+        "uvicorn trusts (FORWARDED_ALLOW_IPS, 127.0.0.1 by default).",
+    )
+
+    login_failures_per_name: int = setting(
+        100,
+        "Failed sign-ins a minute for one name from all addresses together before only "
+        "addresses that signed in to it before may keep trying: guessing from many addresses "
+        "is stopped, and the user on a known address is never locked out.",
+    )
+
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _owui_auth_flag(cls, value: Any) -> Any:
+        # Open WebUI's WEBUI_AUTH is a boolean.
+        flag = str(value).strip().lower()
+        if flag in ("false", "0", "no", "off"):
+            return "none"
+        return "required" if flag in ("true", "1", "yes", "on") else value
