@@ -46,11 +46,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 TIERS = ("unit", "conformance", "api", "e2e", "browser")
 
 
+# The tests that take minutes. pytest-xdist hands tests out in collection order, so these go
+# first: each worker starts one while the other works through the rest, instead of one of
+# them starting at the end and running alone (SciFact alone takes ~11 minutes here).
+LONGEST_FIRST = ("test_scifact_quality.py", "test_schema_fuzz.py", "test_open_webui.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         tier = Path(str(item.path)).relative_to(REPO / "tests").parts[0]
         if tier in TIERS:
             item.add_marker(tier)
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep order
     if not config.getoption("--embedded-only"):
         return
     kept, left = [], []

@@ -164,7 +164,7 @@ def ask(
 
     with click_errors():
         app = ctx.app()
-        chosen = model or app.settings.llm_model or EXTRACTIVE_MODEL
+        chosen = model or app.settings.llm.llm_model or EXTRACTIVE_MODEL
         request = ChatRequest(
             model=chosen,
             messages=(ChatMessage("user", question),),
@@ -340,7 +340,7 @@ def worker(ctx: Context) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     app.start_workers()
-    click.echo(f"Citewell worker on {app.settings.data_dir}: Ctrl-C stops it.", err=True)
+    click.echo(f"Citewell worker on {app.settings.storage.data_dir}: Ctrl-C stops it.", err=True)
     try:
         while not stop.wait(0.5):
             pass
@@ -406,7 +406,7 @@ def _table_copy_hint(app: Any) -> None:
     shortfall = table_copy_shortfall(app)
     if shortfall is not None:
         needed, budget = shortfall
-        auto = " ('auto' on this machine)" if app.settings.table_copy_mb == "auto" else ""
+        auto = " ('auto' on this machine)" if app.settings.storage.table_copy_mb == "auto" else ""
         click.echo(
             f"searches read LanceDB's indexes: a copy in memory needs about "
             f"{math.ceil(needed)} MB, table_copy_mb{auto} allows {budget}; "

@@ -21,7 +21,7 @@ class TestBuiltInLLMEngines(LLMConformance):
         with serve(fake) as url:
             base = url + "/v1" if request.param == "openai" else url
             settings = Settings.load(data_dir=tmp_path, llm_engine=request.param, llm_base_url=base)
-            yield LLM_ENGINES.get(request.param)(settings), fake.models[0]
+            yield LLM_ENGINES.get(request.param)(settings.llm), fake.models[0]
 
     @pytest.fixture
     def llm(self, engine):

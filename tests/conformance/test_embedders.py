@@ -41,7 +41,7 @@ class TestBuiltInEmbedders(EmbedderConformance):
             embedding_model="nomic-embed-text",
             embedding_batch_size=2,
         )
-        return EMBEDDERS.get(request.param)(settings)
+        return EMBEDDERS.get(request.param)(settings.embedding)
 
 
 TEXTS = [

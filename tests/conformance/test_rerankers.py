@@ -92,15 +92,15 @@ class TestBuiltInRerankers(RerankerConformance):
             yield RERANKERS.get("cross_encoder")(
                 Settings.load(
                     data_dir=tmp_path, reranker="cross_encoder", reranking_model=str(tmp_path)
-                )
+                ).reranking
             )
             return
         path = "/v1/rerank" if request.param == "http-cohere" else "/rerank"
         with serve(FakeService()) as url:
             yield RERANKERS.get("http")(
-                Settings.load(data_dir=tmp_path, reranker="http", reranker_url=url + path)
+                Settings.load(data_dir=tmp_path, reranker="http", reranker_url=url + path).reranking
             )
 
 
 def test_none_means_no_reranker(tmp_path):
-    assert RERANKERS.get("none")(Settings.load(data_dir=tmp_path)) is None
+    assert RERANKERS.get("none")(Settings.load(data_dir=tmp_path).reranking) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from citewell.config import Settings
+from citewell.config import EmbeddingSection, Settings
 from citewell.embedders.base import Embedder, Vectors, normalize
 from citewell.embedders.cache import (
     CachedEmbedder,
@@ -34,28 +34,30 @@ __all__ = [
 ]
 
 
-EMBEDDERS: Registry[Callable[[Settings], Embedder]] = Registry("embedders")
+EMBEDDERS: Registry[Callable[[EmbeddingSection], Embedder]] = Registry("embedders")
 
 
 @EMBEDDERS.register("onnx")
-def _onnx(settings: Settings) -> Embedder:
+def _onnx(section: EmbeddingSection) -> Embedder:
     return OnnxEmbedder(
-        model_path=settings.embedding.embedding_onnx_path,
-        tokenizer_path=settings.embedding.embedding_tokenizer_path,
-        batch_size=settings.embedding.embedding_batch_size,
-        max_tokens=settings.embedding.embedding_max_tokens,
-        threads=settings.embedding.embedding_threads,
+        model_path=section.embedding_onnx_path,
+        tokenizer_path=section.embedding_tokenizer_path,
+        batch_size=section.embedding_batch_size,
+        max_tokens=section.embedding_max_tokens,
+        threads=section.embedding_threads,
     )
 
 
-def _remote(kind: type[OpenAIEmbedder] | type[OllamaEmbedder]) -> Callable[[Settings], Embedder]:
-    def build(settings: Settings) -> Embedder:
+def _remote(
+    kind: type[OpenAIEmbedder] | type[OllamaEmbedder],
+) -> Callable[[EmbeddingSection], Embedder]:
+    def build(section: EmbeddingSection) -> Embedder:
         return kind(
-            base_url=settings.embedding.embedding_base_url,
-            model=settings.embedding.embedding_model,
-            api_key=settings.embedding.embedding_api_key,
-            batch_size=settings.embedding.embedding_batch_size,
-            timeout=settings.embedding.embedding_timeout,
+            base_url=section.embedding_base_url,
+            model=section.embedding_model,
+            api_key=section.embedding_api_key,
+            batch_size=section.embedding_batch_size,
+            timeout=section.embedding_timeout,
         )
 
     return build
@@ -67,4 +69,4 @@ EMBEDDERS.add("ollama", _remote(OllamaEmbedder))
 
 def build_embedder(settings: Settings) -> Embedder:
     """The embedder the settings name, without the cache (the engine adds it)."""
-    return EMBEDDERS.get(settings.embedding.embedding_engine)(settings)
+    return EMBEDDERS.get(settings.embedding.embedding_engine)(settings.embedding)

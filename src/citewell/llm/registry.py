@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from citewell.config import Settings
+from citewell.config import LLMSection, Settings
 from citewell.errors import ConfigError
 from citewell.llm.base import LLM
 from citewell.llm.openai_compat import OpenAICompatibleLLM
@@ -17,48 +17,44 @@ log = logging.getLogger(__name__)
 OLLAMA_PORT = 11434
 
 
-def _openai(settings: Settings) -> LLM | None:
-    if not settings.llm.llm_base_url:
+def _openai(section: LLMSection) -> LLM | None:
+    if not section.llm_base_url:
         return None
-    if urlsplit(settings.llm.llm_base_url).port == OLLAMA_PORT:
+    if urlsplit(section.llm_base_url).port == OLLAMA_PORT:
         log.warning(
             "llm_base_url looks like Ollama's OpenAI-compatible endpoint, which cannot set the "
             "context length: Ollama may cut prompts longer than its default num_ctx (often "
             "2048 tokens), dropping retrieved passages. Set llm_engine=ollama (and llm_base_url "
             "to the server's root) so Citewell sends num_ctx=llm_context_window (%d).",
-            settings.llm.llm_context_window,
+            section.llm_context_window,
         )
-    return OpenAICompatibleLLM(
-        settings.llm.llm_base_url, settings.llm.llm_api_key, settings.llm.llm_timeout
-    )
+    return OpenAICompatibleLLM(section.llm_base_url, section.llm_api_key, section.llm_timeout)
 
 
-def _llamacpp(settings: Settings) -> LLM | None:
+def _llamacpp(section: LLMSection) -> LLM | None:
     from citewell.llm.llamacpp import LlamaCppLLM  # needs the local-llm extra
 
-    if settings.llm.llm_model_path is None:
+    if section.llm_model_path is None:
         raise ConfigError("llm_engine=llamacpp needs llm_model_path (a .gguf file).")
-    return LlamaCppLLM(settings.llm.llm_model_path, settings.llm.llm_context_window)
+    return LlamaCppLLM(section.llm_model_path, section.llm_context_window)
 
 
-def _ollama(settings: Settings) -> LLM | None:
+def _ollama(section: LLMSection) -> LLM | None:
     from citewell.llm.ollama import OllamaLLM
 
-    if not settings.llm.llm_base_url:
+    if not section.llm_base_url:
         raise ConfigError("llm_engine=ollama needs llm_base_url, e.g. http://127.0.0.1:11434.")
-    return OllamaLLM(
-        settings.llm.llm_base_url, settings.llm.llm_context_window, settings.llm.llm_timeout
-    )
+    return OllamaLLM(section.llm_base_url, section.llm_context_window, section.llm_timeout)
 
 
-LLM_ENGINES: Registry[Callable[[Settings], LLM | None]] = Registry("llm")
+LLM_ENGINES: Registry[Callable[[LLMSection], LLM | None]] = Registry("llm")
 LLM_ENGINES.add("openai", _openai)
 LLM_ENGINES.add("ollama", _ollama)
 LLM_ENGINES.add("llamacpp", _llamacpp)
 
 
 def build_llm(settings: Settings) -> LLM | None:
-    return LLM_ENGINES.get(settings.llm.llm_engine)(settings)
+    return LLM_ENGINES.get(settings.llm.llm_engine)(settings.llm)
 
 
 def llm_configured(settings: Settings) -> bool:

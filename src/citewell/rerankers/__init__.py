@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from citewell.config import Settings
+from citewell.config import RerankingSection, Settings
 from citewell.errors import ConfigError
 from citewell.plugins import Registry
 from citewell.rerankers.base import Reranker, apply_scores
@@ -22,28 +22,28 @@ __all__ = [
 ]
 
 
-RERANKERS: Registry[Callable[[Settings], Reranker | None]] = Registry("rerankers")
+RERANKERS: Registry[Callable[[RerankingSection], Reranker | None]] = Registry("rerankers")
 RERANKERS.add("none", lambda _: None)
 
 
 @RERANKERS.register("cross_encoder")
-def _cross_encoder(settings: Settings) -> Reranker:
-    if not settings.reranking.reranking_model:
+def _cross_encoder(section: RerankingSection) -> Reranker:
+    if not section.reranking_model:
         raise ConfigError("reranker=cross_encoder needs reranking_model: a local directory.")
-    return CrossEncoderReranker(Path(settings.reranking.reranking_model))
+    return CrossEncoderReranker(Path(section.reranking_model))
 
 
 @RERANKERS.register("http")
-def _http(settings: Settings) -> Reranker:
-    if not settings.reranking.reranker_url:
+def _http(section: RerankingSection) -> Reranker:
+    if not section.reranker_url:
         raise ConfigError("reranker=http needs reranker_url, e.g. http://host:port/v1/rerank.")
     return HttpReranker(
-        settings.reranking.reranker_url,
-        settings.reranking.reranking_model,
-        settings.reranking.reranker_api_key,
+        section.reranker_url,
+        section.reranking_model,
+        section.reranker_api_key,
     )
 
 
 def build_reranker(settings: Settings) -> Reranker | None:
     """The reranker ``reranker`` names; None for "none"."""
-    return RERANKERS.get(settings.reranking.reranker)(settings)
+    return RERANKERS.get(settings.reranking.reranker)(settings.reranking)

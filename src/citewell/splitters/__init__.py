@@ -69,7 +69,7 @@ def build_splitter(settings: Settings, embedder: Embedder) -> Splitter:
     ``markdown_header_splitter`` is on (structure first), except for the seed's fixed and
     sliding windows, which ignore structure by definition."""
     measure = build_measure(settings, embedder)
-    inner = SPLITTERS.get(settings.chunking.text_splitter)(settings, embedder, measure)
+    inner = SPLITTERS.get(settings.chunking.text_splitter)(settings.chunking, embedder, measure)
     if (
         settings.chunking.markdown_header_splitter
         and settings.chunking.text_splitter not in STRUCTURE_BLIND

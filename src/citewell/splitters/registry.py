@@ -16,37 +16,35 @@ from citewell.splitters.threshold import ThresholdSemanticSplitter
 from citewell.splitters.window import FixedSizeSplitter, SlidingWindowSplitter
 
 if TYPE_CHECKING:
-    from citewell.config import Settings
+    from citewell.config import ChunkingSection
 
-Factory = Callable[["Settings", Embedder, Measure], SpanSplitter]
+Factory = Callable[["ChunkingSection", Embedder, Measure], SpanSplitter]
 
 
-def _recursive(settings: Settings, _: Embedder, measure: Measure) -> SpanSplitter:
-    separators = tuple(settings.chunking.chunk_separators) or SEPARATORS
+def _recursive(section: ChunkingSection, _: Embedder, measure: Measure) -> SpanSplitter:
+    separators = tuple(section.chunk_separators) or SEPARATORS
     if separators[-1] != "":
         separators = (*separators, "")  # the last resort: cut anywhere
-    return RecursiveSplitter(
-        settings.chunking.chunk_size, settings.chunking.chunk_overlap, measure, separators
-    )
+    return RecursiveSplitter(section.chunk_size, section.chunk_overlap, measure, separators)
 
 
-def _threshold(settings: Settings, embedder: Embedder, measure: Measure) -> SpanSplitter:
+def _threshold(section: ChunkingSection, embedder: Embedder, measure: Measure) -> SpanSplitter:
     return ThresholdSemanticSplitter(
         embedder,
-        settings.chunking.chunk_size,
-        threshold=settings.chunking.semantic_threshold,
-        window=settings.chunking.semantic_window,
+        section.chunk_size,
+        threshold=section.semantic_threshold,
+        window=section.semantic_window,
         measure=measure,
     )
 
 
-def _percentile(settings: Settings, embedder: Embedder, measure: Measure) -> SpanSplitter:
+def _percentile(section: ChunkingSection, embedder: Embedder, measure: Measure) -> SpanSplitter:
     return ThresholdSemanticSplitter(
         embedder,
-        settings.chunking.chunk_size,
+        section.chunk_size,
         threshold=None,
-        percentile=settings.chunking.semantic_percentile,
-        window=settings.chunking.semantic_window,
+        percentile=section.semantic_percentile,
+        window=section.semantic_window,
         measure=measure,
     )
 
@@ -54,16 +52,14 @@ def _percentile(settings: Settings, embedder: Embedder, measure: Measure) -> Spa
 SPLITTERS: Registry[Factory] = Registry("splitters")
 SPLITTERS.add("character", _recursive)
 SPLITTERS.add("token", _recursive)  # the same, measured in the embedder's tokens
-SPLITTERS.add("fixed", lambda s, _, m: FixedSizeSplitter(s.chunking.chunk_size, m))
+SPLITTERS.add("fixed", lambda s, _, m: FixedSizeSplitter(s.chunk_size, m))
 SPLITTERS.add(
     "sliding_window",
-    lambda s, _, m: SlidingWindowSplitter(s.chunking.chunk_size, s.chunking.chunk_overlap, m),
+    lambda s, _, m: SlidingWindowSplitter(s.chunk_size, s.chunk_overlap, m),
 )
 SPLITTERS.add(
     "semantic",
-    lambda s, e, m: MaxMinSemanticSplitter(
-        e, s.chunking.chunk_size, s.chunking.chunk_min_size_target, m
-    ),
+    lambda s, e, m: MaxMinSemanticSplitter(e, s.chunk_size, s.chunk_min_size_target, m),
 )
 SPLITTERS.add("semantic_threshold", _threshold)
 SPLITTERS.add("semantic_percentile", _percentile)

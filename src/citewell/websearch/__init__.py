@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from citewell.config import Settings
+from citewell.config import Settings, WebSection
 from citewell.errors import ConfigError
 from citewell.plugins import Registry
 from citewell.websearch.base import HttpSearch, WebResult, WebSearch
@@ -21,7 +21,7 @@ from citewell.websearch.providers import (
 __all__ = ["PROVIDERS", "WEB_SEARCH", "WebResult", "WebSearch", "build_web_search"]
 
 TIMEOUT = 15.0
-WEB_SEARCH: Registry[Callable[[Settings], WebSearch]] = Registry("web_search")
+WEB_SEARCH: Registry[Callable[[WebSection], WebSearch]] = Registry("web_search")
 
 
 def _need(value: str, setting: str, engine: str) -> str:
@@ -34,15 +34,15 @@ def _need(value: str, setting: str, engine: str) -> str:
 
 
 @WEB_SEARCH.register("searxng")
-def _searxng(settings: Settings) -> WebSearch:
-    url = settings.web.web_search_url or settings.web.searxng_query_url
+def _searxng(section: WebSection) -> WebSearch:
+    url = section.web_search_url or section.searxng_query_url
     return SearxngSearch("", _need(url, "searxng_query_url", "searxng"), TIMEOUT)
 
 
-def _keyed(cls: type[HttpSearch], setting: str, engine: str) -> Callable[[Settings], WebSearch]:
-    def build(settings: Settings) -> WebSearch:
-        key = _need(settings.value(setting), setting, engine)
-        return cls(key, settings.web.web_search_url, TIMEOUT)
+def _keyed(cls: type[HttpSearch], setting: str, engine: str) -> Callable[[WebSection], WebSearch]:
+    def build(section: WebSection) -> WebSearch:
+        key = _need(getattr(section, setting), setting, engine)
+        return cls(key, section.web_search_url, TIMEOUT)
 
     return build
 
@@ -56,10 +56,10 @@ for _engine, _cls, _key in (
 
 
 @WEB_SEARCH.register("google_pse")
-def _google_pse(settings: Settings) -> WebSearch:
-    key = _need(settings.web.google_pse_api_key, "google_pse_api_key", "google_pse")
-    cx = _need(settings.web.google_pse_engine_id, "google_pse_engine_id", "google_pse")
-    return GooglePseSearch(key, cx, settings.web.web_search_url, TIMEOUT)
+def _google_pse(section: WebSection) -> WebSearch:
+    key = _need(section.google_pse_api_key, "google_pse_api_key", "google_pse")
+    cx = _need(section.google_pse_engine_id, "google_pse_engine_id", "google_pse")
+    return GooglePseSearch(key, cx, section.web_search_url, TIMEOUT)
 
 
 WEB_SEARCH.add("bing", _keyed(BingSearch, "bing_search_api_key", "bing"))
@@ -74,4 +74,4 @@ def build_web_search(settings: Settings) -> WebSearch:
             "Web search is off: set web_search_engine (CITEWELL_WEB_SEARCH_ENGINE) to one of "
             f"{', '.join(WEB_SEARCH.names())} and give that provider's key."
         )
-    return WEB_SEARCH.get(settings.web.web_search_engine)(settings)
+    return WEB_SEARCH.get(settings.web.web_search_engine)(settings.web)

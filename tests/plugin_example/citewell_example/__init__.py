@@ -32,7 +32,8 @@ class HashEmbedder:
         return out / np.where(norms == 0, 1.0, norms)
 
 
-def build_embedder(settings) -> HashEmbedder:  # type: ignore[no-untyped-def]
+def build_embedder(section) -> HashEmbedder:  # type: ignore[no-untyped-def]
+    # A factory receives its role's section of the settings (here config.EmbeddingSection).
     return HashEmbedder()
 
 

@@ -42,9 +42,9 @@ async def login(
         throttle.failed(body.name, address)
         raise Unauthenticated("Wrong name or password, or the account is disabled.")
     throttle.succeeded(body.name, address)
-    expires = time.time() + settings.session_hours * 3600
+    expires = time.time() + settings.access.session_hours * 3600
     key, plain = auth.users.create_key(
-        user.id, SIGN_IN, expires_at=expires, max_live=settings.max_keys_per_user
+        user.id, SIGN_IN, expires_at=expires, max_live=settings.access.max_keys_per_user
     )
     access = auth.grants.access(user, key)
     audit.record(access, "user.login", "user", user.id)
