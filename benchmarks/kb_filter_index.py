@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.types import ChunkFilter, StoredChunk
 
 

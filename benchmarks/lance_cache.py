@@ -49,7 +49,7 @@ def queries(source: Path, out: Path) -> None:
 
 
 def child(lance: Path, work: Path, cache_mb: int, table: str, seconds_to_warm: float) -> dict:
-    from citewell.stores.lancedb import LanceChunkStore
+    from citewell.stores.lance.store import LanceChunkStore
     from citewell.types import ChunkFilter
 
     vectors = np.load(work / "vectors.npy")

@@ -49,7 +49,7 @@ from citewell.config import Settings  # noqa: E402
 from citewell.machine import memory_free_bytes  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
 from citewell.retrieval.tokenize import terms_string  # noqa: E402
-from citewell.stores.lancedb import LanceChunkStore  # noqa: E402
+from citewell.stores.lance.store import LanceChunkStore  # noqa: E402
 from citewell.stores.registry import table_copy_budget_mb  # noqa: E402
 from citewell.types import ChunkFilter, SearchMode, StoredChunk  # noqa: E402
 
@@ -130,7 +130,7 @@ def copies(rows, vectors, start: int, count: int, seed: int) -> list[StoredChunk
 
 def exact_ids(store: LanceChunkStore, vector: np.ndarray, k: int, where: ChunkFilter) -> set[str]:
     query = store._table.search(vector.tolist()).distance_type("cosine").bypass_vector_index()
-    from citewell.stores.lancedb import where_sql
+    from citewell.stores.lance.store import where_sql
 
     predicate = where_sql(where)
     if predicate:

@@ -47,8 +47,8 @@ from sqlalchemy import text  # noqa: E402
 
 from citewell.db.engine import url_engine  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
-from citewell.stores.lancedb import LanceChunkStore  # noqa: E402
-from citewell.stores.postgres import PostgresChunkStore, _vector, filter_sql  # noqa: E402
+from citewell.stores.lance.store import LanceChunkStore  # noqa: E402
+from citewell.stores.postgres.store import PostgresChunkStore, _vector, filter_sql  # noqa: E402
 from citewell.stores.rows import to_chunk  # noqa: E402
 from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402
 from citewell.types import ChunkFilter, SearchMode  # noqa: E402

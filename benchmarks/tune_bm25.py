@@ -1,7 +1,7 @@
 """BM25's k1 and b on SciFact, tuned on train, reported on test: BM25 alone and hybrid.
 
 The stores fix k1 1.2 and b 0.75 (LanceDB's full-text index cannot change them). The
-in-memory postings (stores/bm25_memory.py) can, so this measures what other values would
+in-memory postings (stores/memory/bm25.py) can, so this measures what other values would
 give before anything is changed. Each setting ranks every chunk of the SciFact KB; hybrid
 fuses the top 50 with the vector search's top 50 as the retriever does (weighted min-max,
 BM25 weight 0.5); chunks collapse to documents (their best chunk) for nDCG@10.
@@ -39,7 +39,7 @@ def main() -> None:
     from citewell.retrieval import terms_string
     from citewell.retrieval.fusion import top, weighted_score_fusion
     from citewell.stores.base import scanning
-    from citewell.stores.bm25_memory import KeywordPostings
+    from citewell.stores.memory.bm25 import KeywordPostings
     from citewell.types import ChunkFilter
 
     parser = argparse.ArgumentParser()

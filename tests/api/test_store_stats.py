@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.stores.registry import table_copy_budget_mb
 from tests.api.conftest import KeyedServer, keyed_server
 

@@ -109,7 +109,7 @@ def test_pings_of_other_processes_move_nothing(engine, monkeypatch):
 def test_a_chunk_stores_version_row_moves_its_own_number_only(engine):
     """Ingestion bumps a chunk table's version row with every batch: that must not drop
     what the caches keep of keys, grants and KBs."""
-    from citewell.stores.postgres import PostgresChunkStore
+    from citewell.stores.postgres.store import PostgresChunkStore
     from citewell.testing.conformance import CORPUS, DIM
 
     counter = counter_of(engine)

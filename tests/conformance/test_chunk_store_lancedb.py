@@ -1,7 +1,7 @@
 import pytest
 
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.testing.conformance import DIM, ScanConformance
 
 pytestmark = pytest.mark.conformance

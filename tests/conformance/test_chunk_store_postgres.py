@@ -5,8 +5,8 @@ import time
 import pytest
 
 from citewell.db.engine import url_engine
-from citewell.stores.postgres import PostgresChunkStore
-from citewell.stores.snapshot_keeper import SnapshotKeeper
+from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.postgres.store import PostgresChunkStore
 from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance
 
 pytestmark = pytest.mark.conformance
@@ -126,7 +126,7 @@ def test_drop_removes_the_tables(engine):
 def test_bm25_scores_match_the_embedded_store(engine, tmp_path):
     """Same chunks, same BM25 definition: the same scores as LanceDB's full-text index."""
     from citewell.retrieval.tokenize import terms_string
-    from citewell.stores.lancedb import LanceChunkStore
+    from citewell.stores.lance.store import LanceChunkStore
 
     pg = PostgresChunkStore(engine, "t", DIM)
     lance = LanceChunkStore(tmp_path / "lance", "t", DIM)
@@ -272,7 +272,7 @@ def test_a_current_table_opens_without_schema_statements(engine):
 
 
 def test_ef_search_widens_with_the_table():
-    from citewell.stores.postgres import ef_search
+    from citewell.stores.postgres.store import ef_search
 
     assert ef_search(10_000, 8) == 100
     assert ef_search(10_000, 80) == 160
@@ -288,8 +288,8 @@ def test_every_filter_plan_finds_the_same_chunks(engine, monkeypatch):
     import pyarrow as pa
 
     from citewell.retrieval.tokenize import terms_string
-    from citewell.stores import postgres
-    from citewell.stores.scope_statistics import ScopeStatistics
+    from citewell.stores.memory.scope_statistics import ScopeStatistics
+    from citewell.stores.postgres import store as postgres
     from citewell.types import ChunkFilter, StoredChunk
 
     rng = np.random.default_rng(3)
@@ -388,7 +388,7 @@ def test_vectors_are_kept_in_the_rows_also_in_tables_made_before(engine):
 
 
 def test_keyword_candidates_reach_deeper_in_bigger_tables():
-    from citewell.stores.postgres_bm25 import Postings
+    from citewell.stores.postgres.bm25 import Postings
 
     postings = Postings("t")
     assert postings.depths(10_000) == (400, 200)

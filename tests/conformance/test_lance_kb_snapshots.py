@@ -8,8 +8,9 @@ import time
 import pytest
 
 from citewell.stores.base import optimize_store
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance import kb_snapshots as lance_kb_snapshots
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
 
@@ -21,7 +22,6 @@ POLICY = VectorIndexPolicy(min_rows=4)
 @pytest.fixture(autouse=True)
 def every_call_counts(monkeypatch):
     """The tests ask for copies in quick succession: each ask counts as a search."""
-    from citewell.stores import lance_kb_snapshots
 
     monkeypatch.setattr(lance_kb_snapshots, "SAME_SEARCH", 0.0)
 
@@ -158,7 +158,6 @@ def test_halving_the_counts_keeps_those_of_copies(store):
 
 
 def test_the_two_halves_of_one_search_count_once(store, monkeypatch):
-    from citewell.stores import lance_kb_snapshots
 
     monkeypatch.setattr(lance_kb_snapshots, "SAME_SEARCH", 0.1)
     store.vector_search(unit(2), 1, ChunkFilter(kb_ids=("kb2",)))
@@ -175,7 +174,6 @@ def test_a_kb_searched_once_gets_no_copy(store):
 
 
 def test_the_builder_thread_ends_when_idle_and_starts_again(store, monkeypatch):
-    from citewell.stores import lance_kb_snapshots
 
     monkeypatch.setattr(lance_kb_snapshots, "IDLE_SECONDS", 0.05)
     wait_for_copy(store, ("kb1",))

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from citewell.errors import StoreError
-from citewell.stores import lance_training
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance import training as lance_training
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.types import ChunkFilter
 from tests.conformance.test_lance_upkeep import DIM, chunks, grow, segments
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citewell.stores import lance_search_table
-from citewell.stores.lance_upkeep import VectorIndexPolicy, newest_to_merge
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance import search_table as lance_search_table
+from citewell.stores.lance.store import LanceChunkStore
+from citewell.stores.lance.upkeep import newest_to_merge
 from citewell.types import ChunkFilter, StoredChunk
 
 pytestmark = pytest.mark.conformance

@@ -8,7 +8,7 @@ from sqlalchemy import inspect
 
 from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.stores.postgres import PostgresChunkStore
+from citewell.stores.postgres.store import PostgresChunkStore
 from citewell.types import ChunkFilter, SearchMode
 
 pytestmark = pytest.mark.e2e

@@ -4,9 +4,9 @@ and exact scores for what it returns."""
 import numpy as np
 import pytest
 
-from citewell.stores import ann_memory
-from citewell.stores.ann_memory import MemoryVectorIndex
-from citewell.stores.lance_upkeep import VectorIndexPolicy
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory import ann as ann_memory
+from citewell.stores.memory.ann import MemoryVectorIndex
 
 
 def clustered(rows: int, dimension: int = 32, seed: int = 0) -> np.ndarray:

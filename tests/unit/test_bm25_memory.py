@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from citewell.stores.bm25_memory import KeywordPostings
+from citewell.stores.memory import bm25 as bm25_memory
+from citewell.stores.memory.bm25 import KeywordPostings
 
 WORDS = ["leav", "parent", "week", "pay", "sick", "note", "day", "lunch", "noon", "remot"]
 
@@ -58,7 +59,6 @@ def test_chunked_columns_give_the_same_postings():
 
 
 def test_rows_read_in_batches_give_the_same_postings(monkeypatch):
-    from citewell.stores import bm25_memory
 
     rng = random.Random(11)
     documents = [" ".join(rng.choices(WORDS, k=rng.randint(0, 12))) for _ in range(100)]

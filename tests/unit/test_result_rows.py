@@ -2,7 +2,7 @@
 
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings
 from citewell.retrieval.tokenize import terms_string
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import ChunkFilter, SearchMode, StoredChunk
 

@@ -14,7 +14,7 @@ from citewell.retrieval.sentences import (
 )
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import SearchHit
-from citewell.stores.lancedb import LanceChunkStore
+from citewell.stores.lance.store import LanceChunkStore
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.types import ChunkFilter, SearchMode, StoredChunk
 

@@ -5,7 +5,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from citewell.stores.snapshot_keeper import SnapshotKeeper
+from citewell.stores.memory.keeper import SnapshotKeeper
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def test_a_big_copy_that_fails_is_not_tried_again():
 
 
 def test_a_big_copy_waits_for_free_memory_of_twice_its_size(monkeypatch):
-    from citewell.stores import snapshot_keeper
+    from citewell.stores.memory import keeper as snapshot_keeper
 
     monkeypatch.setattr(snapshot_keeper, "MEMORY_RETRY", 0.2)
     free = [1999]  # 500 rows of 2 bytes (2,000 / 1,000) while made twice over: 2,000

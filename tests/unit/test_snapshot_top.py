@@ -4,7 +4,7 @@ same rows a full sort gives, ties, zeros and masked rows included."""
 import numpy as np
 import pytest
 
-from citewell.stores.snapshot import _at_least_kth
+from citewell.stores.memory.snapshot import _at_least_kth
 
 
 @pytest.mark.parametrize("k", [1, 8, 50, 500])
@@ -40,7 +40,7 @@ def test_small_arrays_are_ranked_whole():
 def test_kb_filters_hold_the_same_rows_as_masks_or_as_row_numbers():
     import pyarrow as pa
 
-    from citewell.stores.snapshot import _kb_rows
+    from citewell.stores.memory.snapshot import _kb_rows
 
     kbs = [["big"], ["big", "small"], [], ["big"], None, ["big", "other"], ["big"], ["big"]]
     kbs += [["big"]] * 16

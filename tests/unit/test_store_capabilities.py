@@ -9,7 +9,11 @@ from citewell.stores.base import (
     DropsTables,
     OptimizesIndexes,
     ScansChunks,
+    capabilities,
+    drop_store,
+    exporting,
     optimize_store,
+    report,
     scanning,
 )
 
@@ -57,16 +61,25 @@ def test_a_store_with_only_the_required_methods_is_a_chunk_store():
     optimize_store(store)  # nothing to fold: no error
 
 
+def test_one_query_says_what_a_store_can_do_and_how_it_is():
+    store = MinimalStore()
+    assert not any(vars(capabilities(store)).values())
+    now = report(store)
+    assert (now.index, now.kb_copies, now.table_copy) == (None, None, None)
+    assert not drop_store(store) and exporting(store) is None
+
+
 def test_copying_into_another_space_says_what_to_do_without_scanning():
     with pytest.raises(StoreError, match="re-ingest the files"):
         scanning(MinimalStore())
 
 
 def test_both_backends_have_every_capability(tmp_path):
-    from citewell.stores.lancedb import LanceChunkStore
-    from citewell.stores.postgres import PostgresChunkStore
+    from citewell.stores.lance.store import LanceChunkStore
+    from citewell.stores.postgres.store import PostgresChunkStore
 
     lance = LanceChunkStore(tmp_path / "lance", "t", 8)
+    assert all(vars(capabilities(lance)).values())
     for capability in (ScansChunks, OptimizesIndexes, DropsTables):
         assert isinstance(lance, capability)
         # PostgresChunkStore needs a server to construct; its class has the methods.

@@ -24,7 +24,8 @@ from citewell.catalog.storage import FileStorage
 from citewell.ingest.ingestor import Ingestor
 from citewell.jobs import RUNNING, JobStore
 from citewell.jobs.staged import stale_staged
-from citewell.stores.base import ChunkStore, IndexHealth, ReportsIndexHealth
+from citewell.stores.base import ChunkStore, IndexHealth, rebuild_vector_index
+from citewell.stores.base import report as store_report
 from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (docs/benchmarks/journal.md).
@@ -110,8 +111,7 @@ class ConsistencyCheck:
                     report.missing_chunks[record.id] = (record.chunk_count, 0)
         report.orphan_stored = sorted(self.storage.file_ids() - set(files))
         self._compare_jobs(report)
-        if isinstance(self.store, ReportsIndexHealth):
-            report.index = self.store.health(self.recall_samples)
+        report.index = store_report(self.store, self.recall_samples).index
         return report
 
     def _compare_jobs(self, report: CheckReport) -> None:
@@ -141,8 +141,7 @@ class ConsistencyCheck:
         for file_id in report.missing_chunks:
             if file_id not in report.files_in_no_kb:
                 report.repairs.append(self._reindex(file_id))
-        if report.low_recall and isinstance(self.store, ReportsIndexHealth):
-            self.store.rebuild_vector_index()
+        if report.low_recall and rebuild_vector_index(self.store):
             report.repairs.append("trained the vector index anew")
         if report.repairs:
             self.ingestor.writer.optimize()

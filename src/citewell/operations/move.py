@@ -27,8 +27,8 @@ from citewell.db.models import Base
 from citewell.embedders.cache import DatabaseEmbeddingCache, EmbeddingCache
 from citewell.errors import ConfigError, StoreError
 from citewell.ingest.chunk_rows import sentence_table
-from citewell.stores.base import ChunkStore, ExportsChunks, scanning
-from citewell.stores.postgres import PostgresChunkStore
+from citewell.stores.base import ChunkStore, exporting, scanning
+from citewell.stores.postgres.store import PostgresChunkStore
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter
 
@@ -119,9 +119,10 @@ class Move:
         return copied
 
     def _copy_chunks(self, table: str, dimension: int) -> int:
-        source = open_chunk_store(self.settings, table, dimension)
-        if not isinstance(source, ExportsChunks):
-            raise StoreError(f"{type(source).__name__} cannot hand out its chunks to move them.")
+        opened = open_chunk_store(self.settings, table, dimension)
+        source = exporting(opened)
+        if source is None:
+            raise StoreError(f"{type(opened).__name__} cannot hand out its chunks to move them.")
         target = PostgresChunkStore(self.target, table, dimension)
         copied = 0
         for batch in source.export():

@@ -31,7 +31,7 @@ from citewell.ingest.chunk_rows import embed_text, sentence_table, space_table
 from citewell.ingest.sentences import SpaceWriter
 from citewell.jobs import Job, JobStore
 from citewell.retrieval.retriever import SearchSpace
-from citewell.stores.base import ChunkStore, DropsTables, scanning
+from citewell.stores.base import ChunkStore, drop_store, scanning
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -341,9 +341,7 @@ class EmbeddingSpaces:
             if time.time() - record.changed_at < DROP_AFTER:
                 continue
             for table in (record.id, sentence_table(record.id)):
-                store = open_chunk_store(self.settings, table, record.dimension)
-                if isinstance(store, DropsTables):
-                    store.drop()
+                drop_store(open_chunk_store(self.settings, table, record.dimension))
             if record.model_id not in in_use:
                 self.cache.forget(record.model_id)
             self.registry.forget(record.id)

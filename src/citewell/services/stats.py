@@ -12,10 +12,9 @@ from citewell.errors import Forbidden
 from citewell.stores.base import (
     IndexHealth,
     KbCopyStats,
-    ReportsIndexHealth,
-    ReportsKbCopies,
-    ReportsTableCopy,
     TableCopyStats,
+    report,
+    table_copy_needed_mb,
 )
 from citewell.stores.registry import table_copy_budget_mb
 from citewell.types import ChunkFilter
@@ -39,20 +38,18 @@ def store_stats(app: Engine, access: Access, recall_samples: int = 0) -> StoreSt
     if not access.is_admin:
         raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
     store = app.store
-    index = store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None
-    copies = store.kb_copies() if isinstance(store, ReportsKbCopies) else None
-    table_copy = store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None
-    rows = index.rows if index is not None else store.count(ChunkFilter())
+    now = report(store, recall_samples)
+    rows = now.index.rows if now.index is not None else store.count(ChunkFilter())
     pairs = app.spaces.active.sentences.count(ChunkFilter())
-    return StoreStats(type(store).__name__, rows, index, copies, table_copy, pairs)
+    return StoreStats(type(store).__name__, rows, now.index, now.kb_copies, now.table_copy, pairs)
 
 
 def table_copy_shortfall(app: Engine) -> tuple[float, int] | None:
     """(MB a copy of the big table needs, MB table_copy_mb allows) when it does not fit."""
-    store = app.store
-    if not isinstance(store, ReportsTableCopy):
+    needed = table_copy_needed_mb(app.store)
+    if needed is None:
         return None
-    needed, budget = store.table_copy_needed_mb(), table_copy_budget_mb(app.settings)
+    budget = table_copy_budget_mb(app.settings)
     return (needed, budget) if needed and budget < needed else None
 
 

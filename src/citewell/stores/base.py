@@ -236,3 +236,81 @@ class ReportsIndexHealth(Protocol):
     def health(self, recall_samples: int = 20) -> IndexHealth: ...
 
     def rebuild_vector_index(self) -> None: ...
+
+
+# --- the one way to ask a store what it can do, and how it is ------------------------------
+@dataclass(frozen=True)
+class Capabilities:
+    """What a chunk store can do beyond the ChunkStore protocol (each an optional protocol
+    above). A store without one still works: what needs it says what to do instead."""
+
+    scans: bool  # lists its chunks: a model switch copies them into the new space
+    exports: bool  # hands out every chunk with its vector: ``citewell migrate``
+    optimizes: bool  # folds recent writes into its indexes after a batch
+    drops: bool  # removes its table when its embedding space is retired
+    trains_in_background: bool  # a process about to exit waits for the training
+    reports_index_health: bool  # ``citewell check`` reports (and repairs) its indexes
+    keeps_kb_copies: bool  # in-memory copies of single KBs of a big table
+    keeps_table_copy: bool  # an in-memory copy of a whole big table
+
+
+def capabilities(store: object) -> Capabilities:
+    """What ``store`` can do: the only place the optional protocols are probed."""
+    return Capabilities(
+        scans=isinstance(store, ScansChunks),
+        exports=isinstance(store, ExportsChunks),
+        optimizes=isinstance(store, OptimizesIndexes),
+        drops=isinstance(store, DropsTables),
+        trains_in_background=isinstance(store, TrainsInBackground),
+        reports_index_health=isinstance(store, ReportsIndexHealth),
+        keeps_kb_copies=isinstance(store, ReportsKbCopies),
+        keeps_table_copy=isinstance(store, ReportsTableCopy),
+    )
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """How a chunk store is now; None for what it cannot report."""
+
+    capabilities: Capabilities
+    index: IndexHealth | None
+    kb_copies: KbCopyStats | None
+    table_copy: TableCopyStats | None
+
+
+def report(store: ChunkStore, recall_samples: int = 0) -> StoreReport:
+    """How ``store`` is: its indexes (with their measured recall@50 when ``recall_samples``
+    > 0) and its in-memory copies, as far as it can tell."""
+    return StoreReport(
+        capabilities(store),
+        store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None,
+        store.kb_copies() if isinstance(store, ReportsKbCopies) else None,
+        store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None,
+    )
+
+
+def drop_store(store: ChunkStore) -> bool:
+    """Remove a retired space's table, if the store can; whether it did."""
+    if isinstance(store, DropsTables):
+        store.drop()
+        return True
+    return False
+
+
+def rebuild_vector_index(store: ChunkStore) -> bool:
+    """Train the store's vector index anew, if it has one to train; whether it did."""
+    if isinstance(store, ReportsIndexHealth):
+        store.rebuild_vector_index()
+        return True
+    return False
+
+
+def table_copy_needed_mb(store: ChunkStore) -> float | None:
+    """About what an in-memory copy of the whole table would take now; None for a store
+    that keeps no such copy."""
+    return store.table_copy_needed_mb() if isinstance(store, ReportsTableCopy) else None
+
+
+def exporting(store: ChunkStore) -> ExportsChunks | None:
+    """The store as one that hands out its chunks with their vectors, or None."""
+    return store if isinstance(store, ExportsChunks) else None

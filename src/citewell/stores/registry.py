@@ -14,8 +14,8 @@ from citewell.stores.base import ChunkStore
 
 
 def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
-    from citewell.stores.lance_upkeep import VectorIndexPolicy
-    from citewell.stores.lancedb import LanceChunkStore
+    from citewell.stores.index_policy import VectorIndexPolicy
+    from citewell.stores.lance.store import LanceChunkStore
 
     policy = VectorIndexPolicy(min_rows=settings.storage.vector_index_min_rows)
     return LanceChunkStore(
@@ -48,7 +48,7 @@ def table_copy_budget_mb(settings: Settings, memory: int | None = None) -> int:
 def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
     from citewell.db.engine import is_postgres, shared_engine
     from citewell.db.schema import ensure_vector_extension
-    from citewell.stores.postgres import PostgresChunkStore
+    from citewell.stores.postgres.store import PostgresChunkStore
 
     if not is_postgres(settings.storage.database_url):
         raise ConfigError(

@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from citewell.retrieval.tokenize import terms_string
-from citewell.stores.base import ChunkStore, FileChunks, optimize_store, scanning
+from citewell.stores.base import (
+    ChunkStore,
+    FileChunks,
+    capabilities,
+    optimize_store,
+    report,
+    scanning,
+)
 from citewell.types import ChunkFilter, StoredChunk
 
 DIM = 8
@@ -183,6 +190,16 @@ class ChunkStoreConformance:
         assert store.vector_search(unit(0), 5, ALL) == []
         assert store.keyword_search("leav", 5, ALL) == []
         assert store.count(ALL) == 0
+
+    def test_it_says_what_it_can_do_and_how_it_is(self, filled: ChunkStore) -> None:
+        can = capabilities(filled)
+        now = report(filled)
+        assert now.capabilities == can
+        assert (now.index is not None) == can.reports_index_health
+        assert (now.kb_copies is not None) == can.keeps_kb_copies
+        assert (now.table_copy is not None) == can.keeps_table_copy
+        if now.index is not None:
+            assert now.index.rows == filled.count(ChunkFilter())
 
 
 class ScanConformance(ChunkStoreConformance):

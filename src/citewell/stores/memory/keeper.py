@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 
 from citewell.stores.base import TableCopyStats
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.snapshot import SnapshotSource, TableSnapshot
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 
 log = logging.getLogger(__name__)
 

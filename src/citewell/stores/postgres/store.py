@@ -2,7 +2,7 @@
 
 One table of chunks per embedding space (the same rows as the embedded store, plus each
 chunk's term count), with postings, document frequencies and a one-row statistics table
-beside it (stores/postgres_bm25.py: Okapi BM25 scored as the embedded store scores it, not
+beside it (stores/postgres/bm25.py: Okapi BM25 scored as the embedded store scores it, not
 ``ts_rank``). The access filter is part of every query. Vectors: an HNSW index (cosine),
 searched with pgvector's iterative scan so a filter still fills the top k; under a filter
 that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows instead.
@@ -23,13 +23,13 @@ from citewell.db.change_listener import ChangeListener
 from citewell.db.changes import change_counter
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit
-from citewell.stores.filter_counts import FilterCounts
-from citewell.stores.postgres_bm25 import FilterPlan, Postings
-from citewell.stores.postgres_schema import create_tables, forget_table
-from citewell.stores.postgres_snapshot import PostgresSnapshotSource
+from citewell.stores.memory.filter_counts import FilterCounts
+from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
+from citewell.stores.postgres.bm25 import FilterPlan, Postings
+from citewell.stores.postgres.schema import create_tables, forget_table
+from citewell.stores.postgres.snapshot import PostgresSnapshotSource
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
-from citewell.stores.scope_statistics import ScopeStatisticsCache
-from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
 
 ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS)  # what get returns; scan adds terms

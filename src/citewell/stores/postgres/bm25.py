@@ -36,8 +36,8 @@ from typing import Any, Literal
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from citewell.stores.postgres_schema import columns
-from citewell.stores.scope_statistics import ScopeStatistics
+from citewell.stores.memory.scope_statistics import ScopeStatistics
+from citewell.stores.postgres.schema import columns
 from citewell.types import StoredChunk
 
 K1, B = 1.2, 0.75

@@ -31,18 +31,17 @@ built in 62 s instead of 143-275 s, and 13-15 ms at recall@50 0.96-0.97 instead 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from citewell.stores.base import IndexHealth
-from citewell.stores.lance_training import BackgroundTraining, TrainingRun
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.training import BackgroundTraining, TrainingRun
 
 log = logging.getLogger(__name__)
 
@@ -57,39 +56,6 @@ KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 UPKEEP_CACHE_BYTES = 1 << 20
 TRAINING_SAMPLE_RATE = 64  # rows sampled per partition to train the vector index
 VECTOR_INDEX_NAME = "vector_idx"  # what LanceDB names it
-
-
-@dataclass(frozen=True)
-class VectorIndexPolicy:
-    min_rows: int = 50_000  # below this, search is exact and in memory
-    min_probes: int = 16
-    probe_factor: float = 2.5
-    max_deltas: int = 8
-    # Rows outside the vector index are searched flat beside it: at a million rows, up to
-    # 6,400 of them left searches within noise of none (29 +- 3 ms). An IVF delta costs
-    # ~0.18 s plus 0.085 ms a row there (0.25 s for 1,024 rows, 0.52 s for 4,096), so
-    # fewer, larger ones cost less per row, and Lance 9 leaves a file open for each.
-    vector_delta_rows: int = 4096
-
-    def partitions(self, rows: int) -> int:
-        """About sqrt(rows) partitions: ~1,000 of ~1,000 rows each at a million."""
-        return max(1, round(math.sqrt(rows)))
-
-    def nprobes(self, rows: int, matching: int) -> int:
-        """Partitions to probe for a search among ``matching`` of ``rows`` rows.
-
-        2.5 x sqrt(partitions) for the whole table (80 of 1,000 at a million; 2 x gave
-        recall@50 0.97 there but 0.949 at 60,000 rows). A filter that keeps few rows needs
-        more, since the nearest rows *it keeps* lie further out: (rows / matching) ** (1/4)
-        times as many, 143 probes for a 10 % filter and 253 for 1 % at a million. Measured
-        there: 120 probes gave a 10 % filter recall@50 0.965, 250 a 1 % one 0.971 (an older
-        index layout) and 0.986-0.987 on four 1 % KBs later, 16-20 % faster than the cube
-        root's 353-407 probes (0.989-0.991); a fifth root, 195-213 probes, gave 0.981-0.984
-        but single queries down to 0.66."""
-        partitions = self.partitions(rows)
-        base = max(self.min_probes, math.ceil(self.probe_factor * math.sqrt(partitions)))
-        spread = (rows / max(1, min(rows, matching))) ** (1 / 4)
-        return min(partitions, int(math.ceil(base * spread)))
 
 
 class TableUpkeep:

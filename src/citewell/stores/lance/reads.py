@@ -11,8 +11,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from citewell.stores.lance_upkeep import VectorIndexPolicy
-from citewell.stores.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
 

@@ -21,9 +21,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from citewell.stores.ann_memory import MemoryVectorIndex
-from citewell.stores.bm25_memory import KeywordPostings
-from citewell.stores.lance_upkeep import VectorIndexPolicy
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.ann import MemoryVectorIndex
+from citewell.stores.memory.bm25 import KeywordPostings
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 

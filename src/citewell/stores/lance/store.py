@@ -18,19 +18,20 @@ import pyarrow as pa
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
-from citewell.stores.filter_counts import FilterCounts
-from citewell.stores.lance_kb_snapshots import KbSnapshots
-from citewell.stores.lance_reads import LanceSnapshotSource, RowAddresses, scope_terms
-from citewell.stores.lance_search_table import (
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.kb_snapshots import KbSnapshots
+from citewell.stores.lance.reads import LanceSnapshotSource, RowAddresses, scope_terms
+from citewell.stores.lance.search_table import (
     RENEW_AFTER_VERSIONS,
     SearchHandle,
     SearchTable,
 )
-from citewell.stores.lance_upkeep import TableUpkeep, VectorIndexPolicy, ann_query, prewarm
+from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
+from citewell.stores.memory.filter_counts import FilterCounts
+from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
+from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
-from citewell.stores.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
-from citewell.stores.snapshot import TableSnapshot
-from citewell.stores.snapshot_keeper import SnapshotKeeper
 from citewell.types import ChunkFilter, StoredChunk
 
 WRITE_CACHE_MB = 64

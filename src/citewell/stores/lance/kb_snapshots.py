@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from citewell.stores.base import KbCopyStats
-from citewell.stores.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
-from citewell.stores.snapshot_keeper import lower_priority
+from citewell.stores.memory.keeper import lower_priority
+from citewell.stores.memory.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
 from citewell.types import StoredChunk
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from citewell.stores.lance_upkeep import VectorIndexPolicy
+from citewell.stores.index_policy import VectorIndexPolicy
 
 EXACT_ROWS = 65_536  # a filter keeping at most this many rows: exact scan over them
 MIN_TRAIN_ROWS = 4_096  # fewer rows: no index, every search exact

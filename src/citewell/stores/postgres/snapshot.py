@@ -23,9 +23,9 @@ from sqlalchemy.engine import Engine
 
 from citewell.db.change_listener import ChangeListener
 from citewell.errors import StoreError
-from citewell.stores.lance_upkeep import VectorIndexPolicy
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.stores.rows import ROW_COLUMNS
-from citewell.stores.snapshot import TableSnapshot
 
 _TYPES = {
     "kb_ids": pa.list_(pa.string()),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from citewell.stores.bm25_memory import K1, B, KeywordPostings
+from citewell.stores.memory.bm25 import K1, B, KeywordPostings
 from citewell.types import ChunkFilter
 
 SCOPED_DEPTH = 1000  # candidates a scoped search takes from the index to score again
