@@ -17,7 +17,7 @@ from citewell.app import Citewell
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.engine.scoped import Scoped
-from citewell.errors import Forbidden
+from citewell.services.accounts import AccountService, SignInService, require_admin
 
 
 async def get_citewell(request: Request) -> Citewell:
@@ -66,15 +66,8 @@ async def get_recheck(
     return partial(auth.current_access, key)
 
 
-async def require_admin(access: Annotated[Access, Depends(get_access)]) -> Access:
-    if not access.is_admin:
-        raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
-    if access.scope is not None or access.read_only:
-        raise Forbidden(
-            "This API key is limited (to some KBs or to reading); admin work needs an "
-            "unlimited admin key."
-        )
-    return access
+async def admin_access(access: Annotated[Access, Depends(get_access)]) -> Access:
+    return require_admin(access)
 
 
 async def get_view(
@@ -85,11 +78,31 @@ async def get_view(
     return Scoped(app, access)
 
 
+async def get_accounts(
+    app: Annotated[Citewell, Depends(get_citewell)],
+    auth: Annotated[Authenticator, Depends(get_authenticator)],
+    audit: Annotated[AuditLog, Depends(get_audit)],
+    access: Annotated[Access, Depends(get_access)],
+) -> AccountService:
+    """Users, groups and keys as this caller may see and change them."""
+    return AccountService(auth.users, auth.grants, audit, app.settings.access, access)
+
+
+async def get_sign_in(
+    app: Annotated[Citewell, Depends(get_citewell)],
+    auth: Annotated[Authenticator, Depends(get_authenticator)],
+    audit: Annotated[AuditLog, Depends(get_audit)],
+) -> SignInService:
+    return SignInService(auth.users, auth.grants, audit, app.settings.access)
+
+
 CitewellDep = Annotated[Citewell, Depends(get_citewell)]
 ViewDep = Annotated[Scoped, Depends(get_view)]
 ChatDep = Annotated[ChatPipeline, Depends(get_chat)]
 AccessDep = Annotated[Access, Depends(get_access)]
-AdminDep = Annotated[Access, Depends(require_admin)]
+AdminDep = Annotated[Access, Depends(admin_access)]
 AuditDep = Annotated[AuditLog, Depends(get_audit)]
 AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RecheckDep = Annotated[Callable[[], Access | None], Depends(get_recheck)]
+AccountsDep = Annotated[AccountService, Depends(get_accounts)]
+SignInDep = Annotated[SignInService, Depends(get_sign_in)]

@@ -1,0 +1,179 @@
+"""Users, groups and API keys, as one caller may see and change them: admins manage users
+and groups; everyone signs in and manages their own keys (admins may revoke anyone's).
+Every operation checks the caller's access itself and writes the audit log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from citewell.auth.access import Access
+from citewell.auth.audit import AuditLog
+from citewell.auth.grants import GrantStore, Group
+from citewell.auth.store import SIGN_IN, ApiKey, AuthStore, KeyNotFound, User
+from citewell.config import AccessSection
+from citewell.errors import ConfigError, Forbidden, InvalidInput
+
+
+def require_admin(access: Access) -> Access:
+    """``access`` if it may do admin work: an admin's key limited to nothing."""
+    if not access.is_admin:
+        raise Forbidden("Only admins may do this; ask one, or use an admin's API key.")
+    if access.scope is not None or access.read_only:
+        raise Forbidden(
+            "This API key is limited (to some KBs or to reading); admin work needs an "
+            "unlimited admin key."
+        )
+    return access
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    user: User
+    key: ApiKey
+    plain: str  # the key itself: in this answer only
+    expires_at: float
+
+
+class SignInService:
+    """Signing in with a name and password: the one operation open to callers without a key."""
+
+    def __init__(
+        self, users: AuthStore, grants: GrantStore, audit: AuditLog, settings: AccessSection
+    ) -> None:
+        self.users, self.grants, self.audit = users, grants, audit
+        self.settings = settings
+
+    def require_sign_in(self) -> None:
+        """Refuse at once where there is no signing in (auth=none)."""
+        if self.settings.auth != "required":
+            raise ConfigError("The server runs with auth=none: no sign-in needed (nor possible).")
+
+    def sign_in(self, name: str, password: str) -> SignedIn | None:
+        """A key that expires after session_hours, or None for a wrong name or password
+        (the caller counts the failure against the address)."""
+        self.require_sign_in()
+        user = self.users.authenticate(name, password)
+        if user is None:
+            return None
+        expires = time.time() + self.settings.session_hours * 3600
+        key, plain = self.users.create_key(
+            user.id, SIGN_IN, expires_at=expires, max_live=self.settings.max_keys_per_user
+        )
+        self.audit.record(self.grants.access(user, key), "user.login", "user", user.id)
+        return SignedIn(user, key, plain, expires)
+
+
+class AccountService:
+    """Everything else here, for one caller (``access``)."""
+
+    def __init__(
+        self,
+        users: AuthStore,
+        grants: GrantStore,
+        audit: AuditLog,
+        settings: AccessSection,
+        access: Access,
+    ) -> None:
+        self.users, self.grants, self.audit = users, grants, audit
+        self.settings = settings
+        self.access = access
+
+    # --- one's own keys -----------------------------------------------------------------
+    def own_keys(self) -> list[ApiKey]:
+        """The caller's keys (never the keys themselves)."""
+        if self.access.user is None:
+            return []
+        return self.users.list_keys(self.access.user.id)
+
+    def create_key(self, name: str, kb_ids: Sequence[str], read_only: bool) -> tuple[ApiKey, str]:
+        """A new key for the caller, limited to ``kb_ids`` (which the caller has checked it
+        may read) and to reading if asked; the plain key is returned once."""
+        access = self.access
+        if access.user is None:
+            raise ConfigError("The server runs with auth=none: there are no users to own keys.")
+        if access.read_only:
+            raise Forbidden("A read-only key cannot make keys; use a full key or sign in.")
+        if access.scope is not None and not (kb_ids and set(kb_ids) <= access.scope):
+            raise Forbidden("A key limited to some KBs can only make keys limited to those KBs.")
+        key, plain = self.users.create_key(
+            access.user.id, name, list(kb_ids), read_only, max_live=self.settings.max_keys_per_user
+        )
+        self.audit.record(access, "key.create", "api_key", key.id, name=key.name)
+        return key, plain
+
+    def revoke_key(self, key_id: str) -> None:
+        """Revoke one of the caller's keys (admins: anyone's); another's answers as missing."""
+        key = self.users.get_key(key_id)
+        access = self.access
+        if access.user is None or (key.user_id != access.user.id and not access.is_admin):
+            raise KeyNotFound(f"No API key {key_id!r} of yours; GET /api/v1/auth/keys lists them.")
+        self.users.revoke_key(key.id)
+        self.audit.record(access, "key.revoke", "api_key", key.id)
+
+    # --- users (admins) -----------------------------------------------------------------
+    def list_users(self) -> list[User]:
+        require_admin(self.access)
+        return self.users.list_users()
+
+    def get_user(self, user: str) -> User:
+        require_admin(self.access)
+        return self.users.get_user(user)
+
+    def create_user(self, name: str, password: str, role: str) -> User:
+        require_admin(self.access)
+        user = self.users.create_user(name, password, role)
+        self.audit.record(self.access, "user.create", "user", user.id, name=user.name, role=role)
+        return user
+
+    def update_user(
+        self, user: str, disabled: bool | None, role: str | None, password: str | None
+    ) -> User:
+        """Disable or enable a user, change the role or set a password; the last enabled
+        admin cannot be demoted or disabled."""
+        require_admin(self.access)
+        target = self.users.get_user(user)
+        demoting = target.is_admin and (disabled or role == "user")
+        if demoting and self.users.admin_count() <= 1:
+            raise InvalidInput("That is the last admin; make another admin first.")
+        if password is not None:
+            self.users.set_password(target.id, password)
+        updated = self.users.update_user(target.id, disabled, role)
+        changes = {k: v for k, v in (("disabled", disabled), ("role", role)) if v is not None}
+        self.audit.record(
+            self.access, "user.update", "user", target.id, **changes, password=password is not None
+        )
+        return updated
+
+    # --- groups (admins) ----------------------------------------------------------------
+    def list_groups(self) -> list[Group]:
+        require_admin(self.access)
+        return self.grants.list_groups()
+
+    def create_group(self, name: str) -> Group:
+        require_admin(self.access)
+        group = self.grants.create_group(name)
+        self.audit.record(self.access, "group.create", "group", group.id, name=group.name)
+        return group
+
+    def add_member(self, group: str, user: str) -> Group:
+        require_admin(self.access)
+        member = self.users.get_user(user)
+        updated = self.grants.add_member(group, member.id)
+        self.audit.record(self.access, "group.add_member", "group", updated.id, user=member.name)
+        return updated
+
+    def remove_member(self, group: str, user: str) -> Group:
+        require_admin(self.access)
+        member = self.users.get_user(user)
+        updated = self.grants.remove_member(group, member.id)
+        self.audit.record(self.access, "group.remove_member", "group", updated.id, user=member.name)
+        return updated
+
+    def delete_group(self, group: str) -> None:
+        """Delete the group and every grant to it."""
+        require_admin(self.access)
+        found = self.grants.get_group(group)
+        self.grants.delete_group(found.id)
+        self.audit.record(self.access, "group.delete", "group", found.id, name=found.name)
