@@ -10,6 +10,7 @@ from typing import Any
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS
 from citewell.catalog.labels import RechunkStatus
+from citewell.config import EnrichmentSection
 from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput, PayloadTooLarge
 from citewell.ingest.types import IngestEstimate
@@ -36,6 +37,16 @@ class KnowledgeService:
     def __init__(self, view: Scoped) -> None:
         self.view = view
         self.app = view.app
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """Largest file an upload may carry (read this far, then refused with 413)."""
+        return self.app.settings.server.max_upload_bytes
+
+    @property
+    def enrichment(self) -> EnrichmentSection:
+        """Whether files get LLM-written contexts and summaries now (settings in force)."""
+        return self.app.settings.enrichment
 
     # --- knowledge bases ---------------------------------------------------------------
     def create(

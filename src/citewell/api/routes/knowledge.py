@@ -121,7 +121,7 @@ async def upload_file(
     With wait=false the file is queued: 202 and its job, to follow at /api/v1/jobs/{id}."""
     name = upload_name(file)
     kb = await run_in_threadpool(knowledge.writable, kb_id)
-    data = await read_limited(file, view.app.settings.server.max_upload_bytes)
+    data = await read_limited(file, knowledge.max_upload_bytes)
     if not wait:
         response.status_code = status.HTTP_202_ACCEPTED
         (job,) = await run_in_threadpool(knowledge.enqueue, kb.id, [(name, data)])
@@ -147,7 +147,7 @@ def _ingested(uploaded: Uploaded) -> IngestPublic:
 
 @router.post("/{kb_id}/files/estimate")
 async def estimate_files(
-    kb_id: str, knowledge: KnowledgeDep, view: ViewDep, files: Annotated[list[UploadFile], File()]
+    kb_id: str, knowledge: KnowledgeDep, files: Annotated[list[UploadFile], File()]
 ) -> IngestEstimatePublic:
     """What uploading these files (multipart, field 'files' repeated) would take: chunks,
     and the LLM calls and prompt tokens that contextual chunks and document summaries would
@@ -155,17 +155,17 @@ async def estimate_files(
     cached is not told."""
     knowledge.check_estimate(len(files))
     kb = await run_in_threadpool(knowledge.writable, kb_id)
-    limit = view.app.settings.server.max_upload_bytes
+    limit = knowledge.max_upload_bytes
     entries = [(upload_name(f), await read_limited(f, limit)) for f in files]
     estimate = await run_in_threadpool(knowledge.estimate, kb.id, entries)
-    settings = view.app.settings
+    enrichment = knowledge.enrichment
     return IngestEstimatePublic(
         files=estimate.files,
         chunks=estimate.chunks,
         llm_calls=estimate.enrich.llm_calls,
         prompt_tokens=estimate.enrich.prompt_tokens,
-        contextual_chunks=settings.enrichment.contextual_chunks,
-        document_summary=settings.enrichment.document_summary,
+        contextual_chunks=enrichment.contextual_chunks,
+        document_summary=enrichment.document_summary,
     )
 
 
@@ -181,7 +181,7 @@ async def upload_batch(
     /api/v1/jobs/batches/{batch_id}; cancel it there too."""
     knowledge.check_batch(len(files))
     kb = await run_in_threadpool(knowledge.writable, kb_id)
-    limit = view.app.settings.server.max_upload_bytes
+    limit = knowledge.max_upload_bytes
     entries = [(upload_name(f), await read_limited(f, limit)) for f in files]
     jobs = await run_in_threadpool(knowledge.enqueue, kb.id, entries)
     batch = jobs[0].batch_id
