@@ -37,6 +37,7 @@ from citewell.auth.rate_limit import rate_limiter
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
 from citewell.config import Settings
+from citewell.services.answers import ModelList
 
 
 def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
@@ -76,6 +77,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         settings.access.login_failures_per_address, settings.access.login_failures_per_name
     )
     app.state.chat = citewell.chat
+    app.state.models = ModelList(citewell.chat)  # the LLM's models, asked once a minute
     errors.install(app)
     security.install(app, settings)
     app.include_router(health.router)

@@ -17,21 +17,20 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
-from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from citewell.answer.agent import StreamEvent
 from citewell.answer.chat import ChatPipeline
 from citewell.answer.context import Source, source_public
-from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult, PreparedChat
+from citewell.answer.exchange import ChatRequest, ChatResult, PreparedChat
 from citewell.answer.queries import is_tool_round
 from citewell.api.openai_schemas import ChatCompletionCreate
 from citewell.auth.access import Access
-from citewell.errors import CitewellError, InvalidInput, ModelNotFound
+from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Delta, Usage
+from citewell.services.answers import AnswerService
 
-MODELS_TTL = 60.0
 SOURCES_HEADER = "X-Citewell-Sources"
 # Clients read a response's whole header block into 16 KiB (h11's default): stay well under.
 SOURCES_HEADER_BUDGET = 8 * 1024
@@ -265,52 +264,19 @@ def _usage(usage: Usage) -> dict[str, int]:
     }
 
 
-async def check_model(request: Request, model: str, access: Access) -> None:
-    """404 for a model that GET /v1/models does not list: without an LLM that is anything but
-    the presets and ``citewell-extractive``; with one, anything its server does not list
-    (an LLM server that lists nothing is taken at its word for any name)."""
-    chat: ChatPipeline = request.app.state.chat
-    known = await available_models(request, access)
-    if known and model not in known:
-        raise ModelNotFound(missing_model_message(model, known, chat.llm is None))
-
-
-def missing_model_message(model: str, known: list[str], extractive: bool) -> str:
-    shown = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
-    hint = " (no LLM is configured: set llm_base_url for written answers)" if extractive else ""
-    return f"Model {model!r} not found; use one of: {shown}{hint}. GET /v1/models lists them."
-
-
-async def available_models(request: Request, access: Access) -> list[str]:
-    """The presets this caller may use, then the LLM's models (or citewell-extractive)."""
-    chat: ChatPipeline = request.app.state.chat
-    state = request.app.state
-    cached = getattr(state, "models_cache", None)
-    if cached is None or time.monotonic() - cached[0] > MODELS_TTL:
-        upstream = await run_in_threadpool(chat.llm.models) if chat.llm else []
-        configured = [chat.settings.llm.llm_model] if chat.settings.llm.llm_model else []
-        cached = (time.monotonic(), list(dict.fromkeys([*configured, *upstream])))
-        state.models_cache = cached
-    names: list[str] = cached[1]
-    if chat.llm is None:
-        names = [EXTRACTIVE_MODEL]
-    presets = await run_in_threadpool(chat.presets_for, access)
-    return list(dict.fromkeys([*presets, *names]))
-
-
-async def handle_chat(request: Request, body: ChatCompletionCreate, access: Access) -> Any:
-    chat: ChatPipeline = request.app.state.chat
-    problem = body.unsupported(chat.llm is not None)
+async def handle_chat(answers: AnswerService, body: ChatCompletionCreate) -> Any:
+    problem = body.unsupported(not answers.extractive)
     if problem is not None:
         raise InvalidInput(problem)
-    await check_model(request, body.model, access)
-    chat_request = to_request(body, access)
+    await run_in_threadpool(answers.check_model, body.model)
+    chat_request = to_request(body, answers.access)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    chat = answers.chat
     if not body.stream:
-        result = await run_in_threadpool(chat.complete, chat_request)
+        result = await run_in_threadpool(answers.complete, chat_request)
         headers = sources_header(result.prepared.sources)
         return JSONResponse(completion_body(result, completion_id), headers=headers)
-    prepared, deltas = await run_in_threadpool(chat.stream, chat_request)
+    prepared, deltas = await run_in_threadpool(answers.stream, chat_request)
     # Start the upstream stream now, so a failure before the first token is a proper error.
     first = await run_in_threadpool(next, deltas, None)
     primed = chain([first] if first is not None else [], deltas)

@@ -18,6 +18,7 @@ from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.engine.scoped import Scoped
 from citewell.services.accounts import AccountService, SignInService, require_admin
+from citewell.services.answers import AnswerService
 
 
 async def get_citewell(request: Request) -> Citewell:
@@ -96,6 +97,13 @@ async def get_sign_in(
     return SignInService(auth.users, auth.grants, audit, app.settings.access)
 
 
+async def get_answers(
+    request: Request, access: Annotated[Access, Depends(get_access)]
+) -> AnswerService:
+    """Answers (and the models to name) as this caller may have them."""
+    return AnswerService(request.app.state.chat, request.app.state.models, access)
+
+
 CitewellDep = Annotated[Citewell, Depends(get_citewell)]
 ViewDep = Annotated[Scoped, Depends(get_view)]
 ChatDep = Annotated[ChatPipeline, Depends(get_chat)]
@@ -106,3 +114,4 @@ AuthDep = Annotated[Authenticator, Depends(get_authenticator)]
 RecheckDep = Annotated[Callable[[], Access | None], Depends(get_recheck)]
 AccountsDep = Annotated[AccountService, Depends(get_accounts)]
 SignInDep = Annotated[SignInService, Depends(get_sign_in)]
+AnswersDep = Annotated[AnswerService, Depends(get_answers)]

@@ -11,13 +11,15 @@ import anyio
 import anyio.to_thread
 import numpy as np
 from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 
-from citewell.api.chat import available_models, handle_chat, missing_model_message
-from citewell.api.deps import AccessDep, CitewellDep
+from citewell.api.chat import handle_chat
+from citewell.api.deps import AccessDep, AnswersDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.openai_schemas import ChatCompletionCreate, EmbeddingCreate
 from citewell.engine.embeddings import embed_inputs
 from citewell.errors import ModelNotFound
+from citewell.services.answers import missing_model_message
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OffLoopJsonRoute)
 
@@ -33,17 +35,16 @@ def model_list(names: list[str]) -> dict[str, Any]:
 
 
 @router.get("/models")
-async def list_models(request: Request, access: AccessDep) -> dict[str, Any]:
-    return model_list(await available_models(request, access))
+async def list_models(answers: AnswersDep) -> dict[str, Any]:
+    return model_list(await run_in_threadpool(answers.models))
 
 
 @router.get("/models/{model_id:path}")
-async def get_model(model_id: str, request: Request, access: AccessDep) -> dict[str, Any]:
+async def get_model(model_id: str, answers: AnswersDep) -> dict[str, Any]:
     """One model of GET /v1/models (presets included); 404 for any other name."""
-    known = await available_models(request, access)
+    known = await run_in_threadpool(answers.models)
     if model_id not in known:
-        extractive = request.app.state.chat.llm is None
-        raise ModelNotFound(missing_model_message(model_id, known, extractive))
+        raise ModelNotFound(missing_model_message(model_id, known, answers.extractive))
     return dict(model_list([model_id])["data"][0])
 
 
@@ -88,7 +89,7 @@ CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("/chat/completions", responses=CHAT_RESPONSES)
-async def chat_completions(request: Request, body: ChatCompletionCreate, access: AccessDep) -> Any:
+async def chat_completions(body: ChatCompletionCreate, answers: AnswersDep) -> Any:
     """Chat with RAG: knowledge comes from the model preset or from knowledge_collections /
     file_ids in the body. Streams in OpenAI's SSE format when stream is true."""
-    return await handle_chat(request, body, access)
+    return await handle_chat(answers, body)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
-from citewell.api.chat import available_models, handle_chat
-from citewell.api.deps import AccessDep, ViewDep
+from citewell.api.chat import handle_chat
+from citewell.api.deps import AnswersDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.openai_schemas import ChatCompletionCreate
 from citewell.api.routes.openai import CHAT_RESPONSES, model_list
@@ -17,8 +18,8 @@ router = APIRouter(prefix="/api/v1/rag", tags=["rag"], route_class=OffLoopJsonRo
 
 
 @router.get("/models")
-async def rag_models(request: Request, access: AccessDep) -> dict[str, Any]:
-    return model_list(await available_models(request, access))
+async def rag_models(answers: AnswersDep) -> dict[str, Any]:
+    return model_list(await run_in_threadpool(answers.models))
 
 
 @router.get("/knowledge/collections")
@@ -54,7 +55,7 @@ def rag_files(view: ViewDep) -> dict[str, Any]:
 
 
 @router.post("/chat/completions", responses=CHAT_RESPONSES)
-async def rag_chat(request: Request, body: ChatCompletionCreate, access: AccessDep) -> Any:
+async def rag_chat(body: ChatCompletionCreate, answers: AnswersDep) -> Any:
     """RAG chat over knowledge_collections (ids or names) and file_ids. Unknown ones are
     reported in ``warnings`` rather than failing the request."""
-    return await handle_chat(request, body, access)
+    return await handle_chat(answers, body)

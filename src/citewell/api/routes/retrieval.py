@@ -23,17 +23,11 @@ from citewell.api.schemas import (
 from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
 from citewell.fetch import video_id
+from citewell.services.search import SearchService, requested_mode
 from citewell.services.web import Fetched, WebService
-from citewell.types import ChunkFilter, ScoredChunk, SearchMode
+from citewell.types import ScoredChunk
 
 router = APIRouter(prefix="/api/v1/retrieval", tags=["retrieval"], route_class=OffLoopJsonRoute)
-
-
-def _mode(hybrid: bool | None, mode: SearchMode | None = None) -> SearchMode | None:
-    """The request's mode; None leaves it to the KB's own default, else the server's."""
-    if mode is not None or hybrid is None:
-        return mode
-    return SearchMode.HYBRID if hybrid else SearchMode.VECTOR
 
 
 def _results(results: list[ScoredChunk]) -> JSONResponse:
@@ -78,24 +72,17 @@ def _results(results: list[ScoredChunk]) -> JSONResponse:
 @router.post("/query/doc", response_model=dict[str, Any])
 def query_doc(body: QueryDocRequest, view: ViewDep) -> JSONResponse:
     """Search one file (collection_name is its id) within the KBs you may read."""
-    record = view.file(body.collection_name)
-    results = view.search(
-        body.query,
-        ChunkFilter(file_ids=(record.id,)),
-        _mode(body.hybrid, body.mode),
-        body.k,
-        threshold=body.r,
-    )
-    return _results(results)
+    mode = requested_mode(body.hybrid, body.mode)
+    found = SearchService(view).in_file(body.collection_name, body.query, mode, body.k, body.r)
+    return _results(found)
 
 
 @router.post("/query/collection", response_model=dict[str, Any])
 def query_collection(body: QueryCollectionRequest, view: ViewDep) -> JSONResponse:
     """Search knowledge bases (ids or names) you may read."""
-    where = view.collection_filter(body.collection_names)
-    mode = _mode(body.hybrid, body.mode)
-    results = view.search(body.query, where, mode, body.k, threshold=body.r)
-    return _results(results)
+    mode = requested_mode(body.hybrid, body.mode)
+    search = SearchService(view)
+    return _results(search.in_collections(body.collection_names, body.query, mode, body.k, body.r))
 
 
 def _web_public(fetched: Fetched) -> WebIngestPublic:
