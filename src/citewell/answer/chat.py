@@ -30,6 +30,7 @@ from citewell.answer.extractive import extractive_text
 from citewell.answer.gather import RetrievalChoice, gather_sources
 from citewell.answer.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.answer.queries import as_asked, history_text, parse_queries, worth_generating
+from citewell.answer.scope import chat_scope, fetch_url_pages, search_the_web
 from citewell.answer.tasks import is_task, task_reply
 from citewell.answer.templates import render_query_prompt, render_rag_template
 from citewell.answer.tools import KnowledgeTools, SourceBook, ToolScope
@@ -42,11 +43,9 @@ from citewell.config.resolve import Choice, merged, resolve
 from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
 from citewell.errors import CitewellError, InvalidInput
-from citewell.ingest.web import WEB_KB, WEB_SEARCH_KB
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
 from citewell.types import ChunkFilter
 
-MAX_URL_REFS = 5  # '#https://…' references fetched from one message
 FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
 
 
@@ -161,10 +160,10 @@ class ChatPipeline:
             return self._task(request, preset, warnings)
         caps = capabilities(request.function_calling, preset, self.settings, self.llm)
         refs = url_refs(message) if caps.file_context else []
-        pages = self._url_pages(view, refs, warnings)
+        pages = fetch_url_pages(self.app, view, refs, warnings)
         question = without_refs(message) or " ".join(title for _, title in pages) or message
         question = self.app.clip_query(question, keep_end=True)
-        where = self._scope(view, request, preset, warnings, [file_id for file_id, _ in pages])
+        where = chat_scope(view, request, preset, warnings, [file_id for file_id, _ in pages])
         trace: dict[str, Any] = {}
         prepared = PreparedChat(
             request,
@@ -184,7 +183,10 @@ class ChatPipeline:
         budget = self._budget(request, preset)
         prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
         if request.web_search:
-            where = [*(where or []), *self._web_search(view, prepared.queries, warnings, trace)]
+            where = [
+                *(where or []),
+                *search_the_web(self.app, view, prepared.queries, warnings, trace),
+            ]
         prepared.sources = self._sources(
             view, prepared.queries, where or [], budget, request, preset, trace
         )
@@ -237,72 +239,6 @@ class ChatPipeline:
                 "llm_context_window)."
             )
         return replace(request, messages=tuple(messages)) if dropped else request
-
-    def _url_pages(
-        self, view: Scoped, urls: list[str], warnings: list[str]
-    ) -> list[tuple[str, str]]:
-        """'#https://…' in the message: each page is fetched into the caller's 'web' KB and
-        searched with the rest of the scope. A page that cannot be fetched is a warning."""
-        pages = []
-        for url in urls[:MAX_URL_REFS]:
-            try:
-                with view.target_kb(None, WEB_KB) as kb:
-                    done = self.app.ingest_url(url, kb.id, added_by=view.access.user_id)
-            except CitewellError as exc:
-                warnings.append(f"{url}: {exc.message}")
-                continue
-            pages.append((done.record.id, done.title))
-        return pages
-
-    def _web_search(
-        self, view: Scoped, queries: list[str], warnings: list[str], trace: dict[str, Any]
-    ) -> list[ChunkFilter]:
-        try:
-            with view.target_kb(None, WEB_SEARCH_KB) as kb:
-                outcome = self.app.web_search(queries, kb.id)
-        except CitewellError as exc:
-            warnings.append(f"web search: {exc.message}")
-            return []
-        warnings.extend(f"web search: {e}" for e in outcome.errors)
-        warnings.extend(f"{h.result.url}: {h.error}" for h in outcome.hits if h.error)
-        trace["web_search"] = [h.result.url for h in outcome.hits if h.file is not None]
-        ids = tuple(dict.fromkeys(f.id for f in outcome.files))
-        return [ChunkFilter(file_ids=ids)] if ids else []
-
-    def _scope(
-        self,
-        view: Scoped,
-        request: ChatRequest,
-        preset: ModelPreset | None,
-        warnings: list[str],
-        fetched: Sequence[str] = (),
-    ) -> list[ChunkFilter] | None:
-        """Filters for the KBs and files in scope; unknown ones become warnings, not errors.
-        ``fetched`` are files just fetched from the message's URLs. A preset's KBs are only
-        those the caller may read too: a preset never widens access."""
-        kb_ids = []
-        from_preset = preset.knowledge if preset else ()
-        for name in (*from_preset, *request.knowledge):
-            kb = view.find_kb(name, count_files=False)
-            if kb is None and name not in from_preset:  # a preset's others stay unnamed
-                warnings.append(f"knowledge collection {name!r} not found")
-            elif kb is not None and kb.id not in kb_ids:
-                kb_ids.append(kb.id)
-        file_ids = list(dict.fromkeys(fetched))
-        for file_id in request.file_ids:
-            try:
-                record = view.file(file_id)
-            except CitewellError:
-                warnings.append(f"file {file_id!r} not found")
-                continue
-            if record.id not in file_ids:
-                file_ids.append(record.id)
-        filters = []
-        if kb_ids:
-            filters.append(ChunkFilter(kb_ids=tuple(kb_ids)))
-        if file_ids:
-            filters.append(ChunkFilter(file_ids=tuple(file_ids)))
-        return filters or None
 
     def _upstream_model(self, request: ChatRequest, preset: ModelPreset | None) -> str:
         if preset is not None:

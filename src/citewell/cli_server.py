@@ -1,0 +1,211 @@
+"""`citewell serve`, `worker`, `migrate` and `check`: running the server and keeping its
+data sound."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from citewell.cli_common import Context, click_errors, pass_app
+
+
+@click.command()
+@click.option("--host", default=None, help="Address to bind [default: host setting, 127.0.0.1].")
+@click.option("--port", type=int, default=None, help="Port [default: port setting, 8080].")
+@click.option(
+    "--workers", type=int, default=None, help="API processes on the port [default: workers, 1]."
+)
+@pass_app
+def serve(ctx: Context, host: str | None, port: int | None, workers: int | None) -> None:
+    """Run the HTTP server: OpenAI-compatible /v1, Open WebUI's /api/v1/rag, docs at /docs.
+
+    Calls need an API key (the first start prints the admin's) unless auth=none."""
+    import uvicorn
+
+    from citewell.api.app import create_app
+    from citewell.api.security import check_auth_mode
+    from citewell.cli_auth import announce_access
+    from citewell.config import Settings
+
+    with click_errors():
+        settings = Settings.load(ctx.config, data_dir=ctx.data_dir, workers=workers)
+        bind, listen = host or settings.server.host, port or settings.server.port
+        check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
+        if settings.server.workers == 1:
+            app = ctx.app(switch_models=True)
+            engine, api = app.catalog.engine, create_app(settings, app)
+        else:
+            from citewell.app.assemble import prepare_database
+
+            engine = prepare_database(settings)  # once, before the processes start
+    llm = settings.llm.llm_base_url or "none (extractive answers)"
+    click.echo(
+        f"Citewell on http://{bind}:{listen}  data: {settings.storage.data_dir}  LLM: {llm}"
+        + (f"  processes: {settings.server.workers}" if settings.server.workers > 1 else ""),
+        err=True,
+    )
+    announce_access(settings, engine)
+    # SIGTERM: stop accepting, finish requests in flight (up to 30 s), then stop the job
+    # worker (its batch finishes or goes back to the queue).
+    if settings.server.workers == 1:
+        uvicorn.run(
+            api,
+            host=bind,
+            port=listen,
+            log_level="info",
+            timeout_graceful_shutdown=30,
+            timeout_keep_alive=settings.server.keep_alive_seconds,
+        )
+        return
+    # Each process builds its own app from the environment (uvicorn's factory).
+    os.environ["CITEWELL_DATA_DIR"] = str(settings.storage.data_dir)
+    os.environ["CITEWELL_WORKERS"] = str(settings.server.workers)
+    if ctx.config is not None:
+        os.environ["CITEWELL_CONFIG"] = str(ctx.config)
+    uvicorn.run(
+        "citewell.api.app:app_from_environment",
+        factory=True,
+        host=bind,
+        port=listen,
+        workers=settings.server.workers,
+        log_level="info",
+        timeout_graceful_shutdown=30,
+        timeout_keep_alive=settings.server.keep_alive_seconds,
+    )
+
+
+@click.command()
+@click.option("--to", "target", required=True, help="postgresql://user:password@host/database")
+@click.option("--force", is_flag=True, help="Empty a target database that holds data first.")
+@pass_app
+def migrate(ctx: Context, target: str, force: bool) -> None:
+    """Move this embedded data dir into PostgreSQL: catalog, users, keys, grants, jobs, the
+    embedding cache and every chunk with its vector (nothing is embedded again).
+
+    Stop the server first. Stored files stay in the data dir."""
+    from citewell.config import Settings
+    from citewell.operations.move import Move
+
+    with click_errors():
+        settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
+        report = Move(settings, target, lambda line: click.echo(line, err=True)).run(force)
+    click.echo(
+        f"Moved {sum(report.tables.values())} rows, {sum(report.chunks.values())} chunks and "
+        f"{report.cached_vectors} cached vectors; {report.searches_checked} sample searches "
+        "compared."
+    )
+    if not report.ok:
+        raise click.ClickException("The copy differs: " + "; ".join(report.mismatches))
+    click.echo(
+        "Done. Start Citewell with the same data dir (it keeps the stored files) and\n\n"
+        f"    CITEWELL_DATABASE_URL={target}\n"
+    )
+
+
+@click.command()
+@pass_app
+def worker(ctx: Context) -> None:
+    """Run queued ingest jobs until stopped (Ctrl-C or SIGTERM).
+
+    For running ingestion outside the server; set serve_job_worker=false on the server then."""
+    import signal
+    import threading
+
+    with click_errors():
+        app = ctx.app(switch_models=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    app.start_workers()
+    click.echo(f"Citewell worker on {app.settings.storage.data_dir}: Ctrl-C stops it.", err=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        app.close()
+
+
+@click.command()
+@click.option("--repair", is_flag=True, help="Fix what is found (see the user guide).")
+@click.option(
+    "--recall-samples",
+    default=20,
+    show_default=True,
+    help="Queries used to measure the vector index's recall against exact search (0: skip).",
+)
+@click.option("--json", "as_json", is_flag=True)
+@pass_app
+def check(ctx: Context, repair: bool, recall_samples: int, as_json: bool) -> None:
+    """Compare the metadata database, the chunk store and the stored files, and report the
+    chunk indexes (with the vector index's measured recall).
+
+    Exits 1 when differences remain (run again with --repair to fix them)."""
+    with click_errors():
+        report = ctx.app().check(repair, recall_samples)
+    if as_json:
+        click.echo(json.dumps({**asdict(report), "problems": report.problems}, indent=2))
+    else:
+        _print_check(report)
+        _table_copy_hint(ctx.app())
+    if report.problems and not repair:
+        raise SystemExit(1)
+
+
+def _print_check(report: Any) -> None:
+    for file_id, count in report.orphan_chunks.items():
+        click.echo(f"orphan chunks: {count} of unknown file {file_id}")
+    for file_id, (recorded, found) in report.missing_chunks.items():
+        click.echo(f"missing chunks: file {file_id} has {found} of its {recorded}")
+    for file_id in report.orphan_stored:
+        click.echo(f"orphan stored file: {file_id}")
+    for file_id in report.files_in_no_kb:
+        click.echo(f"file in no knowledge base: {file_id}")
+    for job_id in report.stuck_jobs:
+        click.echo(f"stuck job: {job_id} (running far longer than any step may take)")
+    for job_id in report.orphan_staged:
+        click.echo(f"staged upload of a finished or unknown job: {job_id}")
+    if report.index is not None:
+        click.echo(_index_line(report.index))
+    if report.low_recall:
+        click.echo("low recall: the vector index misses too many neighbours (--repair retrains)")
+    for line in report.repairs:
+        click.echo(f"repaired: {line}")
+    if not report.problems:
+        click.echo("Consistent: the catalog, the chunk store and the stored files agree.")
+
+
+def _table_copy_hint(app: Any) -> None:
+    """A table past the ANN threshold without the memory for a copy: say what it takes."""
+    from citewell.services.stats import table_copy_shortfall
+
+    shortfall = table_copy_shortfall(app)
+    if shortfall is not None:
+        needed, budget = shortfall
+        auto = " ('auto' on this machine)" if app.settings.storage.table_copy_mb == "auto" else ""
+        click.echo(
+            f"searches read LanceDB's indexes: a copy in memory needs about "
+            f"{math.ceil(needed)} MB, table_copy_mb{auto} allows {budget}; "
+            f"table_copy_mb = {math.ceil(needed * 1.1)}, where each API process has that "
+            "memory to spare, would let it search a copy, about 2-3x faster at a million "
+            "chunks (docs/user-guide.md, 'A whole big table in memory')"
+        )
+
+
+def _index_line(health: Any) -> str:
+    line = f"chunks: {health.rows:,}, vector search: {health.vector_index}"
+    if health.trained_rows:
+        line += (
+            f" trained on {health.trained_rows:,} rows in {health.partitions} partition(s),"
+            f" {health.unindexed_rows:,} rows not yet indexed"
+        )
+    if health.training_rows:
+        line += f", being trained anew on {health.training_rows:,} rows in the background"
+    if health.recall_at_50 is not None:
+        line += f", recall@50 {health.recall_at_50:.3f} ({health.recall_samples} queries)"
+    return line
