@@ -13,18 +13,19 @@ import click
 
 from citewell.app.assemble import live_settings_alone
 from citewell.auth.access import Access
-from citewell.auth.audit import AuditLog
-from citewell.config import Settings, configuration_markdown, masked_settings
+from citewell.config import Settings, configuration_markdown
 from citewell.errors import CitewellError
-from citewell.live_settings import LiveSettings
+from citewell.services.settings import SettingsService
 
 
 @contextmanager
-def _live() -> Iterator[tuple[LiveSettings, AuditLog]]:
+def _settings() -> Iterator[SettingsService]:
+    """The settings service on the data dir's database, as its operator (an admin)."""
     root = click.get_current_context().find_root()
     try:
         start = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
-        yield live_settings_alone(start)
+        live, audit = live_settings_alone(start)
+        yield SettingsService(live, audit, Access.everything())
     except CitewellError as exc:
         raise click.ClickException(exc.message) from exc
 
@@ -48,8 +49,8 @@ def config(ctx: click.Context, markdown: bool) -> None:
     if markdown:
         click.echo(configuration_markdown(), nl=False)
         return
-    with _live() as (live, _):
-        click.echo(json.dumps(masked_settings(live.settings), indent=2))
+    with _settings() as service:
+        click.echo(json.dumps(service.effective(), indent=2))
 
 
 @config.command(name="set")
@@ -63,12 +64,8 @@ def set_settings(pairs: tuple[str, ...]) -> None:
         if not sep:
             raise click.UsageError(f"{pair!r} is not NAME=VALUE.")
         changes[name.strip()] = _value(value)
-    with _live() as (live, audit):
-        changed = live.update(changes)
-        if changed:
-            audit.record(
-                Access.everything(), "settings.update", "settings", "runtime", names=changed
-            )
+    with _settings() as service:
+        changed = service.update(changes)
     click.echo(f"Changed: {', '.join(changed)}." if changed else "Nothing changed.")
 
 
@@ -77,9 +74,6 @@ def set_settings(pairs: tuple[str, ...]) -> None:
 def reset_settings(names: tuple[str, ...]) -> None:
     """Back to the start-up values (environment, config file, defaults): of NAMEs, or of
     every setting changed at run time."""
-    with _live() as (live, audit):
-        live.reset(list(names) or None)
-        audit.record(
-            Access.everything(), "settings.reset", "settings", "runtime", names=list(names) or "all"
-        )
+    with _settings() as service:
+        service.reset(list(names) or None)
     click.echo("Back to the start-up values" + (f" for {', '.join(names)}." if names else "."))

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel
 
 from citewell.api.deps import AdminDep, AuditDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.app import Citewell
-from citewell.config import masked_settings
-from citewell.live_settings import OPEN_WEBUI_NAMES, RUNTIME_SETTINGS, runtime_changes
+from citewell.live_settings import runtime_changes
+from citewell.services.settings import SettingsService
 
 router = APIRouter(prefix="/api/v1", tags=["settings"], route_class=OffLoopJsonRoute)
 
@@ -26,57 +25,53 @@ class SettingsReset(BaseModel):
     names: list[str] | None = None  # None: every setting changed at run time
 
 
+def get_settings_service(app: CitewellDep, audit: AuditDep, access: AdminDep) -> SettingsService:
+    return SettingsService(app.live, audit, access)
+
+
+SettingsDep = Annotated[SettingsService, Depends(get_settings_service)]
+
+
 @router.get("/settings")
-def effective_settings(_: AdminDep, app: CitewellDep) -> dict[str, Any]:
+def effective_settings(service: SettingsDep) -> dict[str, Any]:
     """Every setting as this server runs with it; API keys and URL passwords masked."""
-    return masked_settings(app.settings)
+    return service.effective()
 
 
-def _runtime_config(app: Citewell) -> dict[str, Any]:
-    tuned = app.live.current
-    shown = masked_settings(tuned.settings)
-    start = masked_settings(app.live.start)
+def _runtime_config(service: SettingsService) -> dict[str, Any]:
+    now = service.runtime()
     return {
         "status": True,
-        **{owui: shown[name] for owui, name in OPEN_WEBUI_NAMES.items()},
-        "settings": {name: shown[name] for name in RUNTIME_SETTINGS},
-        "changed": sorted(tuned.changed),
-        "start": {name: start[name] for name in sorted(tuned.changed)},
+        **now.open_webui,
+        "settings": now.values,
+        "changed": now.changed,
+        "start": now.start,
     }
 
 
 @router.get("/retrieval/config")
-def runtime_config(_: AdminDep, app: CitewellDep) -> dict[str, Any]:
+def runtime_config(service: SettingsDep) -> dict[str, Any]:
     """The settings that change without a restart: under Open WebUI's names at the top
     level, under Citewell's in ``settings``; ``changed`` lists those set at run time and
     ``start`` their values from the environment or config file."""
-    return _runtime_config(app)
+    return _runtime_config(service)
 
 
 @router.post("/retrieval/config/update")
 def update_runtime_config(
-    access: AdminDep,
-    app: CitewellDep,
-    audit: AuditDep,
-    body: Annotated[dict[str, Any], Body(examples=UPDATE_EXAMPLES)],
+    service: SettingsDep, body: Annotated[dict[str, Any], Body(examples=UPDATE_EXAMPLES)]
 ) -> dict[str, Any]:
     """Change settings at once, for every process on this database and across restarts.
     Keys are Open WebUI's (``TOP_K``) or Citewell's (``top_k``, also under ``settings``);
     values equal to those in force change nothing. All or none are applied: one invalid
     value refuses the lot. Chunking changes apply to files ingested from now on."""
-    changed = app.live.update(runtime_changes(body), access.user_id)
-    if changed:
-        audit.record(access, "settings.update", "settings", "runtime", names=changed)
-    return _runtime_config(app)
+    service.update(runtime_changes(body))
+    return _runtime_config(service)
 
 
 @router.post("/retrieval/config/reset")
-def reset_runtime_config(
-    access: AdminDep, app: CitewellDep, audit: AuditDep, body: SettingsReset | None = None
-) -> dict[str, Any]:
+def reset_runtime_config(service: SettingsDep, body: SettingsReset | None = None) -> dict[str, Any]:
     """Back to the values from the environment or config file: of ``names``, or of every
     setting changed at run time when none are given."""
-    names = body.names if body else None
-    app.live.reset(names)
-    audit.record(access, "settings.reset", "settings", "runtime", names=names or "all")
-    return _runtime_config(app)
+    service.reset(body.names if body else None)
+    return _runtime_config(service)
