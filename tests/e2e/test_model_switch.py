@@ -160,7 +160,7 @@ def test_going_back_to_the_old_model_gives_the_switch_up(filled, old, new, monke
     assert app.jobs.counts(batch) == {"indexed": 10, "cancelled": 30}
     monkeypatch.setattr(spaces_module, "DROP_AFTER", 0.0)
     back.spaces.drop_retired()
-    tables = lancedb.connect(str(filled.data_dir / "lancedb")).list_tables().tables
+    tables = lancedb.connect(str(filled.storage.data_dir / "lancedb")).list_tables().tables
     assert tables == _tables_of(back)  # the half-built space is gone
     assert back.spaces.cache.get(new.model_id, ["x"]) == {}
 
@@ -172,11 +172,11 @@ def test_the_old_space_and_its_cached_vectors_go_after_the_switch(filled, old, n
     retired = app.spaces.registry.retired()
     assert [r.id for r in retired] == [old_id]
     app.spaces.drop_retired()  # a query may still be running in it: kept for a minute
-    tables = lancedb.connect(str(filled.data_dir / "lancedb")).list_tables().tables
+    tables = lancedb.connect(str(filled.storage.data_dir / "lancedb")).list_tables().tables
     assert old_id in tables
     monkeypatch.setattr(spaces_module, "DROP_AFTER", 0.0)
     app.spaces.drop_retired()
-    tables = lancedb.connect(str(filled.data_dir / "lancedb")).list_tables().tables
+    tables = lancedb.connect(str(filled.storage.data_dir / "lancedb")).list_tables().tables
     assert tables == _tables_of(app) and app.spaces.registry.retired() == []
     assert app.embedder.cache.forget(old.model_id) == 0  # already forgotten
 

@@ -77,8 +77,8 @@ def document_markdown(title: str, text: str) -> str:
 
 
 def index_fingerprint(cw: Citewell, data: BeirData) -> str:
-    shape = {name: str(getattr(cw.settings, name)) for name in INDEX_SETTINGS}
-    shape |= {name: "True" for name in SWITCHES if getattr(cw.settings, name)}
+    shape = {name: str(cw.settings.value(name)) for name in INDEX_SETTINGS}
+    shape |= {name: "True" for name in SWITCHES if cw.settings.value(name)}
     shape["docs"] = str(len(data.corpus))
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
 
