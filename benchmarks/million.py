@@ -130,7 +130,7 @@ def copies(rows, vectors, start: int, count: int, seed: int) -> list[StoredChunk
 
 def exact_ids(store: LanceChunkStore, vector: np.ndarray, k: int, where: ChunkFilter) -> set[str]:
     query = store._table.search(vector.tolist()).distance_type("cosine").bypass_vector_index()
-    from citewell.stores.lance.store import where_sql
+    from citewell.stores.lance.tables import where_sql
 
     predicate = where_sql(where)
     if predicate:

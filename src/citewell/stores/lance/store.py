@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from citewell.stores.lance.search_table import (
     SearchHandle,
     SearchTable,
 )
+from citewell.stores.lance.tables import connect, quote, schema, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
 from citewell.stores.memory.filter_counts import FilterCounts
 from citewell.stores.memory.keeper import SnapshotKeeper
@@ -36,56 +36,6 @@ from citewell.types import ChunkFilter, StoredChunk
 
 WRITE_CACHE_MB = 64
 BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
-
-
-def schema(dimension: int) -> pa.Schema:
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("file_id", pa.string()),
-            ("kb_ids", pa.list_(pa.string())),
-            ("idx", pa.int32()),
-            ("text", pa.string()),
-            ("start", pa.int64()),
-            ("end", pa.int64()),
-            ("page", pa.int32()),
-            ("headings", pa.list_(pa.string())),
-            ("file_name", pa.string()),
-            ("terms", pa.string()),
-            ("vector", pa.list_(pa.float32(), dimension)),
-        ]
-    )
-
-
-def _connect(path: Path, cache_mb: int) -> tuple[Any, Any]:
-    """A LanceDB connection on a session of its own with caches of ``cache_mb`` (index) and
-    an eighth of it (metadata): LanceDB's defaults (6 GB and 1 GB) are sized for a database
-    server, not for a process that also runs the encoder. The latest version is re-read at
-    most once a second, so writes of other processes (a CLI ingest while a server runs)
-    become visible."""
-    import lancedb
-
-    session = lancedb.Session(
-        index_cache_size_bytes=cache_mb << 20, metadata_cache_size_bytes=cache_mb << 17
-    )
-    interval = timedelta(seconds=1)
-    return lancedb.connect(str(path), read_consistency_interval=interval, session=session), session
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def where_sql(where: ChunkFilter) -> str | None:
-    """The filter as a Lance SQL predicate; an empty id list matches nothing."""
-    clauses = []
-    if where.kb_ids is not None:
-        kbs = ", ".join(_quote(k) for k in where.kb_ids)
-        clauses.append(f"array_has_any(kb_ids, [{kbs}])" if kbs else "false")
-    if where.file_ids is not None:
-        files = ", ".join(_quote(f) for f in where.file_ids)
-        clauses.append(f"file_id IN ({files})" if files else "false")
-    return " AND ".join(clauses) or None
 
 
 class LanceChunkStore:
@@ -107,7 +57,7 @@ class LanceChunkStore:
         self.vector_index = vector_index or VectorIndexPolicy()
         self._path, self._name, self._cache_mb = path, table, cache_mb
         # Writes and upkeep read few index pages: a small cache of their own.
-        self._db, _ = _connect(path, min(cache_mb, WRITE_CACHE_MB))
+        self._db, _ = connect(path, min(cache_mb, WRITE_CACHE_MB))
         self._write_lock = threading.Lock()
         self._table = self._open_or_create()
         self._upkeep = TableUpkeep(self._table, self.vector_index, on_trained=self._trained)
@@ -141,7 +91,7 @@ class LanceChunkStore:
         )  # fmt: skip
 
     def _open_search_table(self) -> SearchHandle:
-        connection, session = _connect(self._path, self._cache_mb)
+        connection, session = connect(self._path, self._cache_mb)
         table = connection.open_table(self._name)
         return SearchHandle(table, session, int(table.version))
 
@@ -199,22 +149,22 @@ class LanceChunkStore:
         return deleted
 
     def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
-        where = f"file_id = {_quote(file_id)} AND NOT array_has(kb_ids, {_quote(kb_id)})"
+        where = f"file_id = {quote(file_id)} AND NOT array_has(kb_ids, {quote(kb_id)})"
         if within is not None:
-            where += f" AND array_has(kb_ids, {_quote(within)})"
+            where += f" AND array_has(kb_ids, {quote(within)})"
         with self._write_lock:
             self._table.update(
-                where=where, values_sql={"kb_ids": f"array_append(kb_ids, {_quote(kb_id)})"}
+                where=where, values_sql={"kb_ids": f"array_append(kb_ids, {quote(kb_id)})"}
             )
         self._changed()
 
     def unlink(self, file_id: str, kb_id: str) -> None:
         with self._write_lock:
             self._table.update(
-                where=f"file_id = {_quote(file_id)} AND array_has(kb_ids, {_quote(kb_id)})",
-                values_sql={"kb_ids": f"array_remove(kb_ids, {_quote(kb_id)})"},
+                where=f"file_id = {quote(file_id)} AND array_has(kb_ids, {quote(kb_id)})",
+                values_sql={"kb_ids": f"array_remove(kb_ids, {quote(kb_id)})"},
             )
-            self._table.delete(f"file_id = {_quote(file_id)} AND array_length(kb_ids) = 0")
+            self._table.delete(f"file_id = {quote(file_id)} AND array_length(kb_ids) = 0")
         self._changed()
 
     # --- indexes ----------------------------------------------------------------
@@ -400,7 +350,7 @@ class LanceChunkStore:
             found = self._addresses.take(wanted, ROW_COLUMNS) if wanted else {}
             rest = [i for i in wanted if i not in found]
             if rest:
-                ids = ", ".join(_quote(i) for i in rest)
+                ids = ", ".join(quote(i) for i in rest)
                 table = self._search.table()
                 query = table.search().where(f"id IN ({ids})").select(ROW_COLUMNS)
                 found.update((r["id"], r) for r in query.limit(len(rest)).to_list())

@@ -10,9 +10,8 @@ that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +28,14 @@ from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
 from citewell.stores.postgres.bm25 import FilterPlan, Postings
 from citewell.stores.postgres.schema import create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
+from citewell.stores.postgres.sql import (
+    copy_rows,
+    ef_search,
+    filter_sql,
+    parse_vector,
+    set_local,
+    vector_literal,
+)
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -38,54 +45,6 @@ TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,50}$")
 # rows: vectors compared exactly instead of walking the HNSW graph, keyword candidates
 # checked against the rows in memory instead of by a lookup each.
 EXACT_ROWS = 20_000
-
-
-def filter_sql(where: ChunkFilter, alias: str = "") -> tuple[str, dict[str, Any]]:
-    """A WHERE clause (``TRUE`` for none) and its bound parameters."""
-    prefix = f"{alias}." if alias else ""
-    clauses, params = [], {}
-    if where.kb_ids is not None:
-        clauses.append(f"{prefix}kb_ids && CAST(:kbs AS text[])")
-        params["kbs"] = list(where.kb_ids)
-    if where.file_ids is not None:
-        clauses.append(f"{prefix}file_id = ANY(CAST(:files AS text[]))")
-        params["files"] = list(where.file_ids)
-    return " AND ".join(clauses) or "TRUE", params
-
-
-def _set_local(db: Connection, settings: dict[str, str]) -> None:
-    """Settings for this transaction only, in one round trip. Parallel workers cost more to
-    start than these small queries take on a few cores."""
-    calls = ", ".join(f"set_config(:n{i}, :v{i}, true)" for i in range(len(settings)))
-    params = {}
-    for i, (name, value) in enumerate(settings.items()):
-        params[f"n{i}"], params[f"v{i}"] = name, value
-    db.execute(text(f"SELECT {calls}"), params)
-
-
-def _copy(db: Connection, table: str, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Rows into a table with COPY, inside the connection's transaction."""
-    driver = db.connection.driver_connection
-    assert driver is not None  # a checked-out connection always has its driver's
-    with driver.cursor() as cursor, cursor.copy(f"COPY {table} FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-
-
-def ef_search(rows: int, k: int) -> int:
-    """HNSW beam width: 100 up to 15,625 rows, growing with sqrt(rows) (800 at a million,
-    where SciFact's queries found 0.72 of the exact top 50 at 400 and 0.92 at 800), at most
-    pgvector's limit of 1,000."""
-    return min(1000, max(100, 2 * k, round(800 * math.sqrt(rows / 1_000_000))))
-
-
-def _parse_vector(value: str) -> list[float]:
-    """pgvector's text form ('[0.1,0.2,…]') as floats."""
-    return [float(x) for x in value.strip("[]").split(",")]
-
-
-def _vector(values: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
 class PostgresChunkStore:
@@ -133,8 +92,8 @@ class PostgresChunkStore:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
             # COPY, not INSERT: a chunk brings ~100 postings; executemany made ingestion
             # 4x slower than the embedded store's.
-            _copy(db, self.table, (self._row(c) for c in unique))
-            _copy(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
+            copy_rows(db, self.table, (self._row(c) for c in unique))
+            copy_rows(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
             self.bm25.count_terms(db, unique)
             self._bump(db, len(unique), sum(len(c.terms.split()) for c in unique))
         self._changed()
@@ -144,7 +103,7 @@ class PostgresChunkStore:
     def _row(chunk: StoredChunk) -> tuple[Any, ...]:
         """The table's columns in order, for COPY."""
         row = chunk_row(chunk)
-        vector = _vector(chunk.vector or ())
+        vector = vector_literal(chunk.vector or ())
         return (*(row[c] for c in ROW_COLUMNS), row["terms"], len(chunk.terms.split()), vector)
 
     def _remove(self, db: Connection, condition: str, params: dict[str, Any]) -> int:
@@ -246,14 +205,14 @@ class PostgresChunkStore:
             else:
                 settings["hnsw.iterative_scan"] = "relaxed_order"
                 settings["hnsw.ef_search"] = str(ef_search(rows, k))
-            _set_local(db, settings)
+            set_local(db, settings)
             found = db.execute(
                 text(
                     f"WITH near AS MATERIALIZED (SELECT id, vector <=> CAST(:q AS vector) AS d "
                     f"FROM {self.table} WHERE {condition} ORDER BY d LIMIT :k) "
                     "SELECT id, 1 - d AS score FROM near ORDER BY d, id"
                 ),
-                {**params, "q": _vector(vector), "k": k},
+                {**params, "q": vector_literal(vector), "k": k},
             ).all()
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(found)]
 
@@ -267,7 +226,7 @@ class PostgresChunkStore:
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
         condition, params = filter_sql(where, "c")
         with self.engine.begin() as db:
-            _set_local(db, {"max_parallel_workers_per_gather": "0"})
+            set_local(db, {"max_parallel_workers_per_gather": "0"})
             rows, kept, plan = self._plan(db, where)
             # Scored with the statistics of the rows the caller may read, never the table's.
             scope = self._scopes.get(where) if kept < rows else None
@@ -320,7 +279,7 @@ class PostgresChunkStore:
                 text(f"SELECT vector::text FROM {self.table} WHERE id = ANY(CAST(:ids AS text[]))"),
                 {"ids": list(chunk_ids)},
             ).scalars()
-            return [_parse_vector(v) for v in rows]
+            return [parse_vector(v) for v in rows]
 
     def count(self, where: ChunkFilter) -> int:
         condition, params = filter_sql(where)
@@ -378,18 +337,18 @@ class PostgresChunkStore:
                 ),
                 {"step": step, "samples": samples},
             ).scalars()
-            queries = [_parse_vector(v) for v in vectors]
+            queries = [parse_vector(v) for v in vectors]
         found = []
         for vector in queries:
             ann = {h.chunk_id for h in self.vector_search(vector, 50, ChunkFilter())}
             with self.engine.begin() as db:
-                _set_local(db, {"enable_indexscan": "off", "enable_bitmapscan": "off"})
+                set_local(db, {"enable_indexscan": "off", "enable_bitmapscan": "off"})
                 exact = db.execute(
                     text(
                         f"SELECT id FROM {self.table} "
                         "ORDER BY vector <=> CAST(:q AS vector) LIMIT 50"
                     ),
-                    {"q": _vector(vector)},
+                    {"q": vector_literal(vector)},
                 ).scalars()
                 truth = set(exact)
             found.append(len(ann & truth) / max(1, len(truth)))

@@ -1,0 +1,60 @@
+"""SQL pieces of the PostgreSQL chunk store: a chunk filter as a WHERE clause, settings for
+one transaction, COPY, pgvector's text form, and the HNSW beam width."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from citewell.types import ChunkFilter
+
+
+def filter_sql(where: ChunkFilter, alias: str = "") -> tuple[str, dict[str, Any]]:
+    """A WHERE clause (``TRUE`` for none) and its bound parameters."""
+    prefix = f"{alias}." if alias else ""
+    clauses, params = [], {}
+    if where.kb_ids is not None:
+        clauses.append(f"{prefix}kb_ids && CAST(:kbs AS text[])")
+        params["kbs"] = list(where.kb_ids)
+    if where.file_ids is not None:
+        clauses.append(f"{prefix}file_id = ANY(CAST(:files AS text[]))")
+        params["files"] = list(where.file_ids)
+    return " AND ".join(clauses) or "TRUE", params
+
+
+def set_local(db: Connection, settings: dict[str, str]) -> None:
+    """Settings for this transaction only, in one round trip. Parallel workers cost more to
+    start than these small queries take on a few cores."""
+    calls = ", ".join(f"set_config(:n{i}, :v{i}, true)" for i in range(len(settings)))
+    params = {}
+    for i, (name, value) in enumerate(settings.items()):
+        params[f"n{i}"], params[f"v{i}"] = name, value
+    db.execute(text(f"SELECT {calls}"), params)
+
+
+def copy_rows(db: Connection, table: str, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Rows into a table with COPY, inside the connection's transaction."""
+    driver = db.connection.driver_connection
+    assert driver is not None  # a checked-out connection always has its driver's
+    with driver.cursor() as cursor, cursor.copy(f"COPY {table} FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def ef_search(rows: int, k: int) -> int:
+    """HNSW beam width: 100 up to 15,625 rows, growing with sqrt(rows) (800 at a million,
+    where SciFact's queries found 0.72 of the exact top 50 at 400 and 0.92 at 800), at most
+    pgvector's limit of 1,000."""
+    return min(1000, max(100, 2 * k, round(800 * math.sqrt(rows / 1_000_000))))
+
+
+def parse_vector(value: str) -> list[float]:
+    """pgvector's text form ('[0.1,0.2,…]') as floats."""
+    return [float(x) for x in value.strip("[]").split(",")]
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
