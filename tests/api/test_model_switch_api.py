@@ -92,7 +92,13 @@ def test_a_model_change_reembeds_while_queries_keep_answering(tmp_path):
                 )
                 assert added.status_code == 201, added.text
                 during = len(load.answers)
-                done = wait_for(client, "/api/v1/embedding", lambda s: s["switch"] is None)
+                # The switch's end and this process taking up the new space are a refresh
+                # apart (spaces.REFRESH_EVERY): wait for both.
+                done = wait_for(
+                    client,
+                    "/api/v1/embedding",
+                    lambda s: s["switch"] is None and s["active"]["dimension"] == 24,
+                )
                 time.sleep(0.5)  # and some queries in the new space
                 hits = client.post(
                     "/api/v1/retrieval/query/collection",

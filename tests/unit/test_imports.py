@@ -117,7 +117,7 @@ def test_the_cycle_finder_sees_type_only_and_deferred_imports():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     real = _graph()
-    # citewell.ingest.chunk_rows imports ChunkTarget from ingest.types; cli imports the
+    # citewell.ingest.chunk_rows imports ChunkTarget from ingest.types; cli_server imports the
     # server's app factory inside a function: both are arrows here.
     assert "citewell.ingest.types" in real["citewell.ingest.chunk_rows"]
-    assert "citewell.api.app" in real["citewell.cli"]
+    assert "citewell.api.app" in real["citewell.cli_server"]

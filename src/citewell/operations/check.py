@@ -24,8 +24,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.ingest.ingestor import Ingestor
 from citewell.jobs import RUNNING, JobStore
 from citewell.jobs.staged import stale_staged
-from citewell.stores.base import ChunkStore, IndexHealth, rebuild_vector_index
-from citewell.stores.base import report as store_report
+from citewell.stores.base import ChunkStore, IndexHealth, index_health, rebuild_vector_index
 from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (docs/benchmarks/journal.md).
@@ -111,7 +110,7 @@ class ConsistencyCheck:
                     report.missing_chunks[record.id] = (record.chunk_count, 0)
         report.orphan_stored = sorted(self.storage.file_ids() - set(files))
         self._compare_jobs(report)
-        report.index = store_report(self.store, self.recall_samples).index
+        report.index = index_health(self.store, self.recall_samples)
         return report
 
     def _compare_jobs(self, report: CheckReport) -> None:

@@ -297,6 +297,11 @@ def drop_store(store: ChunkStore) -> bool:
     return False
 
 
+def index_health(store: ChunkStore, recall_samples: int = 20) -> IndexHealth | None:
+    """The store's report on its indexes alone (``report`` also asks for its copies)."""
+    return store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None
+
+
 def rebuild_vector_index(store: ChunkStore) -> bool:
     """Train the store's vector index anew, if it has one to train; whether it did."""
     if isinstance(store, ReportsIndexHealth):
