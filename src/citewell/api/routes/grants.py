@@ -2,64 +2,52 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, status
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, status
 
 from citewell.api.auth_schemas import AuditEventPublic, GrantCreate, GrantPublic
 from citewell.api.deps import AdminDep, AuditDep, AuthDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
-from citewell.errors import Conflict
-
-NOT_BY_NAME = (
-    "It is shared with you through a group or with everyone, not by your name; only its "
-    "owner or an admin can remove that share."
-)
+from citewell.services.sharing import Shareable, SharingService
 
 router = APIRouter(prefix="/api/v1", tags=["sharing"], route_class=OffLoopJsonRoute)
 
 
+def kb_sharing(view: ViewDep, auth: AuthDep, audit: AuditDep) -> SharingService:
+    def readable(ref: str) -> tuple[str, bool]:
+        kb = view.kb(ref)
+        return kb.id, view.access.can_manage(kb)
+
+    kbs = Shareable("kb", "knowledge_base", lambda ref: view.managed_kb(ref).id, readable)
+    return SharingService(auth.grants, audit, view.access, kbs)
+
+
+SharingDep = Annotated[SharingService, Depends(kb_sharing)]
+
+
 @router.get("/knowledge/{kb_id}/grants")
-def list_grants(kb_id: str, view: ViewDep, auth: AuthDep) -> list[GrantPublic]:
+def list_grants(kb_id: str, sharing: SharingDep) -> list[GrantPublic]:
     """Who besides the owner may read or change the KB."""
-    kb = view.managed_kb(kb_id)
-    return [GrantPublic.of(g) for g in auth.grants.grants(kb.id)]
+    _, grants = sharing.grants(kb_id)
+    return [GrantPublic.of(g) for g in grants]
 
 
 @router.put("/knowledge/{kb_id}/grants")
-def set_grant(
-    kb_id: str, body: GrantCreate, view: ViewDep, auth: AuthDep, audit: AuditDep
-) -> GrantPublic:
+def set_grant(kb_id: str, body: GrantCreate, sharing: SharingDep) -> GrantPublic:
     """Share the KB: 'user:NAME', 'group:NAME' or 'public' (every signed-in user) may read,
     or read and write (add and remove files). Setting it again changes the permission.
     Only admins learn whether a name exists: for others a grant to a name nobody has is
     answered and listed like any other, and gives no one access."""
-    kb = view.managed_kb(kb_id)
-    by_name = not view.access.is_admin
-    grant = auth.grants.grant(kb.id, body.principal, body.permission, by_name=by_name)
-    audit.record(
-        view.access,
-        "grant.set",
-        "knowledge_base",
-        kb.id,
-        principal=grant.principal,
-        permission=grant.permission,
-    )
+    _, grant = sharing.share(kb_id, body.principal, body.permission)
     return GrantPublic.of(grant)
 
 
 @router.delete("/knowledge/{kb_id}/grants/{principal}", status_code=status.HTTP_204_NO_CONTENT)
-def revoke_grant(kb_id: str, principal: str, view: ViewDep, auth: AuthDep, audit: AuditDep) -> None:
+def revoke_grant(kb_id: str, principal: str, sharing: SharingDep) -> None:
     """Stop sharing the KB with ``principal``; or, as the user it was shared with by name
     ('user:YOUR_NAME'), decline the share."""
-    if view.access.is_named(principal):
-        kb = view.kb(kb_id)
-        if not view.access.can_manage(kb):
-            if not auth.grants.decline(kb.id, view.access.user_id):
-                raise Conflict(NOT_BY_NAME)
-            audit.record(view.access, "grant.decline", "knowledge_base", kb.id)
-            return
-    kb = view.managed_kb(kb_id)
-    auth.grants.revoke(kb.id, principal, by_name=not view.access.is_admin)
-    audit.record(view.access, "grant.revoke", "knowledge_base", kb.id, principal=principal)
+    sharing.unshare(kb_id, principal)
 
 
 @router.get("/audit")

@@ -11,9 +11,8 @@ from citewell.api.auth_schemas import GrantCreate
 from citewell.api.deps import AuditDep, AuthDep, CitewellDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.model_schemas import ModelCreate, ModelPublic, PresetGrantPublic
-from citewell.api.routes.grants import NOT_BY_NAME
 from citewell.engine.scoped import Scoped
-from citewell.errors import Conflict
+from citewell.services.sharing import Shareable, SharingService
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"], route_class=OffLoopJsonRoute)
 
@@ -61,45 +60,39 @@ def delete_model(model_id: str, presets: PresetsDep, audit: AuditDep) -> None:
     audit.record(presets.access, "model.delete", "model", entry.id, model=entry.preset.id)
 
 
+def preset_sharing(presets: PresetsDep, auth: AuthDep, audit: AuditDep) -> SharingService:
+    def readable(ref: str) -> tuple[str, bool]:
+        entry = presets.get(ref)
+        return entry.id, presets.can_manage(entry)
+
+    kind = Shareable("preset", "model", lambda ref: presets.managed(ref).id, readable)
+    return SharingService(auth.grants, audit, presets.access, kind)
+
+
+SharingDep = Annotated[SharingService, Depends(preset_sharing)]
+
+
 @router.get("/{model_id}/grants")
-def list_model_grants(model_id: str, presets: PresetsDep, auth: AuthDep) -> list[PresetGrantPublic]:
-    entry = presets.managed(model_id)
-    grants = auth.grants.grants(entry.id, kind="preset")
-    return [PresetGrantPublic(model_id=entry.id, principal=g.principal, permission=g.permission)
+def list_model_grants(model_id: str, sharing: SharingDep) -> list[PresetGrantPublic]:
+    preset, grants = sharing.grants(model_id)
+    return [PresetGrantPublic(model_id=preset, principal=g.principal, permission=g.permission)
             for g in grants]  # fmt: skip
 
 
 @router.put("/{model_id}/grants")
-def set_model_grant(
-    model_id: str, body: GrantCreate, presets: PresetsDep, auth: AuthDep, audit: AuditDep
-) -> PresetGrantPublic:
+def set_model_grant(model_id: str, body: GrantCreate, sharing: SharingDep) -> PresetGrantPublic:
     """Share the preset: 'read' uses it, 'write' also changes it. As with KBs, only admins
     learn whether a name exists."""
-    entry = presets.managed(model_id)
-    by_name = not presets.access.is_admin
-    grant = auth.grants.grant(entry.id, body.principal, body.permission, "preset", by_name)
-    audit.record(presets.access, "grant.set", "model", entry.id, principal=grant.principal,
-                 permission=grant.permission)  # fmt: skip
+    preset, grant = sharing.share(model_id, body.principal, body.permission)
     return PresetGrantPublic(
-        model_id=entry.id, principal=grant.principal, permission=grant.permission
+        model_id=preset, principal=grant.principal, permission=grant.permission
     )
 
 
 @router.delete("/{model_id}/grants/{principal}", status_code=status.HTTP_204_NO_CONTENT)
-def revoke_model_grant(
-    model_id: str, principal: str, presets: PresetsDep, auth: AuthDep, audit: AuditDep
-) -> None:
+def revoke_model_grant(model_id: str, principal: str, sharing: SharingDep) -> None:
     """Stop sharing the preset; or, as the user it was shared with, decline it."""
-    if presets.access.is_named(principal):
-        entry = presets.get(model_id)
-        if not presets.can_manage(entry):
-            if not auth.grants.decline(entry.id, presets.access.user_id, kind="preset"):
-                raise Conflict(NOT_BY_NAME)
-            audit.record(presets.access, "grant.decline", "model", entry.id)
-            return
-    entry = presets.managed(model_id)
-    auth.grants.revoke(entry.id, principal, "preset", by_name=not presets.access.is_admin)
-    audit.record(presets.access, "grant.revoke", "model", entry.id, principal=principal)
+    sharing.unshare(model_id, principal)
 
 
 __all__ = ["Scoped", "router"]
