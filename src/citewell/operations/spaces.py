@@ -17,7 +17,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import groupby
-from pathlib import Path
 
 import numpy as np
 
@@ -46,15 +45,14 @@ COPY_FILES = 64  # files re-embedded together while catching up
 
 def embedding_config(settings: Settings) -> dict[str, str | int | float | None]:
     """The settings that make an embedder, as JSON-able values."""
-    values = settings.embedding.model_dump()
-    return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+    return settings.embedding.model_dump(mode="json")
 
 
 def settings_with(settings: Settings, config: dict[str, str | int | float | None]) -> Settings:
     """``settings`` with the embedding settings a space was made with."""
     update = {k: v for k, v in config.items() if k in EMBEDDING_SETTINGS}
-    for name in PATH_SETTINGS:
-        update[name] = Path(str(update[name])) if update.get(name) else None  # type: ignore[assignment]
+    for name in PATH_SETTINGS:  # unset in the record: none (not the settings' own path)
+        update[name] = update.get(name) or None
     return settings.with_values(update)
 
 

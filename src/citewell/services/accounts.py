@@ -5,7 +5,7 @@ Every operation checks the caller's access itself and writes the audit log."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from citewell.auth.access import Access
@@ -87,18 +87,22 @@ class AccountService:
             return []
         return self.users.list_keys(self.access.user.id)
 
-    def create_key(self, name: str, kb_ids: Sequence[str], read_only: bool) -> tuple[ApiKey, str]:
-        """A new key for the caller, limited to ``kb_ids`` (which the caller has checked it
-        may read) and to reading if asked; the plain key is returned once."""
+    def create_key(
+        self, name: str, kbs: Sequence[str], read_only: bool, kb_id: Callable[[str], str]
+    ) -> tuple[ApiKey, str]:
+        """A new key for the caller, limited to ``kbs`` (names or ids, found by ``kb_id``:
+        the caller's view, which answers 404 for a KB they may not read) and to reading if
+        asked; the plain key is returned once."""
         access = self.access
         if access.user is None:
             raise ConfigError("The server runs with auth=none: there are no users to own keys.")
         if access.read_only:
             raise Forbidden("A read-only key cannot make keys; use a full key or sign in.")
+        kb_ids = [kb_id(kb) for kb in kbs]
         if access.scope is not None and not (kb_ids and set(kb_ids) <= access.scope):
             raise Forbidden("A key limited to some KBs can only make keys limited to those KBs.")
         key, plain = self.users.create_key(
-            access.user.id, name, list(kb_ids), read_only, max_live=self.settings.max_keys_per_user
+            access.user.id, name, kb_ids, read_only, max_live=self.settings.max_keys_per_user
         )
         self.audit.record(access, "key.create", "api_key", key.id, name=key.name)
         return key, plain

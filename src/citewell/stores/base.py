@@ -283,7 +283,7 @@ def report(store: ChunkStore, recall_samples: int = 0) -> StoreReport:
     > 0) and its in-memory copies, as far as it can tell."""
     return StoreReport(
         capabilities(store),
-        store.health(recall_samples) if isinstance(store, ReportsIndexHealth) else None,
+        index_health(store, recall_samples),
         store.kb_copies() if isinstance(store, ReportsKbCopies) else None,
         store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None,
     )

@@ -59,11 +59,9 @@ def list_keys(accounts: AccountsDep) -> list[ApiKeyPublic]:
 def create_key(body: ApiKeyCreate, view: ViewDep, accounts: AccountsDep) -> ApiKeyCreated:
     """A new key for yourself, optionally limited to some KBs (that you may read) and to
     reading. The key is in this answer only."""
-    if view.access.user is not None and not view.access.read_only:
-        kb_ids = [view.kb(name).id for name in body.knowledge_bases]
-    else:
-        kb_ids = []  # refused by the service, before any KB name is looked up
-    key, plain = accounts.create_key(body.name, kb_ids, body.read_only)
+    key, plain = accounts.create_key(
+        body.name, body.knowledge_bases, body.read_only, lambda kb: view.kb(kb).id
+    )
     return ApiKeyCreated(**ApiKeyPublic.of(key).model_dump(), key=plain)
 
 
