@@ -103,7 +103,7 @@ def test_deletes_and_unlinks_are_seen_at_once(store):
     assert set(wait_for_copy(store, ("kb1",)).ids) == {"c4"}
     store.unlink("f3", "kb1")
     assert store.vector_search(unit(3), 5, kb1) == []
-    store.link("f3", "kb1")
+    store.link_files(["f3"], "kb1")
     assert ids(store.vector_search(unit(3), 5, kb1)) == ["c4"]
 
 

@@ -32,7 +32,7 @@ class MinimalStore:
     def delete(self, where):
         return 0
 
-    def link(self, file_id, kb_id, within=None):
+    def link_files(self, file_ids, kb_id, within=None):
         pass
 
     def unlink(self, file_id, kb_id):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select
@@ -327,22 +327,30 @@ class Catalog:
         """Put ``file_id`` in the KB under ``path``, replacing whatever was there; ``name``,
         ``added_by``, ``source`` and ``url`` are what callers see of this link (the file's
         own where empty)."""
+        now = time.time()
+        self.add_links([FileLink(kb_id, file_id, path, name, added_by, now, source, url)])
+
+    def add_links(self, links: Sequence[FileLink]) -> None:
+        """Each link in one transaction, replacing what its KB had under its path."""
+        now = time.time()
         with self._session() as session, session.begin():
-            session.merge(
-                KnowledgeBaseFileRow(
-                    kb_id=kb_id,
-                    file_id=file_id,
-                    path=path,
-                    name=name,
-                    added_by=added_by,
-                    added_at=time.time(),
-                    source=source,
-                    url=url,
+            for link in links:
+                session.merge(
+                    KnowledgeBaseFileRow(
+                        kb_id=link.kb_id,
+                        file_id=link.file_id,
+                        path=link.path,
+                        name=link.name,
+                        added_by=link.added_by,
+                        added_at=link.added_at or now,
+                        source=link.source,
+                        url=link.url,
+                    )
                 )
-            )
-            kb = session.get(KnowledgeBaseRow, kb_id)
-            if kb is not None:
-                kb.updated_at = time.time()
+            for kb_id in {link.kb_id for link in links}:
+                kb = session.get(KnowledgeBaseRow, kb_id)
+                if kb is not None:
+                    kb.updated_at = now
 
     def links(
         self, file_ids: Collection[str] | None = None, kb_ids: Collection[str] | None = None

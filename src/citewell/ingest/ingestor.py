@@ -7,14 +7,13 @@ at full batches; each flush is one write to the chunk store.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from dataclasses import replace
 from functools import partial
 
-from citewell.catalog import Catalog, FileRecord
+from citewell.catalog import Catalog, FileLink, FileRecord
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, embedding_tenant
@@ -22,7 +21,8 @@ from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
 from citewell.ingest.chunk_sets import ChunkSets
-from citewell.ingest.run import IngestRun, PendingFile
+from citewell.ingest.links import LINKS_PER_FLUSH, PendingLink, plan_links
+from citewell.ingest.run import IngestRun, Parsing, PendingFile, prepare_file
 from citewell.ingest.sentences import SpaceWriter, sentence_rows
 from citewell.ingest.types import (
     ActiveSpace,
@@ -36,7 +36,7 @@ from citewell.ingest.types import (
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
-from citewell.types import ChunkFilter, Document, IngestReport, StoredChunk
+from citewell.types import ChunkFilter, Document, IngestReport
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
 PARSE_AHEAD = 4  # files handed to the parsers per parser, beyond the one being embedded
@@ -72,6 +72,7 @@ class Ingestor:
         self._splitter = splitter
         self._enricher = enricher
         self.reader = reader
+        self._parsing = Parsing(reader, self.rows, catalog.file_id)
         self.catalog = catalog
         self.storage = storage
         self._space = space
@@ -195,7 +196,8 @@ class Ingestor:
     def _done(self, run: IngestRun, item: SourceItem) -> None:
         run.progress.files_done += 1
         run.progress.current = item.name
-        if sum(len(p.chunks) for p in run.pending) >= FLUSH_CHUNKS:
+        chunks = sum(len(p.chunks) for p in run.pending)
+        if chunks >= FLUSH_CHUNKS or len(run.links) >= LINKS_PER_FLUSH:
             self._flush(run)
         if run.callback:
             run.callback(run.progress)
@@ -223,17 +225,14 @@ class Ingestor:
         known = self.catalog.file_by_sha(digest, run.kb.owner_id)  # the tenant's own only
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
-            prepare = partial(self._prepare, item, data, digest, run.kb.owner_id, run.targets)
+            prepare = partial(
+                prepare_file, self._parsing, item, data, digest, run.kb.owner_id, run.targets
+            )
             future = pool.submit(copy_context().run, prepare)  # splitters embed as the tenant
             run.parsing[future] = (item, digest, previous)
             return False
-        self._flush(run)  # the identical file may still be pending
         file_id = (known or pending_same.record).id  # type: ignore[union-attr]
-        self.link(run.kb.id, file_id, item)
-        run.bump("linked")
-        run.notify(item.key, "indexed", file_id)
-        if previous is not None:
-            self._replace(run, previous)
+        run.links.append(PendingLink(item, file_id, previous))  # written at the next flush
         return True
 
     def _collect(self, run: IngestRun, strict: bool, block: bool) -> None:
@@ -265,50 +264,29 @@ class Ingestor:
         """A path's file changed (the path already points at the new version): the old one
         leaves this KB once the new one is in, unless another path of the KB still holds it."""
         self._flush(run)
+        self._drop_replaced(run, previous)
+
+    def _drop_replaced(self, run: IngestRun, previous: FileRecord) -> None:
         if not self.catalog.paths_in_kb(run.kb.id, previous.id):  # no other path holds it
             self.remove_from_kb(run.kb.id, previous.id)
 
-    def _prepare(
-        self,
-        item: SourceItem,
-        data: bytes,
-        digest: str,
-        tenant: str,
-        targets: Sequence[ChunkTarget],
-    ) -> PendingFile:
-        document = self.reader.read(data, item.reader_name or item.name)
-        file_id = self.catalog.file_id(tenant, digest)  # not computable from the bytes alone
-        chunks: list[StoredChunk] = []
-        embed_texts: list[str] = []
-        pairs: list[StoredChunk] = []
-        counts = []
-        for target in targets:  # one set per chunking the KB needs (two while re-chunked)
-            made, texts = self.rows.make(file_id, document, target, item.name)
-            chunks += made
-            embed_texts += texts
-            counts.append(len(made))
-            if target.sentences:
-                pairs += sentence_rows(made, texts)[0]
-        record = FileRecord(
-            id=file_id,
-            sha256=digest,
-            text_sha256=sha256(document.text.encode()),
-            name=item.name,
-            mime_type=document.mime_type,
-            size=len(data),
-            chunk_count=counts[0] if counts else 0,
-            status="indexed",
-            created_at=time.time(),
-            source=item.source,
-            url=item.url,
-            title=document.title or "",
-            tenant=tenant,
-        )
-        return PendingFile(
-            item, record, chunks, embed_texts, pairs, data, document.text, document.sections
-        )
-
     def _flush(self, run: IngestRun) -> None:
+        """Store the parsed files, then the links gathered (a link may be to one of them)."""
+        self._store_pending(run)
+        self._store_links(run)
+
+    def _store_links(self, run: IngestRun) -> None:
+        if not run.links:
+            return
+        links, run.links = run.links, []
+        self.link_many(run.kb.id, [(link.file_id, link.item) for link in links], run.targets)
+        for link in links:
+            run.bump("linked")
+            run.notify(link.item.key, "indexed", link.file_id)
+            if link.previous is not None:
+                self._drop_replaced(run, link.previous)
+
+    def _store_pending(self, run: IngestRun) -> None:
         """Embed every pending chunk in one pass (full batches), then store them in one write."""
         if not run.pending:
             return
@@ -369,7 +347,7 @@ class Ingestor:
         if target.shared:
             peer = self.sets.shared_peer(record.id, kb_id)
             if peer is not None:
-                self.writer.link(record.id, target.label, within=peer)
+                self.writer.link_files([record.id], target.label, within=peer)
                 return 0
         return self._write_set(record.id, self._stored_document(record), target, record.name)
 
@@ -403,13 +381,27 @@ class Ingestor:
     def link(self, kb_id: str, file_id: str, item: SourceItem) -> None:
         """Identical bytes are stored and embedded once; the link keeps this item's name.
         A KB with its own chunking gets its own set of the file, from the stored text."""
-        record = self.catalog.get_file(file_id)
-        held = kb_id in self.catalog.kbs_of_file(file_id)
-        current = self.sets.labels.of(kb_id).label
-        for target in self.sets.targets(kb_id, self.embedder):
-            if record is not None and not (held and target.label == current):
-                self.add_set(record, kb_id, target)  # held: another path has its set
-        self._link_row(kb_id, file_id, item)
+        self.link_many(kb_id, [(file_id, item)], self.sets.targets(kb_id, self.embedder))
+
+    def link_many(
+        self,
+        kb_id: str,
+        entries: Sequence[tuple[str, SourceItem]],
+        targets: Sequence[ChunkTarget],
+    ) -> None:
+        """Stored files into ``kb_id`` under their items' paths (ingest.links): one store
+        update per group of files joining the same shared set, one catalog transaction."""
+        plan = plan_links(self.catalog, self.sets.labels, kb_id, [f for f, _ in entries], targets)
+        for (label, peer), file_ids in plan.joins.items():
+            self.writer.link_files(file_ids, label, within=peer)
+        for file_id, target in plan.writes:
+            record = self.catalog.get_file(file_id)
+            if record is not None:
+                self.add_set(record, kb_id, target)
+        links = [
+            FileLink(kb_id, f, i.key, i.name, i.added_by, 0.0, i.source, i.url) for f, i in entries
+        ]
+        self.catalog.add_links(links)
 
     def _link_row(self, kb_id: str, file_id: str, item: SourceItem) -> None:
         """The catalog's link: what this KB's users see of the item (decision 0020)."""

@@ -3,17 +3,23 @@ their embedding pass, counts and errors."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.errors import CitewellError
+from citewell.ingest.chunk_rows import ChunkRows, sha256
+from citewell.ingest.links import PendingLink
+from citewell.ingest.sentences import sentence_rows
 from citewell.ingest.types import (
     ChunkTarget,
     IngestProgress,
     ItemEvent,
     Observer,
     ProgressCallback,
+    Reader,
 )
 from citewell.sources import SourceItem
 from citewell.types import Section, StoredChunk
@@ -47,6 +53,7 @@ class IngestRun:
         default_factory=dict
     )
     later: list[SourceItem] = field(default_factory=list)  # same bytes as one being parsed
+    links: list[PendingLink] = field(default_factory=list)  # stored files, linked at a flush
     counts: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     observer: Observer | None = None
@@ -59,3 +66,55 @@ class IngestRun:
 
     def bump(self, key: str, amount: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + amount
+
+
+@dataclass(frozen=True)
+class Parsing:
+    """What turns an item's bytes into a PendingFile: the reader, the chunk row maker, and
+    the catalog's file ids ((tenant, sha256) → id)."""
+
+    reader: Reader
+    rows: ChunkRows
+    file_id: Callable[[str, str], str]
+
+
+def prepare_file(
+    parsing: Parsing,
+    item: SourceItem,
+    data: bytes,
+    digest: str,
+    tenant: str,
+    targets: Sequence[ChunkTarget],
+) -> PendingFile:
+    """Parse and split one item for each chunk set it goes into (runs in the parse pool)."""
+    document = parsing.reader.read(data, item.reader_name or item.name)
+    file_id = parsing.file_id(tenant, digest)  # not computable from the bytes alone
+    chunks: list[StoredChunk] = []
+    embed_texts: list[str] = []
+    pairs: list[StoredChunk] = []
+    counts = []
+    for target in targets:  # one set per chunking the KB needs (two while re-chunked)
+        made, texts = parsing.rows.make(file_id, document, target, item.name)
+        chunks += made
+        embed_texts += texts
+        counts.append(len(made))
+        if target.sentences:
+            pairs += sentence_rows(made, texts)[0]
+    record = FileRecord(
+        id=file_id,
+        sha256=digest,
+        text_sha256=sha256(document.text.encode()),
+        name=item.name,
+        mime_type=document.mime_type,
+        size=len(data),
+        chunk_count=counts[0] if counts else 0,
+        status="indexed",
+        created_at=time.time(),
+        source=item.source,
+        url=item.url,
+        title=document.title or "",
+        tenant=tenant,
+    )
+    return PendingFile(
+        item, record, chunks, embed_texts, pairs, data, document.text, document.sections
+    )

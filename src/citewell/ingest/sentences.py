@@ -63,9 +63,9 @@ class SpaceWriter:
         self.sentences.delete(where)
         return self.chunks.delete(where)
 
-    def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
-        self.chunks.link(file_id, kb_id, within)
-        self.sentences.link(file_id, kb_id, within)
+    def link_files(self, file_ids: Sequence[str], kb_id: str, within: str | None = None) -> None:
+        self.chunks.link_files(file_ids, kb_id, within)
+        self.sentences.link_files(file_ids, kb_id, within)
 
     def unlink(self, file_id: str, kb_id: str) -> None:
         self.sentences.unlink(file_id, kb_id)

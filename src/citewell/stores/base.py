@@ -51,10 +51,10 @@ class ChunkStore(Protocol):
         """Delete every chunk matching ``where``; returns how many went."""
         ...
 
-    def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
-        """Make a file's chunks part of a knowledge base too (no re-embedding); with
-        ``within``, only its chunks already in that KB (a file may have several chunk sets,
-        one per chunking; see ``ingest.chunk_sets``)."""
+    def link_files(self, file_ids: Sequence[str], kb_id: str, within: str | None = None) -> None:
+        """Make the files' chunks part of a knowledge base too (no re-embedding), in one
+        write however many files; with ``within``, only their chunks already in that KB (a
+        file may have several chunk sets, one per chunking; see ``ingest.chunk_sets``)."""
         ...
 
     def unlink(self, file_id: str, kb_id: str) -> None:

@@ -134,8 +134,8 @@ class ChunkStoreConformance:
         assert sorted(ids) == ["c1", "c2", "c3", "c4"] and len(ids) == len(set(ids))
 
     def test_link_and_unlink(self, filled: ChunkStore) -> None:
-        filled.link("f2", "kb1")
-        filled.link("f2", "kb1")  # idempotent
+        filled.link_files(["f2"], "kb1")
+        filled.link_files(["f2"], "kb1")  # idempotent
         assert filled.get(["c3"])[0].kb_ids == ("kb2", "kb1")
         assert filled.count(ChunkFilter(kb_ids=("kb1",))) == 4
         filled.unlink("f2", "kb2")
@@ -151,7 +151,7 @@ class ChunkStoreConformance:
                 make_chunk("o1", "f1", ("kb2~1",), "Own set of kb2.", 2),
             ]
         )
-        store.link("f1", "kb3", within="kb1")
+        store.link_files(["f1"], "kb3", within="kb1")
         assert [c.kb_ids for c in store.get(["s1", "s2", "o1"])] == [
             ("kb1", "kb3"),
             ("kb1", "kb3"),
@@ -214,7 +214,7 @@ class ScanConformance(ChunkStoreConformance):
         assert len(scanner.scan(ALL)) == len(CORPUS)
 
     def test_manifest_lists_each_files_chunks_and_kbs(self, filled: ChunkStore) -> None:
-        filled.link("f1", "kb9")
+        filled.link_files(["f1"], "kb9")
         manifest = scanning(filled).manifest()
         assert manifest["f1"] == FileChunks(frozenset({"c1", "c2"}), frozenset({"kb1", "kb9"}))
         assert manifest["f3"] == FileChunks(frozenset({"c4"}), frozenset({"kb1", "kb2"}))

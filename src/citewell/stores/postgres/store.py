@@ -150,20 +150,20 @@ class PostgresChunkStore:
         self._changed()
         return removed
 
-    def link(self, file_id: str, kb_id: str, within: str | None = None) -> None:
+    def link_files(self, file_ids: Sequence[str], kb_id: str, within: str | None = None) -> None:
         condition = "NOT (:kb = ANY(kb_ids))"
         if within is not None:
             condition += " AND :within = ANY(kb_ids)"
         with self.engine.begin() as db:
             self._set_kbs(
-                db, "array_append(kb_ids, CAST(:kb AS text))", condition, file_id, kb_id, within
+                db, "array_append(kb_ids, CAST(:kb AS text))", condition, file_ids, kb_id, within
             )
         self._changed()
 
     def unlink(self, file_id: str, kb_id: str) -> None:
         with self.engine.begin() as db:
             self._set_kbs(
-                db, "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", file_id, kb_id
+                db, "array_remove(kb_ids, CAST(:kb AS text))", ":kb = ANY(kb_ids)", [file_id], kb_id
             )
             self._remove(db, "file_id = :file AND cardinality(kb_ids) = 0", {"file": file_id})
         self._changed()
@@ -173,14 +173,17 @@ class PostgresChunkStore:
         db: Connection,
         value: str,
         condition: str,
-        file_id: str,
+        file_ids: Sequence[str],
         kb_id: str,
         within: str | None = None,
     ) -> None:
         db.execute(text(f"SELECT 1 FROM {self.stats} FOR UPDATE"))
         db.execute(
-            text(f"UPDATE {self.table} SET kb_ids = {value} WHERE file_id = :file AND {condition}"),
-            {"file": file_id, "kb": kb_id, "within": within},
+            text(
+                f"UPDATE {self.table} SET kb_ids = {value} "
+                f"WHERE file_id = ANY(:files) AND {condition}"
+            ),
+            {"files": list(file_ids), "kb": kb_id, "within": within},
         )
         self._bump(db)
 
