@@ -150,3 +150,7 @@ class LLMError(UpstreamError):
 class StoreError(CitewellError):
     status = 500
     code = "store_failed"
+
+
+class ConnectorNotFound(NotFoundError):
+    code = "connector_not_found"

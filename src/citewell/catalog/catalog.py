@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.file_ids import FileIds
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
+from citewell.catalog.synced_paths import SyncedPaths
 from citewell.db import ensure_schema
 from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.engine import read_sessions
@@ -114,6 +115,7 @@ class Catalog:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._reads = read_sessions(engine)
         self.file_id = FileIds(engine)  # (tenant, sha256) → the id of a new file
+        self.synced = SyncedPaths(engine)  # the paths connectors keep, with versions
         # What searches read on every call, kept until the database changes (db/changes.py).
         counter = change_counter(engine)
         self._kb_settings: ChangeCache[frozenset[str], KnowledgeSettings] = ChangeCache(counter)

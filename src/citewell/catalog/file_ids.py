@@ -40,11 +40,16 @@ class FileIds:
             return self._key
 
     def _read_or_make(self) -> str:
-        """The database's key; the first process to ask makes it (others then read it)."""
-        insert = postgresql_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
-        made = insert(ServerSecretRow).values(name=KEY_NAME, value=secrets.token_hex(32))
-        with self.engine.begin() as db:
-            db.execute(made.on_conflict_do_nothing())
-            found = db.scalar(select(ServerSecretRow.value).where(ServerSecretRow.name == KEY_NAME))
-        assert found is not None
-        return str(found)
+        return server_key(self.engine, KEY_NAME)
+
+
+def server_key(engine: Engine, name: str) -> str:
+    """The database's key called ``name`` (64 hex characters); the first process to ask
+    makes it (others then read it)."""
+    insert = postgresql_insert if engine.dialect.name == "postgresql" else sqlite_insert
+    made = insert(ServerSecretRow).values(name=name, value=secrets.token_hex(32))
+    with engine.begin() as db:
+        db.execute(made.on_conflict_do_nothing())
+        found = db.scalar(select(ServerSecretRow.value).where(ServerSecretRow.name == name))
+    assert found is not None
+    return str(found)

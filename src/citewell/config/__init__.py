@@ -16,7 +16,7 @@ from citewell.config.indexing import (
     EmbeddingSection,
     EnrichmentSection,
 )
-from citewell.config.intake import ExtractionSection, WebSection
+from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.reference import configuration_markdown, masked_settings
 from citewell.config.retrieval import RerankingSection, RetrievalSection
 from citewell.config.server import AccessSection, ServerSection
@@ -31,6 +31,7 @@ __all__ = [
     "AccessSection",
     "AnsweringSection",
     "ChunkingSection",
+    "ConnectorSection",
     "EmbeddingSection",
     "EnrichmentSection",
     "ExtractionSection",

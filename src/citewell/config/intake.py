@@ -175,3 +175,35 @@ class WebSection(Section):
     def _owui_empty_timeout(cls, value: Any) -> Any:
         # Open WebUI leaves WEB_LOADER_TIMEOUT empty to mean "the default".
         return 20.0 if value == "" else value
+
+
+class ConnectorSection(Section):
+    """Connectors: folders, git repositories and other sources kept in sync with a KB."""
+
+    connector_allowed_paths: str = setting(
+        "",
+        "Comma-separated folders on the server's disk that connectors made over the API may "
+        "read (folder connectors, and git repositories given as a local path). Empty: none; "
+        "only the local operator (the CLI without a server) syncs other folders. Symlinks "
+        "that lead out of an allowed folder are not followed.",
+    )
+
+    connector_interval: float = setting(
+        3600.0,
+        "Seconds between a connector's full syncs unless it names its own interval. A folder "
+        "connector that watches for changes still rescans this often (a watch can miss "
+        "events).",
+        gt=0,
+    )
+
+    connector_min_interval: float = setting(
+        60.0,
+        "The shortest interval a connector may ask for (each sync lists its whole source).",
+        gt=0,
+    )
+
+    connector_secret_key: str = setting(
+        "",
+        "Key that encrypts connector credentials at rest (any string; keep it secret and the "
+        "same on every process). Empty: the server makes one and keeps it in its database.",
+    )

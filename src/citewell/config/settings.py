@@ -18,7 +18,7 @@ from citewell.config.answering import AnsweringSection, LLMSection
 from citewell.config.environment import read_config_file, read_environment
 from citewell.config.fields import ALL_FIELDS, CONFIG_FILE, Scopes, Section, scopes_of, source_of
 from citewell.config.indexing import ChunkingSection, EmbeddingSection, EnrichmentSection
-from citewell.config.intake import ExtractionSection, WebSection
+from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.retrieval import RerankingSection, RetrievalSection
 from citewell.config.server import AccessSection, ServerSection
 from citewell.config.storage import JobSection, StorageSection
@@ -33,6 +33,7 @@ SECTIONS: dict[str, type[Section]] = {
     "reranking": RerankingSection,
     "extraction": ExtractionSection,
     "web": WebSection,
+    "connectors": ConnectorSection,
     "jobs": JobSection,
     "server": ServerSection,
     "access": AccessSection,
@@ -61,6 +62,7 @@ class Settings(BaseModel):
     reranking: RerankingSection = Field(default_factory=RerankingSection)
     extraction: ExtractionSection = Field(default_factory=ExtractionSection)
     web: WebSection = Field(default_factory=WebSection)
+    connectors: ConnectorSection = Field(default_factory=ConnectorSection)
     jobs: JobSection = Field(default_factory=JobSection)
     server: ServerSection = Field(default_factory=ServerSection)
     access: AccessSection = Field(default_factory=AccessSection)

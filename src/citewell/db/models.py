@@ -93,6 +93,39 @@ class KnowledgeBaseFileRow(Base):
     # per file ("" for links made before these columns: the file's own).
     source: Mapped[str] = mapped_column(String(20), default="", server_default="")
     url: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # The connector that keeps this path in sync ("" for files added by hand), and the
+    # source's version of it (size and mtime, a blob id, an ETag) when it was last read.
+    connector_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    version: Mapped[str] = mapped_column(String(200), default="", server_default="")
+
+
+class ConnectorRow(Base):
+    """A source bound to a KB and kept in sync with it (citewell.connectors). ``secret``:
+    its credentials, encrypted with a server key; ``status``: the last run (JSON);
+    ``cursor``: where the source stood then (a git commit)."""
+
+    __tablename__ = "connectors"
+    __table_args__ = (UniqueConstraint("kb_id", "name", name="uq_connector_kb_name"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    kb_id: Mapped[str] = mapped_column(
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(30))
+    name: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(Text)
+    options: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
+    secret: Mapped[str] = mapped_column(Text, default="", server_default="")
+    interval: Mapped[float] = mapped_column(Float, default=3600.0, server_default="3600")
+    paused: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_by: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    # Made by the local operator (the CLI without a server): no allow-list applies.
+    local: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+    next_run_at: Mapped[float] = mapped_column(Float, default=0.0, server_default="0", index=True)
+    status: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
+    cursor: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class JobRow(Base):

@@ -25,6 +25,7 @@ from citewell.enrich import Enricher
 from citewell.errors import FileNotFound
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.chunk_sets import ChunkSets
+from citewell.ingest.connector_runs import connector_runs
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.reading import reader_from_settings
 from citewell.ingest.rechunk import Rechunker
@@ -82,6 +83,9 @@ class Engine:
         self.web = WebSources(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
         self.rechunker = Rechunker(self.chunk_sets, self.ingestor, self.jobs)
+        self.connectors = connector_runs(
+            settings, catalog.engine, self.ingestor, self.web, self.jobs
+        )
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self.election: WorkerElection | None = None  # several processes on an embedded dir
         self.contexts = spaces.contexts  # what the LLM wrote about chunks, by what made it
@@ -138,6 +142,7 @@ class Engine:
                 self.settings.jobs.job_retry_seconds,
                 spaces=self.spaces,
                 rechunker=self.rechunker,
+                connectors=self.connectors,
             )
             self.runner.start()
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from citewell.catalog.storage import FileStorage
-from citewell.errors import CitewellError
+from citewell.errors import CitewellError, ConnectorNotFound
+from citewell.ingest.connector_runs import ConnectorRuns
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.types import ItemEvent
 from citewell.jobs.store import Job, JobStore
@@ -61,6 +62,7 @@ class JobContext:
     fail: Callable[[Job, CitewellError], None]
     spaces: Reembedder | None = None
     rechunker: Rechunks | None = None
+    connectors: ConnectorRuns | None = None
 
 
 class JobHandler(Protocol):
@@ -203,7 +205,29 @@ class RechunkJobs:
         self.rechunker.rechunk(kb_id, group)
 
 
+class SyncJobs:
+    """``sync``: one connector's run (the job's key is the connector's id)."""
+
+    def __init__(self, context: JobContext, connectors: ConnectorRuns) -> None:
+        self.context, self.connectors = context, connectors
+
+    def ready(self) -> bool:
+        return True
+
+    def run(self, kb_id: str, group: Sequence[Job]) -> None:  # noqa: ARG002 (one KB's)
+        for job in group:
+            try:
+                self.connectors.run(job.key)
+            except ConnectorNotFound:
+                self.context.jobs.succeed_many([(job.id, "")], job.claim)  # deleted meanwhile
+            except CitewellError as exc:
+                self.context.fail(job, exc)
+            else:
+                self.context.jobs.succeed_many([(job.id, "")], job.claim)
+
+
 JOB_HANDLERS.add("ingest", IngestJobs)
+JOB_HANDLERS.add("sync", lambda c: SyncJobs(c, c.connectors) if c.connectors else None)
 JOB_HANDLERS.add("reembed", lambda c: ReembedJobs(c, c.spaces) if c.spaces else None)
 JOB_HANDLERS.add("rechunk", lambda c: RechunkJobs(c, c.rechunker) if c.rechunker else None)
 

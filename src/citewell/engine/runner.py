@@ -21,6 +21,7 @@ from collections import defaultdict
 from citewell.catalog.storage import FileStorage
 from citewell.engine.job_handlers import JobContext, Rechunks, Reembedder, build_handlers
 from citewell.errors import CitewellError, UpstreamError
+from citewell.ingest.connector_runs import ConnectorRuns
 from citewell.ingest.ingestor import Ingestor
 from citewell.jobs.staged import stale_staged
 from citewell.jobs.store import Job, JobStore
@@ -42,6 +43,7 @@ class JobRunner:
         poll_seconds: float = 1.0,
         spaces: Reembedder | None = None,
         rechunker: Rechunks | None = None,
+        connectors: ConnectorRuns | None = None,
     ) -> None:
         self.jobs = jobs
         self.spaces = spaces
@@ -59,7 +61,8 @@ class JobRunner:
         # The running batch: its claim token and job ids (replaced whole, never changed).
         self._held: tuple[str, tuple[str, ...]] = ("", ())
         self._swept = float("-inf")  # when expired leases were last looked for
-        context = JobContext(jobs, storage, ingestor, self._failed, spaces, rechunker)
+        self.connectors = connectors
+        context = JobContext(jobs, storage, ingestor, self._failed, spaces, rechunker, connectors)
         self.handlers = build_handlers(context)
 
     def start(self) -> None:
@@ -136,6 +139,8 @@ class JobRunner:
         if self.spaces is not None:
             self.spaces.refresh()
         self._sweep()
+        if self.connectors is not None:
+            self._queue_due_syncs(self.connectors)
         operations = tuple(name for name, handler in self.handlers.items() if handler.ready())
         claimed = self.jobs.claim(self.batch_files, operations)
         self._held = (claimed[0].claim if claimed else "", tuple(job.id for job in claimed))
@@ -158,6 +163,13 @@ class JobRunner:
         if self.rechunker is not None and not claimed:
             self.rechunker.retire_all()
         return bool(claimed)
+
+    @staticmethod
+    def _queue_due_syncs(connectors: ConnectorRuns) -> None:
+        try:
+            connectors.queue_due()
+        except CitewellError as exc:  # e.g. the database hiccuped: the next loop tries again
+            logger.warning("queueing due connector syncs failed: %s", exc.message)
 
     def _failed(self, job: Job, error: CitewellError) -> None:
         transient = isinstance(error, UpstreamError)

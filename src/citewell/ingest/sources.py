@@ -2,8 +2,9 @@
 a query, bytes) into SourceItems for the ingestor; every kind works side by side.
 
 Built in: ``upload`` (bytes handed over), ``text``, ``path`` (files and folders), ``url`` (a
-page or remote file), ``youtube`` (a video's transcript) and ``web-search`` (the pages a
-query finds). Plug-ins (connectors) register in the entry point group ``citewell.sources``
+page or remote file), ``youtube`` (a video's transcript), ``web-search`` (the pages a
+query finds), and the kinds connectors keep in sync (``connectors.Syncable``): ``folder``
+and ``git``. Plug-ins (connectors) register in the entry point group ``citewell.sources``
 and are used with ``citewell ingest --source NAME TARGET``.
 """
 
@@ -15,8 +16,12 @@ from pathlib import Path
 from typing import Protocol
 
 from citewell.config import Settings
+from citewell.connectors import Listing, Syncable, SyncRequest
+from citewell.connectors.folder import FolderSource, allowed_roots
+from citewell.connectors.git import GitSource
 from citewell.errors import CitewellError, InvalidInput
 from citewell.fetch import video_id
+from citewell.fetch.guard import AddressGuard
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.web import WebSources, in_domains, is_url
 from citewell.plugins import Registry
@@ -102,6 +107,41 @@ SOURCES.add("path", lambda _: PathSource())
 SOURCES.add("url", lambda c: UrlSource(c.web))
 SOURCES.add("youtube", lambda c: UrlSource(c.web, video_only=True))
 SOURCES.add("web-search", lambda c: WebSearchSource(c.web))
+SOURCES.add("folder", lambda c: ListedSource(folder_source(c.settings)))
+SOURCES.add("git", lambda c: ListedSource(git_source(c.settings)))
+
+
+class ListedSource:
+    """A syncable kind (connectors) as a source ``citewell ingest --source`` can read too
+    (the local operator: no allow-list). Its entries' paths are the items' keys."""
+
+    def __init__(self, inner: Syncable) -> None:
+        self.inner = inner
+
+    def check(self, request: SyncRequest) -> None:
+        self.inner.check(request)
+
+    def listing(self, request: SyncRequest) -> Listing:
+        return self.inner.listing(request)
+
+    def items(self, request: SourceRequest) -> Iterator[SourceItem]:
+        sync = SyncRequest(request.target, request.options, trusted=True)
+        for entry in self.inner.listing(sync).entries:
+            name = entry.path.rsplit("/", 1)[-1]
+            yield SourceItem(key=entry.path, name=name, read=entry.read)
+
+
+def folder_source(settings: Settings) -> FolderSource:
+    return FolderSource(allowed_roots(settings.connectors.connector_allowed_paths))
+
+
+def git_source(settings: Settings) -> GitSource:
+    """Repositories cloned under the data dir; remote hosts pass the URL fetches' guard."""
+    guard = AddressGuard.from_allowlist(
+        settings.web.web_fetch_allowlist.split(","), settings.web.web_fetch_allow_private
+    )
+    allowed = allowed_roots(settings.connectors.connector_allowed_paths)
+    return GitSource(settings.storage.data_dir / "connectors" / "git", allowed, guard)
 
 
 def source_of(target: str) -> str:

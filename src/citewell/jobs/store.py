@@ -190,6 +190,17 @@ class JobStore:
         with self._sessions() as session:
             return [_job(r) for r in session.scalars(query.limit(10_000))]
 
+    def unfinished(self, operation: str, key: str) -> Job | None:
+        """A queued or running job of ``operation`` on ``key`` (a connector's sync), if any."""
+        query = select(JobRow).where(
+            (JobRow.operation == operation)
+            & (JobRow.key == key)
+            & JobRow.state.in_(("queued", "parsing", "embedding"))
+        )
+        with self._sessions() as session:
+            row = session.scalars(query.limit(1)).first()
+            return _job(row) if row is not None else None
+
     def counts(self, batch_id: str) -> dict[str, int]:
         """How many jobs of the batch are in each state (any batch size, one query)."""
         query = (
