@@ -233,6 +233,7 @@ def evaluate(ctx: Context, folder: Path, split: str, mode: str, as_json: bool) -
 
 from citewell.cli_auth import group, key, share, user  # noqa: E402 (in their own module)
 from citewell.cli_config import config  # noqa: E402
+from citewell.cli_connectors import connector, sync  # noqa: E402
 from citewell.cli_ingest import ingest  # noqa: E402
 from citewell.cli_kb import kb  # noqa: E402
 from citewell.cli_server import check, migrate, serve, worker  # noqa: E402
@@ -241,6 +242,8 @@ for _command in (serve, worker, migrate, check):
     main.add_command(_command)
 main.add_command(ingest)
 main.add_command(kb)
+main.add_command(sync)
+main.add_command(connector)
 main.add_command(config)
 main.add_command(user)
 main.add_command(key)

@@ -14,6 +14,7 @@ from citewell.api.drain import Drain
 from citewell.api.openapi import documented_errors
 from citewell.api.routes import (
     auth,
+    connectors,
     embedding,
     files,
     grants,
@@ -82,6 +83,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     security.install(app, settings)
     app.include_router(health.router)
     app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
+    app.include_router(connectors.hooks)  # forges sign their push notifications instead
     signed_in = [Depends(get_access)]  # every other route: 401 without a valid key
     # Requests are matched against routes in this order, one by one: the busiest first
     # (no two routers' paths overlap, so the order changes nothing else).
@@ -90,6 +92,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         openai,
         rag,
         knowledge,
+        connectors,
         grants,
         files,
         jobs,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from sqlalchemy.engine import Engine
@@ -54,6 +54,30 @@ class ConnectorRuns:
             cursor,
             trusted=connector.local,
         )
+
+    @staticmethod
+    def request_for(target: str, options: Mapping[str, str], trusted: bool) -> SyncRequest:
+        return SyncRequest(target, options, trusted=trusted)
+
+    def remove(self, connector: Connector, delete_files: bool) -> int:
+        """Delete the connector; with ``delete_files`` the files it brought leave the KB,
+        else they stay as files added by hand. Returns how many paths left the KB."""
+        self.store.delete(connector.id)
+        if not delete_files:
+            self.syncer.catalog.synced.release(connector.kb_id, connector.id)
+            return 0
+        scope = replace(self._scope(connector), allow_empty=True)
+        return self.syncer.sync(scope, Listing(iter(()))).deleted
+
+    def webhook(self, connector_id: str, signed: Callable[[str], bool]) -> Job | None:
+        """Queue a sync for a push notification whose signature ``signed`` accepts with
+        the connector's webhook secret; None (as for an unknown connector) otherwise."""
+        connector = self.store.get(connector_id)
+        if connector is None or connector.paused:
+            return None
+        if not signed(self.store.credentials(connector.id).get("webhook_secret", "")):
+            return None
+        return self.queue(connector)
 
     def run(self, connector_id: str) -> SyncTally:
         """One sync of the connector, its status recorded (raised errors fail the run)."""

@@ -1,0 +1,191 @@
+"""Connectors as one caller sees them: only writers of a KB see and manage its connectors
+(another KB's connector answers like a missing one); credentials go in and never come out;
+a folder outside ``connector_allowed_paths`` is refused unless the local operator asks."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from citewell.connectors.store import Connector, SyncStatus
+from citewell.engine.core import Engine
+from citewell.engine.scoped import Scoped
+from citewell.errors import ConnectorNotFound, InvalidInput
+from citewell.ingest.connector_runs import syncable
+from citewell.ingest.sources import SourceContext
+from citewell.ingest.sync import SyncTally
+from citewell.jobs import Job
+
+__all__ = ["Connector", "ConnectorService", "ConnectorSpec", "SyncStatus", "SyncTally"]
+
+OPTIONS = ("folder", "include", "exclude", "branch", "path", "allow_empty")
+CREDENTIALS = ("token", "username", "webhook_secret")
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    """What a connector syncs: ``kind`` (folder, git), ``target`` (a folder, a repository
+    URL), ``options`` (see OPTIONS), write-only ``credentials``, seconds between syncs
+    (0: connector_interval)."""
+
+    kind: str
+    target: str
+    name: str = ""
+    options: Mapping[str, str] | None = None
+    credentials: Mapping[str, str] | None = None
+    interval: float = 0.0
+
+
+def _checked(options: Mapping[str, str], allowed: tuple[str, ...], what: str) -> dict[str, str]:
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InvalidInput(f"Unknown {what} {', '.join(unknown)}; known: {', '.join(allowed)}.")
+    return {k: str(v) for k, v in options.items()}
+
+
+class ConnectorService:
+    def __init__(self, view: Scoped, local: bool = False) -> None:
+        """``local``: the operator at the CLI, whom connector_allowed_paths does not limit."""
+        self.view, self.app, self.local = view, view.app, local
+        self.runs = view.app.connectors
+        self.store = self.runs.store
+
+    def of_kb(self, kb: str) -> list[Connector]:
+        return self.store.of_kbs([self.view.writable_kb(kb).id])
+
+    def all(self) -> list[Connector]:
+        """Connectors of every KB the caller may change."""
+        writable = [k.id for k in self.view.kbs() if self.view.access.can_write(k)]
+        return self.store.of_kbs(writable)
+
+    def get(self, kb: str, connector_id: str) -> Connector:
+        kb_id = self.view.writable_kb(kb).id
+        found = self.store.get(connector_id)
+        if found is None or found.kb_id != kb_id:
+            raise ConnectorNotFound(
+                f"No connector {connector_id!r} in this knowledge base; GET "
+                "/api/v1/knowledge/{kb}/connectors lists them."
+            )
+        return found
+
+    def ensure_kb(self, kb: str) -> None:
+        """The KB named, made (owned by the caller) if the caller has none of that name."""
+        if self.view.find_kb(kb, count_files=False) is None:
+            self.view.create_kb(kb)
+
+    def by_id(self, connector_id: str) -> Connector:
+        """A connector of any KB the caller may change."""
+        found = self.store.get(connector_id)
+        if found is None or not self._writable(found.kb_id):
+            raise ConnectorNotFound(f"No connector {connector_id!r}; list them first.")
+        return found
+
+    def _writable(self, kb_id: str) -> bool:
+        kb = self.view.find_kb(kb_id, count_files=False)
+        return kb is not None and self.view.access.can_write(kb)
+
+    def create(self, kb: str, spec: ConnectorSpec) -> Connector:
+        target_kb = self.view.writable_kb(kb)
+        options = _checked(spec.options or {}, OPTIONS, "options")
+        credentials = _checked(spec.credentials or {}, CREDENTIALS, "credentials")
+        self._check_source(spec.kind, spec.target, options)
+        name = spec.name or spec.target.rstrip("/").rsplit("/", 1)[-1] or spec.kind
+        return self.store.create(
+            target_kb.id,
+            spec.kind,
+            name,
+            spec.target,
+            options,
+            credentials,
+            self._interval(spec.interval),
+            self.view.access.user_id,
+            self.local,
+        )
+
+    def update(
+        self,
+        kb: str,
+        connector_id: str,
+        options: Mapping[str, str] | None = None,
+        credentials: Mapping[str, str] | None = None,
+        interval: float | None = None,
+        paused: bool | None = None,
+    ) -> Connector:
+        found = self.get(kb, connector_id)
+        changes: dict[str, object] = {}
+        if options is not None:
+            changes["options"] = _checked(options, OPTIONS, "options")
+            self._check_source(found.kind, found.target, changes["options"], found.local)  # type: ignore[arg-type]
+        if interval is not None:
+            changes["interval"] = self._interval(interval)
+        if paused is not None:
+            changes["paused"] = paused
+        sealed = None if credentials is None else _checked(credentials, CREDENTIALS, "credentials")
+        updated = self.store.update(found.id, sealed, **changes)
+        assert updated is not None
+        return updated
+
+    def sync_now(self, kb: str, connector_id: str) -> Job:
+        """Queue a sync now (or answer the one queued or running)."""
+        job = self.runs.queue(self.get(kb, connector_id))
+        if self.app.runner is not None:
+            self.app.runner.wake()
+        return job
+
+    def delete(self, kb: str, connector_id: str, delete_files: bool = False) -> int:
+        """The connector goes; its files too with ``delete_files`` (else they stay in the
+        KB as files added by hand). Returns how many files left the KB."""
+        found = self.get(kb, connector_id)
+        return self.runs.remove(found, delete_files)
+
+    def _interval(self, asked: float) -> float:
+        section = self.app.settings.connectors
+        interval = asked or section.connector_interval
+        if interval < section.connector_min_interval:
+            raise InvalidInput(
+                f"interval must be at least {section.connector_min_interval:g} seconds "
+                "(connector_min_interval)."
+            )
+        return interval
+
+    def _check_source(
+        self, kind: str, target: str, options: Mapping[str, str], local: bool | None = None
+    ) -> None:
+        if urlsplit(target).password or urlsplit(target).username and "://" in target:
+            raise InvalidInput(
+                "Put credentials in 'credentials' (token, username), not in the URL: the "
+                "target is shown to every writer of the KB."
+            )
+        context = SourceContext(self.app.settings, self.app.web)
+        request = self.runs.request_for(target, options, self.local if local is None else local)
+        syncable(kind, context).check(request)
+
+
+def receive_webhook(app: Engine, connector_id: str, body: bytes, headers: Mapping[str, str]) -> Job:
+    """Queue the sync a forge's signed push notification asks for. An unknown connector and
+    a wrong signature are the same ConnectorNotFound (nothing tells them apart)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    job = app.connectors.webhook(connector_id, lambda s: webhook_matches(s, body, lowered))
+    if job is None:
+        raise ConnectorNotFound(f"No connector {connector_id!r} accepts this webhook.")
+    if app.runner is not None:
+        app.runner.wake()
+    return job
+
+
+def webhook_matches(secret: str, body: bytes, headers: Mapping[str, str]) -> bool:
+    """A push notification signed as GitHub, Gitea/Forgejo or GitLab sign them."""
+    if not secret:
+        return False
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    github = headers.get("x-hub-signature-256", "")
+    if github:
+        return hmac.compare_digest(github, f"sha256={digest}")
+    gitea = headers.get("x-gitea-signature", "") or headers.get("x-forgejo-signature", "")
+    if gitea:
+        return hmac.compare_digest(gitea, digest)
+    gitlab = headers.get("x-gitlab-token", "")
+    return bool(gitlab) and hmac.compare_digest(gitlab, secret)
