@@ -27,12 +27,13 @@ from citewell.loaders import supported_extensions
 
 REMOTE_SCHEMES = ("https", "http", "git", "ssh")
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^/\\].*$")  # user@host:path
+TRANSPORT = re.compile(r"^[A-Za-z][\w+.-]*::")  # git's <transport>::<address> (ext::, fd::)
 GIT_TIMEOUT = 600.0
 
 
 def _repository(target: str, allowed: Sequence[Path], trusted: bool) -> tuple[str, str]:
     """(what git clones, the host to check or ""); raises for what may not be cloned."""
-    if not target or target.startswith("-") or "\0" in target or "::" in target:
+    if not target or target.startswith("-") or "\0" in target or TRANSPORT.match(target):
         raise InvalidInput(f"{target!r} is not a repository URL git may clone.")
     scheme = urlsplit(target).scheme.lower()
     if scheme == "file" or (not scheme and target.startswith(("/", "~"))):
