@@ -2,16 +2,20 @@
 every source kind (the web ones against the fake site, search provider and YouTube), and the
 ingest job handler on a fresh application."""
 
+import os
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from citewell.config import Settings
+from citewell.connectors import Syncable, SyncRequest
 from citewell.engine.job_handlers import JOB_HANDLERS
 from citewell.ingest.sources import SOURCES, SourceContext, SourceRequest
 from citewell.ingest.web import WebSources
 from citewell.testing.job_handlers import JobHandlerConformance
-from citewell.testing.sources import SourceConformance
+from citewell.testing.sources import SourceConformance, SyncableConformance
 from tests.fake_web import FakeSearchProviders, FakeWebSite, FakeYouTube, Hit, serve_web
 
 pytestmark = pytest.mark.conformance
@@ -30,11 +34,32 @@ def sites(shared_docs):
         yield SimpleNamespace(site=site_url, search=search_url + "/searxng/search", youtube=yt)
 
 
+def git_repository(root: Path) -> Path:
+    """A repository with two documents, made with the real git."""
+    root.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+    }
+    (root / "guide.md").write_text("# Guide\n\nExpenses are filed monthly.")
+    (root / "notes").mkdir(exist_ok=True)
+    (root / "notes" / "n.txt").write_text("The office closes at six.")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "one"]):
+        subprocess.run(["git", "-C", str(root), *args], env=env, check=True, capture_output=True)
+    return root
+
+
 def requests_for(sites, folder):
     (folder / "a.md").write_text("# Leave\n\nParental leave lasts sixteen weeks.")
     (folder / "sub").mkdir()
     (folder / "sub" / "b.txt").write_text("Remote work is allowed two days a week.")
+    repository = git_repository(folder.parent / "repository")
     return {
+        "folder": SourceRequest(str(folder)),
+        "git": SourceRequest(str(repository)),
         "upload": SourceRequest("handbook.txt", b"Parental leave lasts sixteen weeks."),
         "text": SourceRequest("note", b"Lunch is served from noon."),
         "path": SourceRequest(str(folder)),
@@ -75,7 +100,28 @@ class TestBuiltInSources(SourceConformance):
 
 
 def test_every_built_in_source_has_a_request(sites, tmp_path):
-    assert set(requests_for(sites, tmp_path)) == set(SOURCES)
+    (tmp_path / "docs").mkdir()
+    assert set(requests_for(sites, tmp_path / "docs")) == set(SOURCES)
+
+
+class TestSyncableSources(SyncableConformance):
+    @pytest.fixture(params=["folder", "git"])
+    def kind(self, request):
+        return request.param
+
+    @pytest.fixture
+    def syncable(self, kind, tmp_path):
+        settings = Settings.load(data_dir=tmp_path / "data")
+        source = SOURCES.get(kind)(SourceContext(settings, None))  # type: ignore[arg-type]
+        assert isinstance(source, Syncable)
+        return source
+
+    @pytest.fixture
+    def sync_request(self, kind, tmp_path):
+        folder = tmp_path / "docs"
+        folder.mkdir()
+        target = requests_for(SimpleNamespace(site="", search="", youtube=""), folder)[kind].target
+        return SyncRequest(target, trusted=True)
 
 
 def test_web_search_skips_pages_that_cannot_be_fetched(sites, tmp_path):

@@ -72,12 +72,15 @@ class Ingestor:
         self._splitter = splitter
         self._enricher = enricher
         self.reader = reader
-        self._parsing = Parsing(reader, self.rows, catalog.file_id)
         self.catalog = catalog
         self.storage = storage
         self._space = space
         # One write at a time; the embedding spaces hold it too while the active one changes.
         self.lock = lock or threading.Lock()
+
+    def _parsing(self) -> Parsing:
+        """The reader as it is now (tests and the engine may swap it after construction)."""
+        return Parsing(self.reader, self.rows, self.catalog.file_id)
 
     @property
     def embedder(self) -> CachedEmbedder:
@@ -226,7 +229,7 @@ class Ingestor:
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
             prepare = partial(
-                prepare_file, self._parsing, item, data, digest, run.kb.owner_id, run.targets
+                prepare_file, self._parsing(), item, data, digest, run.kb.owner_id, run.targets
             )
             future = pool.submit(copy_context().run, prepare)  # splitters embed as the tenant
             run.parsing[future] = (item, digest, previous)

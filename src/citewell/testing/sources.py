@@ -3,6 +3,8 @@ test) and ``request`` (a SourceRequest it serves, naming at least one document).
 
 from __future__ import annotations
 
+from typing import Any
+
 from citewell.ingest.sources import Source, SourceRequest
 from citewell.sources import SourceItem
 
@@ -20,3 +22,24 @@ class SourceConformance:
         first = [i.key for i in source.items(request_)]
         assert len(set(first)) == len(first)
         assert sorted(first) == sorted(i.key for i in source.items(request_))
+
+
+class SyncableConformance:
+    """For source kinds connectors keep in sync (``citewell.connectors.Syncable``): fixtures
+    ``syncable`` (the source) and ``sync_request`` (a SyncRequest naming a source with at
+    least one document)."""
+
+    def test_entries_have_unique_paths_and_bytes(self, syncable: Any, sync_request: Any) -> None:
+        syncable.check(sync_request)
+        entries = list(syncable.listing(sync_request).entries)
+        paths = [e.path for e in entries]
+        assert entries and len(set(paths)) == len(paths)
+        assert all(p and not p.startswith("/") and ".." not in p.split("/") for p in paths)
+        assert all(isinstance(e.read(), bytes) and e.version for e in entries)
+
+    def test_versions_are_stable_while_nothing_changes(
+        self, syncable: Any, sync_request: Any
+    ) -> None:
+        """What lets a sync skip reading unchanged entries."""
+        first = {e.path: e.version for e in syncable.listing(sync_request).entries}
+        assert first == {e.path: e.version for e in syncable.listing(sync_request).entries}

@@ -20,6 +20,21 @@ depends_on = None
 
 
 def upgrade() -> None:
+    # Each step checks first: a database whose recorded revision was set back (a copy made
+    # by an earlier `citewell migrate`) runs the steps again over what is already there.
+    inspector = sa.inspect(op.get_bind())
+    if not inspector.has_table("connectors"):
+        _create_connectors()
+    columns = {c["name"] for c in inspector.get_columns("knowledge_base_files")}
+    for name, width in (("connector_id", 32), ("version", 200)):
+        if name not in columns:
+            op.add_column(
+                "knowledge_base_files",
+                sa.Column(name, sa.String(width), nullable=False, server_default=""),
+            )
+
+
+def _create_connectors() -> None:
     op.create_table(
         "connectors",
         sa.Column("id", sa.String(32), primary_key=True),
@@ -45,14 +60,6 @@ def upgrade() -> None:
         sa.Column("status", sa.Text(), nullable=False, server_default="{}"),
         sa.Column("cursor", sa.Text(), nullable=False, server_default=""),
         sa.UniqueConstraint("kb_id", "name", name="uq_connector_kb_name"),
-    )
-    op.add_column(
-        "knowledge_base_files",
-        sa.Column("connector_id", sa.String(32), nullable=False, server_default=""),
-    )
-    op.add_column(
-        "knowledge_base_files",
-        sa.Column("version", sa.String(200), nullable=False, server_default=""),
     )
 
 
