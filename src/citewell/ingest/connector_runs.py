@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 
 from sqlalchemy.engine import Engine
@@ -54,10 +54,6 @@ class ConnectorRuns:
             cursor,
             trusted=connector.local,
         )
-
-    @staticmethod
-    def request_for(target: str, options: Mapping[str, str], trusted: bool) -> SyncRequest:
-        return SyncRequest(target, options, trusted=trusted)
 
     def remove(self, connector: Connector, delete_files: bool) -> int:
         """Delete the connector; with ``delete_files`` the files it brought leave the KB,
@@ -134,7 +130,7 @@ class ConnectorRuns:
         job = self.jobs.enqueue(
             connector.kb_id, [(job_id, f"sync {connector.name}", connector.id)], 1, "sync"
         )[0]
-        if connector.status.state not in ("running",):
+        if connector.status.state != "running":
             self.store.set_status(connector.id, replace(connector.status, state="queued"))
         return job
 

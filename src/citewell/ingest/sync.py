@@ -38,13 +38,12 @@ class SyncTally:
 @dataclass(frozen=True)
 class SyncScope:
     """Where and as what the entries land: the KB, the connector, the folder of the KB they
-    go under ('' or ending in '/'), the source kind and URL links show, the uploader."""
+    go under ('' or ending in '/'), the source kind links show, the uploader."""
 
     kb_id: str
     connector_id: str
     folder: str = ""
     source: str = "folder"
-    url: str = ""
     added_by: str = ""
     allow_empty: bool = False
 
@@ -124,15 +123,7 @@ class Syncer:
     @staticmethod
     def _item(scope: SyncScope, entry: SyncEntry, path: str) -> SourceItem:
         name = path.rsplit("/", 1)[-1]
-        url = f"{scope.url.rstrip('/')}/{entry.path}" if scope.url else ""
-        return SourceItem(
-            key=path,
-            name=name,
-            read=entry.read,
-            source=scope.source,
-            url=url,
-            added_by=scope.added_by,
-        )
+        return SourceItem(path, name, entry.read, source=scope.source, added_by=scope.added_by)
 
     def _delete(self, kb_id: str, gone: list[SyncedPath], tally: SyncTally) -> None:
         with self.ingestor.lock:

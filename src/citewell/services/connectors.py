@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from citewell.connectors import SyncRequest
 from citewell.connectors.store import Connector, SyncStatus
 from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
@@ -154,13 +155,14 @@ class ConnectorService:
     def _check_source(
         self, kind: str, target: str, options: Mapping[str, str], local: bool | None = None
     ) -> None:
-        if urlsplit(target).password or urlsplit(target).username and "://" in target:
+        parts = urlsplit(target)
+        if "://" in target and (parts.username or parts.password):
             raise InvalidInput(
                 "Put credentials in 'credentials' (token, username), not in the URL: the "
                 "target is shown to every writer of the KB."
             )
         context = SourceContext(self.app.settings, self.app.web)
-        request = self.runs.request_for(target, options, self.local if local is None else local)
+        request = SyncRequest(target, options, trusted=self.local if local is None else local)
         syncable(kind, context).check(request)
 
 
