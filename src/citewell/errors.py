@@ -36,6 +36,10 @@ class FileNotFound(NotFoundError):
     code = "file_not_found"
 
 
+class FolderNotFound(NotFoundError):
+    code = "folder_not_found"
+
+
 class Unauthenticated(CitewellError):
     status = 401
     code = "unauthenticated"
@@ -75,6 +79,12 @@ class AmbiguousName(Conflict):
 
 class NameTaken(Conflict):
     code = "name_taken"
+
+
+class PathTaken(Conflict):
+    """A file or folder of the KB is there already."""
+
+    code = "path_taken"
 
 
 class PayloadTooLarge(CitewellError):

@@ -82,10 +82,15 @@ class FilePublic(BaseModel):
     url: str = Field(description="The page or video it was fetched from ('' for uploads).")
     created_at: int
     updated_at: int
+    # Open WebUI's names for what its clients read of a KB's files (decision 0025).
+    hash: str = Field(description="The same as sha256 (Open WebUI's name).")
+    meta: dict[str, Any] = Field(description="name, content_type, size (Open WebUI's shape).")
 
     @classmethod
     def of(cls, record: FileRecord) -> FilePublic:
         return cls(
+            hash=record.sha256,
+            meta={"name": record.name, "content_type": record.mime_type, "size": record.size},
             id=record.id,
             name=record.name,
             type=file_type(record),
@@ -151,6 +156,13 @@ class KnowledgeBasePublic(BaseModel):
         default=None, description="The re-chunk after a chunking change, while it runs."
     )
     files: list[FilePublic] | None = None
+    # Open WebUI's fields of a knowledge base (decision 0025).
+    user_id: str = Field(description="The same as owner_id (Open WebUI's name).")
+    meta: dict[str, Any] | None = None
+    access_grants: list[dict[str, Any]] = Field(default_factory=list)
+    write_access: bool | None = Field(
+        default=None, description="Whether you may change it (on GET /knowledge/{id})."
+    )
 
     @classmethod
     def of(
@@ -161,6 +173,7 @@ class KnowledgeBasePublic(BaseModel):
     ) -> KnowledgeBasePublic:
         return cls(
             rechunk=RechunkPublic.of(rechunk) if rechunk else None,
+            user_id=kb.owner_id,
             id=kb.id,
             name=kb.name,
             description=kb.description,

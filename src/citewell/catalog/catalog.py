@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.file_ids import FileIds
+from citewell.catalog.folders import Folders
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.catalog.synced_paths import SyncedPaths
 from citewell.db import ensure_schema
@@ -61,11 +62,20 @@ class FileLink:
     added_at: float
     source: str = ""  # "": the file's own
     url: str = ""
+    entry_id: str = ""  # the path's own id (Open WebUI's "file id" of a KB's file)
 
 
 def _link(row: KnowledgeBaseFileRow) -> FileLink:
     return FileLink(
-        row.kb_id, row.file_id, row.path, row.name, row.added_by, row.added_at, row.source, row.url
+        row.kb_id,
+        row.file_id,
+        row.path,
+        row.name,
+        row.added_by,
+        row.added_at,
+        row.source,
+        row.url,
+        row.entry_id,
     )
 
 
@@ -116,6 +126,7 @@ class Catalog:
         self._reads = read_sessions(engine)
         self.file_id = FileIds(engine)  # (tenant, sha256) → the id of a new file
         self.synced = SyncedPaths(engine)  # the paths connectors keep, with versions
+        self.folders = Folders(engine)  # folders and the entries (paths) in them
         # What searches read on every call, kept until the database changes (db/changes.py).
         counter = change_counter(engine)
         self._kb_settings: ChangeCache[frozenset[str], KnowledgeSettings] = ChangeCache(counter)
@@ -347,6 +358,8 @@ class Catalog:
                         added_at=link.added_at or now,
                         source=link.source,
                         url=link.url,
+                        # Unset, a replaced path keeps its entry id and a new one gets one.
+                        **({"entry_id": link.entry_id} if link.entry_id else {}),
                     )
                 )
             for kb_id in {link.kb_id for link in links}:

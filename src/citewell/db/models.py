@@ -97,6 +97,44 @@ class KnowledgeBaseFileRow(Base):
     # source's version of it (size and mtime, a blob id, an ETag) when it was last read.
     connector_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
     version: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    # The entry's own id: a path of the KB, as Open WebUI's knowledge API names a "file" (the
+    # same bytes at two paths are one file but two entries). Kept when the entry moves.
+    entry_id: Mapped[str] = mapped_column(String(32), default=new_id, index=True)
+
+
+class KnowledgeFolderRow(Base):
+    """A folder of a KB, by its full path ("docs/api"). Folders that files' paths imply get a
+    row when first listed; an empty folder is one made on purpose."""
+
+    __tablename__ = "knowledge_folders"
+    __table_args__ = (UniqueConstraint("kb_id", "path", name="uq_knowledge_folder_path"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    kb_id: Mapped[str] = mapped_column(
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"), index=True
+    )
+    path: Mapped[str] = mapped_column(String(1000))
+    created_by: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class UploadRow(Base):
+    """A file uploaded on its own (Open WebUI's POST /api/v1/files/), held until it is added
+    to a KB: files belong to the owner of the KB holding them, unknown until then.
+    ``file_id``: the file it became once added ("" before)."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(String(32), index=True)
+    name: Mapped[str] = mapped_column(String(500))
+    content_type: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    sha256: Mapped[str] = mapped_column(String(64))
+    meta: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")
+    file_id: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
 
 
 class ConnectorRow(Base):

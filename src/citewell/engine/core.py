@@ -16,6 +16,7 @@ from pathlib import Path
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.catalog.storage import FileStorage
+from citewell.catalog.uploads import Uploads
 from citewell.config import Settings
 from citewell.config.resolve import Choice, resolve
 from citewell.embedders import CachedEmbedder
@@ -86,6 +87,7 @@ class Engine:
         self.connectors = connector_runs(
             settings, catalog.engine, self.ingestor, self.web, self.jobs
         )
+        self.uploads = Uploads(catalog.engine, storage.root / "uploads")  # awaiting a KB
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self.election: WorkerElection | None = None  # several processes on an embedded dir
         self.contexts = spaces.contexts  # what the LLM wrote about chunks, by what made it
@@ -298,13 +300,21 @@ class Engine:
 
     # --- files --------------------------------------------------------------------
     def upload(
-        self, kb: str, name: str, data: bytes, added_by: str = ""
+        self,
+        kb: str,
+        name: str,
+        data: bytes,
+        added_by: str = "",
+        folder: str = "",
+        by_name: bool = False,
     ) -> tuple[FileRecord, IngestReport]:
-        """Add one file's bytes to a KB. The same bytes again in the KBs of the same owner
-        are the same file, stored and embedded once; the KB's link to it keeps this
-        ``name`` and uploader."""
+        """Add one file's bytes to a KB, in ``folder`` ("a/b"). The same bytes again in the
+        KBs of the same owner are the same file, stored and embedded once; the KB's link to
+        it keeps this ``name`` and uploader. ``by_name``: the path is the folder and
+        name (a file of that name there is replaced), else the bytes' hash (both kept)."""
         (item,) = UploadSource().items(SourceRequest(name, data))
-        item = replace(item, added_by=added_by)
+        key = name if by_name else item.key
+        item = replace(item, key=f"{folder}/{key}" if folder else key, added_by=added_by)
         report = self.ingestor.ingest([item], kb, None, strict=True)
         record = self.stored_file(kb, data)
         assert record is not None  # strict ingest either stored it or raised

@@ -52,9 +52,12 @@ def list_kbs(knowledge: KnowledgeDep) -> list[KnowledgeBasePublic]:
 
 
 @router.get("/{kb_id}")
-def get_kb(kb_id: str, knowledge: KnowledgeDep) -> KnowledgeBasePublic:
+def get_kb(kb_id: str, knowledge: KnowledgeDep, view: ViewDep) -> KnowledgeBasePublic:
+    """The KB and its files (with Open WebUI's fields too: its clients read this route)."""
     kb, files, rechunk = knowledge.get(kb_id)
-    return KnowledgeBasePublic.of(kb, files, rechunk)
+    found = KnowledgeBasePublic.of(kb, files, rechunk)
+    found.write_access = view.access.can_write(kb)
+    return found
 
 
 @router.patch("/{kb_id}")
