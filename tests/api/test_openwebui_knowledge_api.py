@@ -201,9 +201,21 @@ def test_folders_rename_move_and_delete_without_embedding_again(world) -> None:
             json={"parent_id": docs["id"]},
         )
         assert into_itself.status_code == 400
+        tree = alice.get(f"/api/v1/knowledge/{kb_id}/folders").json()
+        assert [(f["path"], f["parent_id"]) for f in tree] == [("api", None), ("manual", None)]
+        native = alice.post(
+            f"/api/v1/knowledge/{kb_id}/files",
+            params={"folder": "manual/faq"},
+            files={"file": ("faq.md", b"Refunds take five working days.")},
+        )
+        assert native.status_code == 201, native.text
+        assert "manual/faq/faq.md" in listed(alice, kb_id)
         gone = alice.delete(f"/api/v1/knowledge/{kb_id}/dirs/{docs['id']}/delete")
         assert gone.json() == {"status": True, "file_ids": []}
-        assert set(listed(alice, kb_id)) == {"auth.md"}
+        assert set(listed(alice, kb_id)) == {"auth.md", "faq.md"}
+        assert [f["path"] for f in alice.get(f"/api/v1/knowledge/{kb_id}/folders").json()] == [
+            "api"
+        ]
         hits = search(world, alice, kb_id, "when do tokens expire")
         assert any("ninety minutes" in t for t in hits)
 

@@ -8,10 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from citewell.catalog import KnowledgeBase
-from citewell.catalog.folders import Folder
-from citewell.catalog.uploads import Upload
-from citewell.services.folders import EntryView
+from citewell.services.folders import EntryView, Folder
+from citewell.services.knowledge import KnowledgeBase
+from citewell.services.knowledge_sync import Upload
 
 MAX_MANIFEST = 100_000
 

@@ -300,21 +300,13 @@ class Engine:
 
     # --- files --------------------------------------------------------------------
     def upload(
-        self,
-        kb: str,
-        name: str,
-        data: bytes,
-        added_by: str = "",
-        folder: str = "",
-        by_name: bool = False,
+        self, kb: str, name: str, data: bytes, added_by: str = "", path: str = ""
     ) -> tuple[FileRecord, IngestReport]:
-        """Add one file's bytes to a KB, in ``folder`` ("a/b"). The same bytes again in the
-        KBs of the same owner are the same file, stored and embedded once; the KB's link to
-        it keeps this ``name`` and uploader. ``by_name``: the path is the folder and
-        name (a file of that name there is replaced), else the bytes' hash (both kept)."""
+        """Add one file's bytes to a KB, under ``path`` ("a/b.md"; "": a path named after
+        the bytes, so files of one name are all kept). The same bytes again in the KBs of
+        one owner are one file, stored and embedded once; the link keeps ``name``."""
         (item,) = UploadSource().items(SourceRequest(name, data))
-        key = name if by_name else item.key
-        item = replace(item, key=f"{folder}/{key}" if folder else key, added_by=added_by)
+        item = replace(item, key=path or item.key, added_by=added_by)
         report = self.ingestor.ingest([item], kb, None, strict=True)
         record = self.stored_file(kb, data)
         assert record is not None  # strict ingest either stored it or raised
@@ -326,11 +318,14 @@ class Engine:
         return self.catalog.file_by_sha(sha256(data), self.catalog.get_kb(kb).owner_id)
 
     def enqueue_uploads(
-        self, kb: str, files: Sequence[tuple[str, bytes]], added_by: str = ""
+        self, kb: str, files: Sequence[tuple[str, bytes]], added_by: str = "", folder: str = ""
     ) -> list[Job]:
-        """Queue uploaded files for ingestion into ``kb`` (identical bytes are one file)."""
+        """Queue uploaded files for ingestion into ``kb`` (identical bytes are one file;
+        ``folder``: each goes there under its name)."""
         upload = UploadSource()
         items = [item for name, data in files for item in upload.items(SourceRequest(name, data))]
+        if folder:
+            items = [replace(item, key=f"{folder}/{item.name}") for item in items]
         return self.enqueue(kb, items, added_by)
 
     def enqueue(self, kb: str, items: Sequence[SourceItem], added_by: str = "") -> list[Job]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from citewell.catalog import FileRecord, KnowledgeBase
+from citewell.catalog.folders import clean_folder, join
 from citewell.catalog.kb_settings import NO_SETTINGS
 from citewell.catalog.labels import RechunkStatus
 from citewell.config import EnrichmentSection
@@ -87,11 +88,15 @@ class KnowledgeService:
         return found
 
     # --- files -------------------------------------------------------------------------
-    def upload(self, kb: str, name: str, data: bytes) -> Uploaded:
+    def upload(self, kb: str, name: str, data: bytes, folder: str = "") -> Uploaded:
+        """``folder``: put it there under its name (a file of that name there is
+        replaced); without, same-named uploads are all kept."""
         found = self.view.writable_kb(kb)
+        path = join(clean_folder(folder), name) if folder else ""
         stored = self.app.stored_file(found.id, data)
         known = stored is not None and self.view.readable_file(stored.id) is not None
-        record, report = self.app.upload(found.id, name, data, self.view.access.user_id)
+        user = self.view.access.user_id
+        record, report = self.app.upload(found.id, name, data, user, path)
         return Uploaded(found.id, self.view.file(record.id, in_kb=found.id), report, known)
 
     def add_text(self, kb: str, name: str, content: str) -> Uploaded:
@@ -123,11 +128,12 @@ class KnowledgeService:
         if not count or count > most:
             raise InvalidInput(message.format(count=count, most=most))
 
-    def enqueue(self, kb: str, entries: Sequence[tuple[str, bytes]]) -> list[Job]:
-        """Queue files (name, bytes) as one batch of jobs."""
+    def enqueue(self, kb: str, entries: Sequence[tuple[str, bytes]], folder: str = "") -> list[Job]:
+        """Queue files (name, bytes) as one batch of jobs (``folder``: into that folder)."""
         self.check_batch(len(entries))
         found = self.view.writable_kb(kb)
-        return self.app.enqueue_uploads(found.id, list(entries), self.view.access.user_id)
+        user = self.view.access.user_id
+        return self.app.enqueue_uploads(found.id, list(entries), user, clean_folder(folder))
 
     def estimate(self, kb: str, entries: Sequence[tuple[str, bytes]]) -> IngestEstimate:
         """What ingesting these files would take; nothing is stored."""

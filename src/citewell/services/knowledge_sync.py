@@ -15,6 +15,8 @@ from citewell.engine.scoped import Scoped
 from citewell.errors import FileNotFound, InvalidInput
 from citewell.services.folders import EntryView, FolderService
 
+__all__ = ["KnowledgeSync", "ManifestEntry", "SyncDiff", "Upload", "Uploaded"]
+
 
 @dataclass(frozen=True)
 class ManifestEntry:
@@ -63,8 +65,8 @@ class KnowledgeSync:
         return Uploaded(upload, self._ingest(found.id, upload, data, folder))
 
     def _ingest(self, kb_id: str, upload: Upload, data: bytes, folder: str) -> EntryView:
-        record, _ = self.app.upload(kb_id, upload.name, data, self._user, folder, by_name=True)
         path = join(folder, upload.name)
+        record, _ = self.app.upload(kb_id, upload.name, data, self._user, path)
         self.app.catalog.folders.name_entry(kb_id, path, upload.id)
         self.app.uploads.became(upload.id, record.id)
         entry = self.app.catalog.folders.entry_at(kb_id, path)

@@ -119,18 +119,21 @@ async def upload_file(
     audit: AuditDep,
     file: Annotated[UploadFile, File()],
     wait: bool = True,
+    folder: str = "",
 ) -> IngestPublic | JobPublic:
     """Upload a file into the KB. The same bytes again are the same file (not re-embedded).
-    With wait=false the file is queued: 202 and its job, to follow at /api/v1/jobs/{id}."""
+    With wait=false the file is queued: 202 and its job, to follow at /api/v1/jobs/{id}.
+    ``folder`` ("docs/api"): put it in that folder under its name (replacing a file of that
+    name there)."""
     name = upload_name(file)
     kb = await run_in_threadpool(knowledge.writable, kb_id)
     data = await read_limited(file, knowledge.max_upload_bytes)
     if not wait:
         response.status_code = status.HTTP_202_ACCEPTED
-        (job,) = await run_in_threadpool(knowledge.enqueue, kb.id, [(name, data)])
+        (job,) = await run_in_threadpool(knowledge.enqueue, kb.id, [(name, data)], folder)
         audit.record(view.access, "file.queue", "knowledge_base", kb.id, name=name, job=job.id)
         return JobPublic.of(job)
-    uploaded = await run_in_threadpool(knowledge.upload, kb.id, name, data)
+    uploaded = await run_in_threadpool(knowledge.upload, kb.id, name, data, folder)
     audit.record(view.access, "file.upload", "file", uploaded.record.id, name=name, kb=kb.id)
     return _ingested(uploaded)
 

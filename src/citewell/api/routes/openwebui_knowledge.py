@@ -32,11 +32,9 @@ from citewell.api.openwebui_schemas import (
     file_listing,
     file_metadata,
 )
-from citewell.catalog import KnowledgeBase
-from citewell.catalog.folders import Folder
 from citewell.errors import CitewellError, Forbidden, NotFoundError
-from citewell.services.folders import FolderService, PageRequest
-from citewell.services.knowledge import KnowledgeService
+from citewell.services.folders import Folder, FolderService, PageRequest
+from citewell.services.knowledge import KnowledgeBase, KnowledgeService
 from citewell.services.knowledge_sync import KnowledgeSync, ManifestEntry
 
 router = APIRouter(prefix="/api/v1/knowledge", tags=["open-webui"], route_class=OffLoopJsonRoute)
@@ -237,6 +235,15 @@ def sync_cleanup(
         sync.view.access, "kb.sync_cleanup", "knowledge_base", kb_id, files=len(body.file_ids)
     )
     return {"status": True}
+
+
+@router.get("/{kb_id}/folders")
+def list_folders(kb_id: str, view: ViewDep) -> list[DirectoryModel]:
+    """Every folder of the KB, parents before children (Citewell's folder tree; the paged
+    file list shows one level at a time)."""
+    _, folders = FolderService(view).tree(kb_id)
+    ids = {f.path: f.id for f in folders}
+    return [_directory(f, ids) for f in folders]
 
 
 @router.post("/{kb_id}/dirs/create", response_model=DirectoryModel)
