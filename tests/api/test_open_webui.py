@@ -10,6 +10,8 @@ background tasks (title, tags, follow-ups) reach the LLM with no retrieved conte
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import socket
@@ -18,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -193,3 +196,127 @@ def _last_user(body: dict) -> str:
     users = [m for m in body["messages"] if m["role"] == "user"]
     content = users[-1]["content"] if users else ""
     return content if isinstance(content, str) else str(content)
+
+
+# --- Open WebUI's knowledge API: the same requests to Open WebUI and to Citewell --------------
+MISSING_KB = "00000000-0000-4000-8000-000000000000"
+
+
+def _shape_differences(theirs: Any, mine: Any, where: str = "") -> list[str]:
+    """Where Citewell's JSON lacks a field of Open WebUI's, or has another type there
+    (null matches any type: Open WebUI's optional fields; extra fields of Citewell's are
+    allowed). Lists are compared by their first items."""
+    if theirs is None or mine is None or where.endswith(".meta.data"):
+        return []  # meta.data: whatever the uploader sent along, echoed
+    if isinstance(theirs, dict):
+        if not isinstance(mine, dict):
+            return [f"{where}: an object in Open WebUI, {type(mine).__name__} in Citewell"]
+        found = [f"{where}.{k}: missing" for k in theirs if k not in mine]
+        for key in theirs.keys() & mine.keys():
+            found += _shape_differences(theirs[key], mine[key], f"{where}.{key}")
+        return found
+    if isinstance(theirs, list):
+        if not isinstance(mine, list):
+            return [f"{where}: a list in Open WebUI, {type(mine).__name__} in Citewell"]
+        return _shape_differences(theirs[0], mine[0], f"{where}[0]") if theirs and mine else []
+    kinds = (bool, int, float, str)
+    kind = next(k for k in kinds if isinstance(theirs, k))
+    same = isinstance(mine, kind) and (kind is not int or not isinstance(mine, bool))
+    return [] if same else [f"{where}: {kind.__name__} in Open WebUI, {mine!r} in Citewell"]
+
+
+class Both:
+    """Sends each request to Open WebUI and to Citewell; ``{kb}``, ``{dir}`` and ``{file}``
+    in a path or body are each server's own id of that thing."""
+
+    def __init__(self, owui: httpx.Client, citewell: httpx.Client) -> None:
+        self.clients = {"owui": owui, "citewell": citewell}
+        self.ids: dict[str, dict[str, str]] = {"owui": {}, "citewell": {}}
+
+    def send(self, method: str, path: str, **kwargs: Any) -> tuple[Any, Any]:
+        answers = {}
+        for side, client in self.clients.items():
+            ids = self.ids[side]
+            filled = path.format(**ids)
+            body = kwargs.get("json")
+            if body is not None:
+                body = json.loads(json.dumps(body) % ids) if "%(" in json.dumps(body) else body
+            extra = {k: v for k, v in kwargs.items() if k != "json"}
+            data = extra.pop("data", None)
+            if data is not None:
+                extra["data"] = {k: v % ids for k, v in data.items()}
+            answers[side] = client.request(method, filled, json=body, **extra)
+        theirs, mine = answers["owui"], answers["citewell"]
+        assert theirs.status_code == mine.status_code, (path, theirs.text, mine.text)
+        if theirs.status_code == 200:
+            problems = _shape_differences(theirs.json(), mine.json())
+            assert not problems, (path, problems, theirs.json(), mine.json())
+        return theirs.json(), mine.json()
+
+    def remember(self, name: str, theirs: str, mine: str) -> None:
+        self.ids["owui"][name], self.ids["citewell"][name] = theirs, mine
+
+
+@pytest.fixture
+def both(owui, server) -> Iterator[Both]:
+    with server.client() as citewell:
+        yield Both(owui, citewell)
+
+
+def test_knowledge_api_answers_like_open_webui(both) -> None:
+    theirs, mine = both.send(
+        "POST", "/api/v1/knowledge/create", json={"name": "shapes", "description": "same"}
+    )
+    both.remember("kb", theirs["id"], mine["id"])
+    both.send("GET", "/api/v1/knowledge/")
+    theirs, mine = both.send("POST", "/api/v1/knowledge/{kb}/dirs/create", json={"name": "docs"})
+    both.remember("dir", theirs["id"], mine["id"])
+    metadata = '{"knowledge_id": "%(kb)s", "directory_id": "%(dir)s"}'
+    theirs, mine = both.send(
+        "POST",
+        "/api/v1/files/?process_in_background=false",
+        files={"file": ("swans.txt", b"Swans mate for life and guard their nests fiercely.")},
+        data={"metadata": metadata},
+    )
+    both.remember("file", theirs["id"], mine["id"])
+    _, listed = both.send("GET", "/api/v1/knowledge/{kb}/files")
+    assert listed["items"][0]["directory_id"] == both.ids["citewell"]["dir"]
+    both.send("GET", "/api/v1/knowledge/{kb}/files?directory_id={dir}")
+    both.send("GET", "/api/v1/knowledge/{kb}")
+    manifest = [
+        {
+            "path": "docs",
+            "filename": "swans.txt",
+            "checksum": hashlib.sha256(
+                b"Swans mate for life and guard their nests fiercely."
+            ).hexdigest(),
+            "size": 51,
+        },
+        {"path": "docs/birds", "filename": "geese.md", "checksum": "a" * 64, "size": 3},
+    ]
+    theirs, mine = both.send(
+        "POST", "/api/v1/knowledge/{kb}/sync/diff", json={"manifest": manifest}
+    )
+    for field in ("added", "modified", "deleted", "mkdir", "unmodified_count"):
+        assert theirs[field] == mine[field], field
+    both.send(
+        "POST",
+        "/api/v1/knowledge/{kb}/file/move",
+        json={"file_id": "%(file)s", "directory_id": None},
+    )
+    both.send("POST", "/api/v1/knowledge/{kb}/dirs/{dir}/update", json={"name": "manual"})
+    held = both.send(
+        "POST",
+        "/api/v1/files/?process_in_background=false",
+        files={"file": ("owls.txt", b"Owls hunt at night and swallow their prey whole.")},
+    )
+    both.remember("held", held[0]["id"], held[1]["id"])
+    both.send("POST", "/api/v1/knowledge/{kb}/file/add", json={"file_id": "%(held)s"})
+    both.send("POST", "/api/v1/knowledge/{kb}/file/remove", json={"file_id": "%(held)s"})
+    both.send("POST", "/api/v1/knowledge/{kb}/sync/cleanup", json={"file_ids": [], "dir_ids": []})
+    both.send("DELETE", "/api/v1/knowledge/{kb}/dirs/{dir}/delete")
+    both.send("POST", "/api/v1/knowledge/{kb}/reset")
+    both.remember("missing", MISSING_KB, "0" * 32)
+    both.send("POST", "/api/v1/knowledge/{missing}/file/add", json={"file_id": "%(file)s"})
+    both.send("POST", "/api/v1/knowledge/{missing}/sync/diff", json={"manifest": []})
+    both.send("DELETE", "/api/v1/knowledge/{kb}/delete")

@@ -142,6 +142,7 @@ def file_meta(view: EntryView) -> dict[str, Any]:
         "size": record.size,
         "file_hash": record.sha256,
         "collection_name": view.entry.kb_id,
+        "data": {},  # what the uploader sent along: not kept past the upload
     }
 
 
