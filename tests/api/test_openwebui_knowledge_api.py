@@ -138,6 +138,11 @@ def test_an_incremental_sync_through_open_webuis_routes(world, tmp_path) -> None
             "guides/setup.txt": _sha(root / "guides" / "setup.txt"),
         }
         assert any("Wombat" in t for t in search(world, alice, kb, "which toolkit to install"))
+        cited = alice.post(
+            "/api/v1/retrieval/query/collection",
+            json={"collection_names": [kb], "query": "Wombat toolkit", "k": 1},
+        ).json()
+        assert cited["metadatas"][0][0]["name"] == "guides/setup.txt"  # folder and name
         assert not any("Quokka" in t for t in search(world, alice, kb, "Quokka toolkit"))
         assert not any("canteen" in t for t in search(world, alice, kb, "old canteen"))
         report = world.app.check()
@@ -218,6 +223,11 @@ def test_folders_rename_move_and_delete_without_embedding_again(world) -> None:
         ]
         hits = search(world, alice, kb_id, "when do tokens expire")
         assert any("ninety minutes" in t for t in hits)
+        faq = alice.post(
+            "/api/v1/retrieval/query/collection",
+            json={"collection_names": [kb_id], "query": "how long do refunds take", "k": 1},
+        ).json()
+        assert faq["metadatas"][0][0]["name"] == "faq.md"  # moved up: no folder any more
 
 
 def _items(client: httpx.Client, kb: str) -> list[dict[str, Any]]:

@@ -109,4 +109,6 @@ def test_a_data_dir_from_before_migrations_upgrades_in_place(old_data_dir):
     assert "uq_files_tenant_sha256" in {i["name"] for i in files.get_indexes("files")}
     (record,) = app.catalog.list_files()
     assert record.tenant == ""  # made with the CLI: the operator's
+    (entry,) = app.catalog.folders.entries(kb.id)  # 0014 gave the old path an id of its own
+    assert len(entry.entry_id) == 32 and int(entry.entry_id, 16) >= 0
     Citewell.from_settings(Settings(data_dir=old_data_dir))  # opening again changes nothing

@@ -1,16 +1,25 @@
 """Search results described by the link they were found through.
 
-A chunk carries the name its bytes were first stored under; a result shows the name and URL
-of the file's link in the KB it was found in, so identical bytes added by another tenant
-under another name or from another URL never show theirs (issue 45).
+A chunk carries the name its bytes were first stored under; a result shows the name (after
+its folder: ``docs/api/auth.md``) and URL of the file's link in the KB it was found in, so
+identical bytes added by another tenant under another name or from another URL never show
+theirs (issue 45).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from citewell.catalog import Catalog
+from citewell.catalog import Catalog, FileLink
+from citewell.catalog.folders import join, parent_of
 from citewell.types import ScoredChunk
+
+
+def _shown_name(link: FileLink) -> str:
+    """The link's name, after its folder in the KB ("docs/api/auth.md") if it has one."""
+    folder = parent_of(link.path)
+    name = link.name or (link.path.rsplit("/", 1)[-1] if folder else "")
+    return join(folder, name) if folder and name else name
 
 
 def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> None:
@@ -21,8 +30,9 @@ def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> None:
     older = []  # results whose link predates links knowing their source and URL
     for result in results:
         link = by_key.get((result.kb_id or "", result.chunk.file_id))
-        if link is not None and link.name and link.name != result.chunk.file_name:
-            result.chunk = replace(result.chunk, file_name=link.name)
+        shown = _shown_name(link) if link is not None else ""
+        if shown and shown != result.chunk.file_name:
+            result.chunk = replace(result.chunk, file_name=shown)
         if link is not None and link.source:
             result.url = link.url
         else:
