@@ -35,6 +35,7 @@ def chromium_path() -> str:
 class Site:
     url: str
     app: Citewell
+    shares: Path
     admin_password: str = "admin-password-1"
     user_password: str = "user-password-1"
 
@@ -42,10 +43,11 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, onnx_embedder) -> Iterator[Site]:
     data = tmp_path_factory.mktemp("web-data")
-    settings = Settings.load(data_dir=data, auth="required")
+    shares = tmp_path_factory.mktemp("web-shares")  # folders connectors may sync
+    settings = Settings.load(data_dir=data, auth="required", connector_allowed_paths=str(shares))
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
     users = AuthStore(app.catalog.engine)
-    site = Site("", app)
+    site = Site("", app, shares)
     users.create_user("ada", site.admin_password, role="admin")
     users.create_user("bob", site.user_password)
     with run_server(settings, onnx_embedder, app) as url:

@@ -5,6 +5,7 @@ what a second user may not see; document text and names that are HTML stay text.
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
@@ -306,3 +307,54 @@ def test_without_sign_in_on_loopback_the_page_opens(browser, tmp_path, onnx_embe
         assert page.get_by_text("No sign-in (auth=none)").is_visible()
         assert page.get_by_role("button", name="Sign out").is_hidden()
         context.close()
+
+
+def test_folders_and_sources_of_a_kb(page, site, artifacts):
+    """Files by folder (open one, its path, back to the top), and a folder connector listed
+    with its last run, synced again with "Sync now"."""
+    team = site.shares / "team"
+    (team / "guides").mkdir(parents=True)
+    (team / "guides" / "setup.md").write_text("# Setup\n\nInstall the Quokka toolkit first.")
+    (team / "welcome.txt").write_text("Welcome to the team.")
+    sign_in(page, site, "ada", site.admin_password)
+    create_kb(page, "team-docs")
+    kb_id = own_id(site, "team-docs")
+    with httpx.Client(base_url=site.url, headers={"Authorization": f"Bearer {key_of(page)}"}) as c:
+        made = c.post(
+            f"/api/v1/knowledge/{kb_id}/connectors",
+            json={"kind": "folder", "target": str(team), "name": "team share"},
+        )
+        assert made.status_code == 201, made.text
+    page.reload()
+    sources = page.get_by_role("table", name="Sources of team-docs")
+    sources.locator("tr[data-state=ok]").wait_for(timeout=60_000)
+    assert "2 added" in sources.inner_text()
+    page.reload()
+    files = page.get_by_role("table", name="Files in team-docs")
+    files.get_by_role("button", name="Open folder guides").click()
+    inside = page.get_by_role("table", name="Files in team-docs/guides")
+    inside.get_by_role("link", name="setup.md").wait_for()
+    assert page.get_by_role("navigation", name="Folder path").inner_text().endswith("guides")
+    shot(page, artifacts, "folders")
+    page.get_by_role("button", name="Top level of team-docs").click()
+    page.get_by_role("table", name="Files in team-docs").get_by_role(
+        "link", name="welcome.txt"
+    ).wait_for()
+    (team / "late.md").write_text("Arrived after the first sync.")
+    page.get_by_role("button", name="Sync team share now").click()
+    page.get_by_text("Sync of team share queued.").wait_for()
+    _wait_synced_again(page)
+    assert page.problems == []
+
+
+def _wait_synced_again(page) -> None:
+    """Reload until the connector's last run shows the file added after the first sync."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        page.reload()
+        row = page.get_by_role("table", name="Sources of team-docs").locator("tbody tr")
+        row.wait_for()
+        if "1 added" in row.inner_text() and "2 unchanged" in row.inner_text():
+            return
+        time.sleep(0.5)
+    raise AssertionError(row.inner_text())

@@ -172,6 +172,7 @@ def file_listing(view: EntryView, directory_path: str) -> dict[str, Any]:
         "path": view.display_path,
         "file_id": view.file.id,
         "chunk_count": view.file.chunk_count,
+        "status": view.file.status,  # Citewell's: indexed, failed, …
     }
 
 

@@ -182,14 +182,16 @@ async def upload_batch(
     view: ViewDep,
     audit: AuditDep,
     files: Annotated[list[UploadFile], File()],
+    folder: str = "",
 ) -> BatchPublic:
-    """Queue many files at once (multipart, field 'files' repeated). Follow the batch at
-    /api/v1/jobs/batches/{batch_id}; cancel it there too."""
+    """Queue many files at once (multipart, field 'files' repeated; ``folder``: into that
+    folder, each under its name). Follow the batch at /api/v1/jobs/batches/{batch_id};
+    cancel it there too."""
     knowledge.check_batch(len(files))
     kb = await run_in_threadpool(knowledge.writable, kb_id)
     limit = knowledge.max_upload_bytes
     entries = [(upload_name(f), await read_limited(f, limit)) for f in files]
-    jobs = await run_in_threadpool(knowledge.enqueue, kb.id, entries)
+    jobs = await run_in_threadpool(knowledge.enqueue, kb.id, entries, folder)
     batch = jobs[0].batch_id
     audit.record(view.access, "file.batch", "knowledge_base", kb.id, files=len(jobs), batch=batch)
     return BatchPublic.of(batch, jobs)

@@ -1,6 +1,7 @@
 // Knowledge bases: the list, and one KB with its files, uploads, live progress and sharing.
-import { api, download, events, kbPath, upload } from "../api.js";
-import { button, bytes, clear, field, form, h, notice, table, when } from "../dom.js";
+import { api, events, kbPath, upload } from "../api.js";
+import { button, clear, field, form, h, notice, table, when } from "../dom.js";
+import { fileBrowser, sourcesPanel } from "./folders.js";
 import { sharingPanel } from "./sharing.js";
 
 export async function kbListView() {
@@ -35,10 +36,10 @@ const PER_REQUEST_BYTES = 64 * 1024 * 1024;
 export async function kbView({ args, signal }) {
   const [id] = args;
   const kb = await api(kbPath(id));
-  const filesBox = h("div", {});
+  const files = fileBrowser(kb);
   const jobsBox = h("div", { "aria-live": "polite" });
   const jobs = new Map();
-  const refreshFiles = async () => clear(filesBox, filesTable(await api(kbPath(kb.id)), refreshFiles));
+  const refreshFiles = () => files.refresh();
   await refreshFiles();
   followJobs(kb, jobs, jobsBox, refreshFiles, signal);
   return h("section", {},
@@ -50,28 +51,10 @@ export async function kbView({ args, signal }) {
     h("h2", {}, "Progress"),
     jobsBox,
     h("h2", {}, "Files"),
-    filesBox,
+    files,
+    await sourcesPanel(kb),
     await sharingPanel(kb),
     settingsPanel(kb));
-}
-
-function filesTable(kb, refresh) {
-  if (!kb.files.length) return h("p", {}, "No files yet.");
-  const rows = kb.files.map((file) =>
-    h("tr", {},
-      h("td", {}, h("a", { href: `#/file/${encodeURIComponent(file.id)}` }, file.name)),
-      h("td", {}, file.status),
-      h("td", { class: "num" }, file.chunk_count),
-      h("td", { class: "num" }, bytes(file.size)),
-      h("td", { class: "actions" },
-        button("Download", () => download(file), { "aria-label": `Download ${file.name}` }),
-        button("Remove", async () => {
-          if (!confirm(`Remove ${file.name} from ${kb.name}?`)) return;
-          await api(`${kbPath(kb.id)}/files/${encodeURIComponent(file.id)}`, { method: "DELETE" });
-          notice(`Removed ${file.name}.`);
-          await refresh();
-        }, { "aria-label": `Remove ${file.name}` }))));
-  return table(`Files in ${kb.name}`, ["Name", "Status", "Chunks", "Size", ""], rows);
 }
 
 /** Every job of the KB as it changes (SSE from the job queue), until the view is left. */
@@ -127,28 +110,36 @@ function jobLine(job) {
       : null);
 }
 
+/** The files as [folder, files] requests: a dropped folder's files keep their folders. */
+function batches(files) {
+  const groups = [];
+  const open = new Map(); // folder → [files, bytes] of the request being filled
+  for (const file of files) {
+    const path = file.relativePath || file.webkitRelativePath || "";
+    const folder = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+    let entry = open.get(folder);
+    if (entry && (entry[0].length >= PER_REQUEST_FILES || entry[1] + file.size > PER_REQUEST_BYTES)) entry = null;
+    if (!entry) {
+      entry = [[], 0];
+      open.set(folder, entry);
+      groups.push([folder, entry[0]]);
+    }
+    entry[0].push(file);
+    entry[1] += file.size;
+  }
+  return groups;
+}
+
 function addFiles(kb, jobsBox) {
   const status = h("p", { class: "upload-status", "aria-live": "polite" });
   const send = async (files) => {
     if (!files.length) return;
-    const groups = [];
-    let group = [];
-    let size = 0;
-    for (const file of files) {
-      if (group.length && (group.length >= PER_REQUEST_FILES || size + file.size > PER_REQUEST_BYTES)) {
-        groups.push(group);
-        group = [];
-        size = 0;
-      }
-      group.push(file);
-      size += file.size;
-    }
-    groups.push(group);
     let sent = 0;
-    for (const part of groups) {
+    for (const [folder, part] of batches(files)) {
       const body = new FormData();
-      for (const file of part) body.append("files", file, file.relativePath || file.webkitRelativePath || file.name);
-      await upload(`${kbPath(kb.id)}/batch`, body, (share) =>
+      for (const file of part) body.append("files", file, file.name);
+      const where = folder ? `?folder=${encodeURIComponent(folder)}` : "";
+      await upload(`${kbPath(kb.id)}/batch${where}`, body, (share) =>
         clear(status, `Uploading ${Math.round(((sent + share * part.length) / files.length) * 100)} %`));
       sent += part.length;
     }
