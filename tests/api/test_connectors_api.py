@@ -32,7 +32,12 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[tuple[KeyedServ
     (allowed / "team" / "policies" / "travel.txt").write_text("Trains are booked two weeks ahead.")
     data = tmp_path_factory.mktemp("connector-server")
     with keyed_server(
-        data, onnx_embedder, fake_llm, ("alice", "bob"), connector_allowed_paths=str(allowed)
+        data,
+        onnx_embedder,
+        fake_llm,
+        ("alice", "bob"),
+        connector_allowed_paths=str(allowed),
+        connector_watch=False,  # each sync here is asked for; watching: test_folder_watch
     ) as server:
         yield server, allowed
 

@@ -196,6 +196,13 @@ class ConnectorSection(Section):
         gt=0,
     )
 
+    connector_watch: bool = setting(
+        True,
+        "Watch the folders of folder connectors for changes (in the process that runs jobs) "
+        "and sync a folder within seconds of a change. The full rescan every interval runs "
+        "anyway.",
+    )
+
     connector_min_interval: float = setting(
         60.0,
         "The shortest interval a connector may ask for (each sync lists its whole source).",

@@ -22,6 +22,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.engine.job_handlers import JobContext, Rechunks, Reembedder, build_handlers
 from citewell.errors import CitewellError, UpstreamError
 from citewell.ingest.connector_runs import ConnectorRuns
+from citewell.ingest.folder_watch import FolderWatcher
 from citewell.ingest.ingestor import Ingestor
 from citewell.jobs.staged import stale_staged
 from citewell.jobs.store import Job, JobStore
@@ -62,6 +63,7 @@ class JobRunner:
         self._held: tuple[str, tuple[str, ...]] = ("", ())
         self._swept = float("-inf")  # when expired leases were last looked for
         self.connectors = connectors
+        self._watcher: FolderWatcher | None = None
         context = JobContext(jobs, storage, ingestor, self._failed, spaces, rechunker, connectors)
         self.handlers = build_handlers(context)
 
@@ -76,11 +78,16 @@ class JobRunner:
         )
         self._thread.start()
         self._heartbeat.start()
+        if self.connectors is not None and self.connectors.watch:
+            self._watcher = FolderWatcher(self.connectors, self.wake)
+            self._watcher.start()
 
     def stop(self, drain_seconds: float = 60.0) -> None:
         """Finish the running batch (up to ``drain_seconds``), then hand back what is left."""
         self._stop.set()
         self._wake.set()
+        if self._watcher is not None:
+            self._watcher.stop()
         if self._thread is not None:
             self._thread.join(timeout=drain_seconds)
         if self._heartbeat is not None:

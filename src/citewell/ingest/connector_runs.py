@@ -41,9 +41,15 @@ def syncable(kind: str, context: SourceContext) -> Syncable:
 
 class ConnectorRuns:
     def __init__(
-        self, store: ConnectorStore, syncer: Syncer, context: SourceContext, jobs: JobStore
+        self,
+        store: ConnectorStore,
+        syncer: Syncer,
+        context: SourceContext,
+        jobs: JobStore,
+        watch: bool = False,
     ) -> None:
         self.store, self.syncer, self.context, self.jobs = store, syncer, context, jobs
+        self.watch = watch  # folder connectors are watched where jobs run (folder_watch)
         self._looked = float("-inf")
 
     def request(self, connector: Connector, cursor: str = "") -> SyncRequest:
@@ -171,4 +177,6 @@ def connector_runs(
     (or the server's own key, made once and kept in the database)."""
     secret = settings.connectors.connector_secret_key or server_key(engine, "connectors")
     store = ConnectorStore(engine, CredentialBox(secret))
-    return ConnectorRuns(store, Syncer(ingestor), SourceContext(settings, web), jobs)
+    context = SourceContext(settings, web)
+    watch = settings.connectors.connector_watch
+    return ConnectorRuns(store, Syncer(ingestor), context, jobs, watch)
