@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from citewell.errors import CitewellError
 from citewell.ingest.connector_runs import ConnectorRuns
 
 logger = logging.getLogger("citewell.connectors")
@@ -57,7 +56,7 @@ class FolderWatcher:
                     self._stop.wait(LOOK_EVERY)
                     continue
                 self._watch(watched)
-            except (CitewellError, OSError, RuntimeError) as error:
+            except Exception as error:  # the watch must outlive a database hiccup or a lost folder
                 logger.warning("watching connector folders failed: %s", error)
                 self._stop.wait(LOOK_EVERY)
 
