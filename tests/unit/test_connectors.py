@@ -291,3 +291,30 @@ def test_a_remote_repository_over_the_git_protocol(
     assert app.connectors.run(made.id).added == 1
     assert paths(app, "remote") == ["guide.md", "more.md"]
     app.close()
+
+
+def test_a_change_during_a_sync_queues_one_more_behind_it(app: Citewell, tmp_path: Path) -> None:
+    """A push or a watched change while a sync runs: that run may have listed the source
+    before the change, so one more sync waits behind it (one, however many changes come);
+    a connector's second sync claimed by another batch waits until the first is done."""
+    from citewell.engine.runner import JobRunner
+
+    write(tmp_path / "docs", {"owls.md": OWLS})
+    made = connector(app, "kb", "folder", str(tmp_path / "docs"))
+    runs = app.connectors
+    first = runs.queue(made)
+    (running,) = app.jobs.claim(10, ("sync",))  # a worker took it
+    assert runs.queue(made).id == first.id  # the schedule: the run going on will do
+    behind = runs.queue(made, after_running=True)
+    assert behind.id != first.id and behind.state == "queued"
+    assert runs.queue(made, after_running=True).id == behind.id
+    (waiting,) = app.jobs.claim(10, ("sync",))  # another batch (another worker) takes it
+    assert app.jobs.running_elsewhere(waiting) and app.jobs.running_elsewhere(running)
+    runner = JobRunner(app.jobs, app.ingestor, app.storage, connectors=runs)
+    runner.handlers["sync"].run(made.kb_id, [waiting])
+    deferred = app.jobs.get(waiting.id)
+    assert (deferred.state, deferred.attempts) == ("queued", 0)  # not run, not counted
+    runner.handlers["sync"].run(made.kb_id, [running])
+    assert app.jobs.get(running.id).state == "indexed"
+    assert paths(app, "kb") == ["owls.md"]
+    assert not app.jobs.running_elsewhere(deferred)

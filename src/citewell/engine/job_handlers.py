@@ -205,6 +205,9 @@ class RechunkJobs:
         self.rechunker.rechunk(kb_id, group)
 
 
+SYNC_WAIT_SECONDS = 1.0  # how often a sync queued behind a running one looks again
+
+
 class SyncJobs:
     """``sync``: one connector's run (the job's key is the connector's id)."""
 
@@ -216,6 +219,9 @@ class SyncJobs:
 
     def run(self, kb_id: str, group: Sequence[Job]) -> None:  # noqa: ARG002 (one KB's)
         for job in group:
+            if self.context.jobs.running_elsewhere(job):  # one run of a connector at a time
+                self.context.jobs.defer(job, SYNC_WAIT_SECONDS)
+                continue
             try:
                 self.connectors.run(job.key)
             except ConnectorNotFound:

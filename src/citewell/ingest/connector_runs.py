@@ -23,7 +23,7 @@ from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.sources import SOURCES, SourceContext
 from citewell.ingest.sync import Syncer, SyncScope, SyncTally
 from citewell.ingest.web import WebSources
-from citewell.jobs.store import Job, JobStore
+from citewell.jobs.store import RUNNING, Job, JobStore
 
 logger = logging.getLogger(__name__)
 SCHEDULE_EVERY = 5.0  # seconds between looks for connectors that are due
@@ -79,7 +79,7 @@ class ConnectorRuns:
             return None
         if not signed(self.store.credentials(connector.id).get("webhook_secret", "")):
             return None
-        return self.queue(connector)
+        return self.queue(connector, after_running=True)
 
     def run(self, connector_id: str) -> SyncTally:
         """One sync of the connector, its status recorded (raised errors fail the run)."""
@@ -127,9 +127,12 @@ class ConnectorRuns:
         return report
 
     # --- the schedule --------------------------------------------------------------------
-    def queue(self, connector: Connector) -> Job:
-        """A sync job for the connector, unless one is queued or running (that one)."""
-        waiting = self.jobs.unfinished("sync", connector.id)
+    def queue(self, connector: Connector, after_running: bool = False) -> Job:
+        """A sync job for the connector, unless one is queued or running (that one).
+        ``after_running``: the source changed just now, so a running sync (which may have
+        listed it before) is not enough: one more is queued behind it."""
+        states = ("queued",) if after_running else ("queued", *RUNNING)
+        waiting = self.jobs.unfinished("sync", connector.id, states)
         if waiting is not None:
             return waiting
         job_id = self.jobs.new_id()

@@ -1,7 +1,7 @@
 """Folder connectors watched for changes, in the process that runs jobs: a change under a
-connector's folder queues its sync at once (one sync job per connector at a time; changes
-while it runs queue the next). The full rescan every interval stays, since a watch can miss
-events (a network mount, a folder replaced, a restart).
+connector's folder queues its sync at once (a change while one runs queues one more behind
+it; a connector's syncs run one at a time). The full rescan every interval stays, since a
+watch can miss events (a network mount, a folder replaced, a restart).
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ class FolderWatcher:
         self.runs, self.wake = runs, wake
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # Changed while their sync ran (it may have listed the folder before the change):
-        # queued again once that run is over.
-        self._pending: set[str] = set()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="citewell-watch", daemon=True)
@@ -68,36 +65,28 @@ class FolderWatcher:
         for changes in watchfiles.watch(
             *sorted(set(watched.values())),
             stop_event=self._stop,
-            rust_timeout=1000,  # at least once a second: pending syncs are queued again
+            rust_timeout=1000,
             yield_on_timeout=True,
             debounce=DEBOUNCE_MS,
             step=50,
         ):
             if changes:
-                self._touched(watched, [Path(path) for _, path in changes])
-            if self._pending:
-                self._queue_pending()
+                self._queue(watched, [Path(path) for _, path in changes])
             if time.monotonic() - looked >= LOOK_EVERY:
                 if self.folders() != watched:
                     return
                 looked = time.monotonic()
 
-    def _touched(self, watched: dict[str, Path], paths: list[Path]) -> None:
-        for connector_id, root in watched.items():
-            if any(path.is_relative_to(root) for path in paths):
-                self._pending.add(connector_id)
-
-    def _queue_pending(self) -> None:
-        """A sync for each pending connector that will list its folder after the change: a
-        queued one (new or waiting); a running one may have listed it before."""
+    def _queue(self, watched: dict[str, Path], paths: list[Path]) -> None:
+        """A sync of each connector whose folder changed that lists it after the change:
+        one waiting already, or a new one (behind a run that may have listed it before)."""
         queued = False
-        for connector_id in list(self._pending):
-            connector = self.runs.store.get(connector_id)
-            if connector is None or connector.paused:
-                self._pending.discard(connector_id)
+        for connector_id, root in watched.items():
+            if not any(path.is_relative_to(root) for path in paths):
                 continue
-            if self.runs.queue(connector).state == "queued":
-                self._pending.discard(connector_id)
+            connector = self.runs.store.get(connector_id)
+            if connector is not None and not connector.paused:
+                self.runs.queue(connector, after_running=True)
                 queued = True
         if queued:
             self.wake()

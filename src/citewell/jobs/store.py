@@ -190,16 +190,42 @@ class JobStore:
         with self._sessions() as session:
             return [_job(r) for r in session.scalars(query.limit(10_000))]
 
-    def unfinished(self, operation: str, key: str) -> Job | None:
-        """A queued or running job of ``operation`` on ``key`` (a connector's sync), if any."""
+    def unfinished(
+        self, operation: str, key: str, states: Sequence[str] = ("queued", *RUNNING)
+    ) -> Job | None:
+        """A job of ``operation`` on ``key`` (a connector's sync) in one of these states."""
         query = select(JobRow).where(
-            (JobRow.operation == operation)
-            & (JobRow.key == key)
-            & JobRow.state.in_(("queued", "parsing", "embedding"))
+            (JobRow.operation == operation) & (JobRow.key == key) & JobRow.state.in_(states)
         )
         with self._sessions() as session:
             row = session.scalars(query.limit(1)).first()
             return _job(row) if row is not None else None
+
+    def running_elsewhere(self, job: Job) -> bool:
+        """Whether another batch runs a job of the same operation and key (a second sync
+        of one connector must wait for the first)."""
+        query = select(JobRow.id).where(
+            (JobRow.operation == job.operation)
+            & (JobRow.key == job.key)
+            & JobRow.state.in_(RUNNING)
+            & (JobRow.claim != job.claim)
+        )
+        with self._sessions() as session:
+            return session.scalars(query.limit(1)).first() is not None
+
+    def defer(self, job: Job, seconds: float) -> None:
+        """Back to the queue for ``seconds``, the attempt not counted (it did not start)."""
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(JobRow)
+                .where(_held((JobRow.id == job.id) & JobRow.state.in_(RUNNING), job.claim))
+                .values(
+                    state="queued",
+                    claim="",
+                    attempts=JobRow.attempts - 1,
+                    not_before=time.time() + seconds,
+                )
+            )
 
     def counts(self, batch_id: str) -> dict[str, int]:
         """How many jobs of the batch are in each state (any batch size, one query)."""
