@@ -4,6 +4,7 @@ a git repository, once, continuously (``--watch``), or on the server's schedule.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import asdict
@@ -14,7 +15,7 @@ import click
 
 from citewell.cli_common import Context, click_errors, pass_app
 
-KINDS = click.Choice(["folder", "git"])
+KINDS = click.Choice(["folder", "git", "webdav"])
 
 
 def _service(ctx: Context) -> Any:
@@ -46,6 +47,13 @@ def _source_options(function: Any) -> Any:
     for option in reversed(
         [
             click.option("--kind", type=KINDS, default=None, help="Default: git for URLs."),
+            click.option("--username", default="", help="git, webdav: the user to sign in as."),
+            click.option(
+                "--token-env",
+                default="",
+                metavar="VAR",
+                help="Read the token or password from this environment variable.",
+            ),
             click.option("--name", default="", help="The connector's name in the KB."),
             click.option("--folder", default="", help="Where its files go in the KB."),
             click.option("--branch", default="", help="git: the branch (default: HEAD's)."),
@@ -60,13 +68,26 @@ def _source_options(function: Any) -> Any:
     return function
 
 
-def _spec(target: str, kind: str | None, name: str, interval: float, **options: Any) -> Any:
+def _spec(  # noqa: PLR0913
+    target: str,
+    kind: str | None,
+    name: str,
+    interval: float,
+    username: str,
+    token_env: str,
+    **options: Any,
+) -> Any:
     from citewell.services.connectors import ConnectorSpec
 
     chosen = kind or ("folder" if Path(target).expanduser().is_dir() else "git")
     if chosen == "folder":
         target = str(Path(target).expanduser().resolve())
-    return ConnectorSpec(chosen, target, name, _options(**options), {}, interval)
+    credentials = {"username": username} if username else {}
+    if token_env:
+        if not os.environ.get(token_env):
+            raise click.UsageError(f"--token-env {token_env}: that variable is not set.")
+        credentials["token"] = os.environ[token_env]
+    return ConnectorSpec(chosen, target, name, _options(**options), credentials, interval)
 
 
 def _connector_for(service: Any, kb: str, spec: Any) -> Any:

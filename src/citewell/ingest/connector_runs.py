@@ -33,7 +33,7 @@ def syncable(kind: str, context: SourceContext) -> Syncable:
     source = SOURCES.get(kind)(context)
     if not isinstance(source, Syncable):
         raise InvalidInput(
-            f"Source kind {kind!r} cannot be kept in sync; 'folder' and 'git' can (and "
+            f"Source kind {kind!r} cannot be kept in sync; 'folder', 'git' and 'webdav' can (and "
             "plug-ins whose sources list their entries)."
         )
     return source

@@ -3,9 +3,9 @@ a query, bytes) into SourceItems for the ingestor; every kind works side by side
 
 Built in: ``upload`` (bytes handed over), ``text``, ``path`` (files and folders), ``url`` (a
 page or remote file), ``youtube`` (a video's transcript), ``web-search`` (the pages a
-query finds), and the kinds connectors keep in sync (``connectors.Syncable``): ``folder``
-and ``git``. Plug-ins (connectors) register in the entry point group ``citewell.sources``
-and are used with ``citewell ingest --source NAME TARGET``.
+query finds), and the kinds connectors keep in sync (``connectors.Syncable``): ``folder``,
+``git`` and ``webdav``. Plug-ins (connectors) register in the entry point group
+``citewell.sources`` and are used with ``citewell ingest --source NAME TARGET``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from citewell.config import Settings
 from citewell.connectors import Listing, Syncable, SyncRequest
 from citewell.connectors.folder import FolderSource, allowed_roots
 from citewell.connectors.git import GitSource
+from citewell.connectors.webdav import WebDavSource
 from citewell.errors import CitewellError, InvalidInput
 from citewell.fetch import video_id
 from citewell.fetch.guard import AddressGuard
@@ -109,6 +110,7 @@ SOURCES.add("youtube", lambda c: UrlSource(c.web, video_only=True))
 SOURCES.add("web-search", lambda c: WebSearchSource(c.web))
 SOURCES.add("folder", lambda c: ListedSource(folder_source(c.settings)))
 SOURCES.add("git", lambda c: ListedSource(git_source(c.settings)))
+SOURCES.add("webdav", lambda c: ListedSource(webdav_source(c.settings)))
 
 
 class ListedSource:
@@ -137,11 +139,20 @@ def folder_source(settings: Settings) -> FolderSource:
 
 def git_source(settings: Settings) -> GitSource:
     """Repositories cloned under the data dir; remote hosts pass the URL fetches' guard."""
-    guard = AddressGuard.from_allowlist(
+    allowed = allowed_roots(settings.connectors.connector_allowed_paths)
+    cache = settings.storage.data_dir / "connectors" / "git"
+    return GitSource(cache, allowed, fetch_guard(settings))
+
+
+def webdav_source(settings: Settings) -> WebDavSource:
+    """WebDAV folders; hosts pass the URL fetches' guard, files at most max_upload_bytes."""
+    return WebDavSource(fetch_guard(settings), settings.server.max_upload_bytes)
+
+
+def fetch_guard(settings: Settings) -> AddressGuard:
+    return AddressGuard.from_allowlist(
         settings.web.web_fetch_allowlist.split(","), settings.web.web_fetch_allow_private
     )
-    allowed = allowed_roots(settings.connectors.connector_allowed_paths)
-    return GitSource(settings.storage.data_dir / "connectors" / "git", allowed, guard)
 
 
 def source_of(target: str) -> str:
