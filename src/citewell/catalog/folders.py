@@ -8,6 +8,7 @@ its chunks and vectors stay as they are.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from citewell.db.models import KnowledgeBaseFileRow, KnowledgeFolderRow
 from citewell.errors import InvalidInput, PathTaken
 
 MAX_PATH = 1000
+WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Entry:
 
     @property
     def folder(self) -> str:
-        return parent_of(self.path)
+        return folder_of(self.path)
 
     @property
     def filename(self) -> str:
@@ -64,6 +66,16 @@ class Entry:
 
 def parent_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def folder_of(path: str) -> str:
+    """The folder of a KB path. Only relative paths have one (a connector's "docs/a.md", an
+    upload into a folder): a file ingested from the server's disk is keyed by its absolute
+    path, a fetched page by its URL, and those stay at the top level (a server path must
+    never show)."""
+    if path.startswith(("/", "\\")) or "://" in path or WINDOWS_PATH.match(path):
+        return ""
+    return parent_of(path)
 
 
 def join(folder: str, name: str) -> str:
@@ -123,7 +135,7 @@ class Folders:
                 for path in session.scalars(
                     select(KnowledgeBaseFileRow.path).where(KnowledgeBaseFileRow.kb_id == kb_id)
                 )
-                for folder in _ancestors(parent_of(path))
+                for folder in _ancestors(folder_of(path))
             }
             for path in sorted(implied - have.keys()):
                 have[path] = self._add(session, kb_id, path, "")
@@ -222,9 +234,7 @@ class Folders:
     def entries(self, kb_id: str, folder: str | None = None) -> list[Entry]:
         """The KB's entries (``folder``: only those right in it; "" the KB's top level)."""
         query = select(KnowledgeBaseFileRow).where(KnowledgeBaseFileRow.kb_id == kb_id)
-        if folder == "":
-            query = query.where(~KnowledgeBaseFileRow.path.contains("/"))
-        elif folder is not None:
+        if folder:
             query = query.where(_under(KnowledgeBaseFileRow.path, folder))  # type: ignore[arg-type]
         with self._sessions() as session:
             found = [_entry(r) for r in session.scalars(query)]

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from citewell.catalog import Catalog, FileLink
-from citewell.catalog.folders import join, parent_of
+from citewell.catalog.folders import folder_of, join
 from citewell.types import ScoredChunk
 
 
 def _shown_name(link: FileLink) -> str:
     """The link's name, after its folder in the KB ("docs/api/auth.md") if it has one."""
-    folder = parent_of(link.path)
+    folder = folder_of(link.path)
     name = link.name or (link.path.rsplit("/", 1)[-1] if folder else "")
     return join(folder, name) if folder and name else name
 
