@@ -3,7 +3,9 @@ every source kind (the web ones against the fake site, search provider and YouTu
 ingest job handler on a fresh application."""
 
 import os
+import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +19,7 @@ from citewell.ingest.web import WebSources
 from citewell.testing.job_handlers import JobHandlerConformance
 from citewell.testing.sources import SourceConformance, SyncableConformance
 from tests.fake_web import FakeSearchProviders, FakeWebSite, FakeYouTube, Hit, serve_web
+from tests.webdav_server import serve_webdav
 
 pytestmark = pytest.mark.conformance
 
@@ -52,14 +55,27 @@ def git_repository(root: Path) -> Path:
     return root
 
 
-def requests_for(sites, folder):
+@pytest.fixture(scope="module")
+def dav(tmp_path_factory):
+    """A WebDAV server over a folder that each test copies its documents into."""
+    root = tmp_path_factory.mktemp("dav")
+    with serve_webdav(root) as url:
+        yield SimpleNamespace(url=url, root=root)
+
+
+def requests_for(sites, folder, dav=None):
     (folder / "a.md").write_text("# Leave\n\nParental leave lasts sixteen weeks.")
     (folder / "sub").mkdir()
     (folder / "sub" / "b.txt").write_text("Remote work is allowed two days a week.")
     repository = git_repository(folder.parent / "repository")
+    served = ""
+    if dav is not None:  # the same documents, served over WebDAV
+        served = f"{dav.url}/{uuid.uuid4().hex}"
+        shutil.copytree(folder, dav.root / served.rsplit("/", 1)[-1])
     return {
         "folder": SourceRequest(str(folder)),
         "git": SourceRequest(str(repository)),
+        "webdav": SourceRequest(served),
         "upload": SourceRequest("handbook.txt", b"Parental leave lasts sixteen weeks."),
         "text": SourceRequest("note", b"Lunch is served from noon."),
         "path": SourceRequest(str(folder)),
@@ -93,10 +109,10 @@ class TestBuiltInSources(SourceConformance):
         return SOURCES.get(kind)(context)
 
     @pytest.fixture
-    def request_(self, kind, sites, tmp_path):
+    def request_(self, kind, sites, dav, tmp_path):
         folder = tmp_path / "docs"
         folder.mkdir()
-        return requests_for(sites, folder)[kind]
+        return requests_for(sites, folder, dav)[kind]
 
 
 def test_every_built_in_source_has_a_request(sites, tmp_path):
@@ -105,7 +121,7 @@ def test_every_built_in_source_has_a_request(sites, tmp_path):
 
 
 class TestSyncableSources(SyncableConformance):
-    @pytest.fixture(params=["folder", "git"])
+    @pytest.fixture(params=["folder", "git", "webdav"])
     def kind(self, request):
         return request.param
 
@@ -117,10 +133,11 @@ class TestSyncableSources(SyncableConformance):
         return source
 
     @pytest.fixture
-    def sync_request(self, kind, tmp_path):
+    def sync_request(self, kind, dav, tmp_path):
         folder = tmp_path / "docs"
         folder.mkdir()
-        target = requests_for(SimpleNamespace(site="", search="", youtube=""), folder)[kind].target
+        no_sites = SimpleNamespace(site="", search="", youtube="")
+        target = requests_for(no_sites, folder, dav)[kind].target
         return SyncRequest(target, trusted=True)
 
 

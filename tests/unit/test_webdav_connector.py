@@ -6,8 +6,6 @@ web_fetch_allowlist names it, and a password in the URL is refused."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from citewell.engine.scoped import Scoped
 from citewell.errors import FetchFailed, InvalidInput, UrlBlocked
 from citewell.services.connectors import ConnectorService, ConnectorSpec
 from citewell.types import SearchMode
+from tests.webdav_server import serve_webdav
 
 USER, PASSWORD = "alice", "app-password-1"
 
@@ -33,32 +32,10 @@ def write(root: Path, files: dict[str, str]) -> None:
 @pytest.fixture
 def dav(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A WebDAV server over ``share/``: (its URL for the folder, the folder)."""
-    from cheroot import wsgi
-    from wsgidav.wsgidav_app import WsgiDAVApp
-
     share = tmp_path / "share"
     share.mkdir()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = {
-        "host": "127.0.0.1",
-        "port": port,
-        "provider_mapping": {"/dav": str(share)},
-        "simple_dc": {"user_mapping": {"*": {USER: {"password": PASSWORD}}}},
-        "http_authenticator": {"accept_basic": True, "accept_digest": False},
-        "verbose": 0,
-        "logging": {"enable_loggers": []},
-    }
-    server = wsgi.Server(("127.0.0.1", port), WsgiDAVApp(config))
-    server.prepare()
-    thread = threading.Thread(target=server.serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/dav/team", share / "team"
-    finally:
-        server.stop()
-        thread.join(timeout=10)
+    with serve_webdav(share, USER, PASSWORD) as url:
+        yield f"{url}/team", share / "team"
 
 
 def service_for(tmp_path: Path, embedder, **settings: str) -> tuple[Citewell, ConnectorService]:  # noqa: ANN001
