@@ -15,7 +15,8 @@ import click
 
 from citewell.cli_common import Context, click_errors, pass_app
 
-KINDS = click.Choice(["folder", "git", "webdav"])
+KINDS = click.Choice(["folder", "git", "webdav", "s3"])
+OPTION_NAMES = ("folder", "branch", "include", "exclude", "allow_empty", "endpoint", "region")
 
 
 def _service(ctx: Context) -> Any:
@@ -46,7 +47,9 @@ def _echo_tally(tally: Any, name: str) -> None:
 def _source_options(function: Any) -> Any:
     for option in reversed(
         [
-            click.option("--kind", type=KINDS, default=None, help="Default: git for URLs."),
+            click.option(
+                "--kind", type=KINDS, default=None, help="Default: folder, s3 for s3://, else git."
+            ),
             click.option("--username", default="", help="git, webdav: the user to sign in as."),
             click.option(
                 "--token-env",
@@ -58,6 +61,8 @@ def _source_options(function: Any) -> Any:
             click.option("--folder", default="", help="Where its files go in the KB."),
             click.option("--branch", default="", help="git: the branch (default: HEAD's)."),
             click.option("--path", "sub_path", default="", help="git: only under this path."),
+            click.option("--endpoint", default="", help="s3: the service's URL (not AWS)."),
+            click.option("--region", default="", help="s3: the bucket's region."),
             click.option("--include", default="", help="Comma-separated globs to keep."),
             click.option("--exclude", default="", help="Comma-separated globs to skip."),
             click.option("--interval", type=float, default=0.0, help="Seconds between syncs."),
@@ -79,7 +84,8 @@ def _spec(  # noqa: PLR0913
 ) -> Any:
     from citewell.services.connectors import ConnectorSpec
 
-    chosen = kind or ("folder" if Path(target).expanduser().is_dir() else "git")
+    guessed = "s3" if target.startswith("s3://") else "git"
+    chosen = kind or ("folder" if Path(target).expanduser().is_dir() else guessed)
     if chosen == "folder":
         target = str(Path(target).expanduser().resolve())
     credentials = {"username": username} if username else {}
@@ -108,7 +114,7 @@ def _connector_for(service: Any, kb: str, spec: Any) -> Any:
 def sync(ctx: Context, /, kb: str, source: str, watch: bool, **given: Any) -> None:
     """Sync SOURCE (a folder or a git URL) into KB now: adds, changes, renames and deletes.
     The connector stays (see 'citewell connector list'); a server syncs it on schedule."""
-    options = {k: given.pop(k) for k in ("folder", "branch", "include", "exclude", "allow_empty")}
+    options = {k: given.pop(k) for k in OPTION_NAMES}
     options["path"] = given.pop("sub_path")
     with click_errors():
         service = _service(ctx)
@@ -162,7 +168,7 @@ def connector() -> None:
 @pass_app
 def connector_add(ctx: Context, /, kb: str, target: str, **given: Any) -> None:
     """Bind TARGET to KB; the server (or 'citewell connector run') syncs it."""
-    options = {k: given.pop(k) for k in ("folder", "branch", "include", "exclude", "allow_empty")}
+    options = {k: given.pop(k) for k in OPTION_NAMES}
     options["path"] = given.pop("sub_path")
     with click_errors():
         service = _service(ctx)

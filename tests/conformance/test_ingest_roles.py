@@ -4,6 +4,7 @@ ingest job handler on a fresh application."""
 
 import os
 import shutil
+import socket
 import subprocess
 import uuid
 from pathlib import Path
@@ -63,7 +64,35 @@ def dav(tmp_path_factory):
         yield SimpleNamespace(url=url, root=root)
 
 
-def requests_for(sites, folder, dav=None):
+@pytest.fixture(scope="module")
+def bucket():
+    """moto's S3 server (a wire-faithful fake of S3) with a bucket tests copy documents into."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test-key",
+        aws_secret_access_key="test-secret",
+    )
+    client.create_bucket(Bucket="docs")
+    yield SimpleNamespace(endpoint=endpoint, client=client)
+    server.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def requests_for(sites, folder, dav=None, bucket=None):
     (folder / "a.md").write_text("# Leave\n\nParental leave lasts sixteen weeks.")
     (folder / "sub").mkdir()
     (folder / "sub" / "b.txt").write_text("Remote work is allowed two days a week.")
@@ -72,10 +101,18 @@ def requests_for(sites, folder, dav=None):
     if dav is not None:  # the same documents, served over WebDAV
         served = f"{dav.url}/{uuid.uuid4().hex}"
         shutil.copytree(folder, dav.root / served.rsplit("/", 1)[-1])
+    prefix = uuid.uuid4().hex
+    if bucket is not None:  # and as objects of a bucket
+        for path in folder.rglob("*"):
+            if path.is_file():
+                key = f"{prefix}/{path.relative_to(folder).as_posix()}"
+                bucket.client.put_object(Bucket="docs", Key=key, Body=path.read_bytes())
+    endpoint = {"endpoint": bucket.endpoint} if bucket is not None else {}
     return {
         "folder": SourceRequest(str(folder)),
         "git": SourceRequest(str(repository)),
         "webdav": SourceRequest(served),
+        "s3": SourceRequest(f"s3://docs/{prefix}", options=endpoint),
         "upload": SourceRequest("handbook.txt", b"Parental leave lasts sixteen weeks."),
         "text": SourceRequest("note", b"Lunch is served from noon."),
         "path": SourceRequest(str(folder)),
@@ -109,10 +146,13 @@ class TestBuiltInSources(SourceConformance):
         return SOURCES.get(kind)(context)
 
     @pytest.fixture
-    def request_(self, kind, sites, dav, tmp_path):
+    def request_(self, kind, sites, dav, bucket, tmp_path, monkeypatch):
         folder = tmp_path / "docs"
         folder.mkdir()
-        return requests_for(sites, folder, dav)[kind]
+        # `citewell ingest --source s3` signs with the operator's own AWS identity
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test-key")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
+        return requests_for(sites, folder, dav, bucket)[kind]
 
 
 def test_every_built_in_source_has_a_request(sites, tmp_path):
@@ -121,7 +161,7 @@ def test_every_built_in_source_has_a_request(sites, tmp_path):
 
 
 class TestSyncableSources(SyncableConformance):
-    @pytest.fixture(params=["folder", "git", "webdav"])
+    @pytest.fixture(params=["folder", "git", "webdav", "s3"])
     def kind(self, request):
         return request.param
 
@@ -133,12 +173,13 @@ class TestSyncableSources(SyncableConformance):
         return source
 
     @pytest.fixture
-    def sync_request(self, kind, dav, tmp_path):
+    def sync_request(self, kind, dav, bucket, tmp_path):
         folder = tmp_path / "docs"
         folder.mkdir()
         no_sites = SimpleNamespace(site="", search="", youtube="")
-        target = requests_for(no_sites, folder, dav)[kind].target
-        return SyncRequest(target, trusted=True)
+        made = requests_for(no_sites, folder, dav, bucket)[kind]
+        credentials = {"access_key_id": "test-key", "secret_access_key": "test-secret"}
+        return SyncRequest(made.target, made.options, credentials, trusted=True)
 
 
 def test_web_search_skips_pages_that_cannot_be_fetched(sites, tmp_path):

@@ -34,3 +34,9 @@ class PathFilter:
         if self.include is not None and not self.include.match_file(relative):
             return False
         return "." + name.rsplit(".", 1)[-1].lower() in self.wanted
+
+    def path(self, relative: str) -> bool:
+        """A file at any depth: each folder on its way taken, and the file itself."""
+        parts = relative.split("/")
+        folders = ("/".join(parts[: i + 1]) for i in range(len(parts) - 1))
+        return all(self.folder(f) for f in folders) and self.file(relative)

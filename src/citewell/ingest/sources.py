@@ -4,7 +4,7 @@ a query, bytes) into SourceItems for the ingestor; every kind works side by side
 Built in: ``upload`` (bytes handed over), ``text``, ``path`` (files and folders), ``url`` (a
 page or remote file), ``youtube`` (a video's transcript), ``web-search`` (the pages a
 query finds), and the kinds connectors keep in sync (``connectors.Syncable``): ``folder``,
-``git`` and ``webdav``. Plug-ins (connectors) register in the entry point group
+``git``, ``webdav`` and ``s3``. Plug-ins (connectors) register in the entry point group
 ``citewell.sources`` and are used with ``citewell ingest --source NAME TARGET``.
 """
 
@@ -19,6 +19,7 @@ from citewell.config import Settings
 from citewell.connectors import Listing, Syncable, SyncRequest
 from citewell.connectors.folder import FolderSource, allowed_roots
 from citewell.connectors.git import GitSource
+from citewell.connectors.s3 import S3Source
 from citewell.connectors.webdav import WebDavSource
 from citewell.errors import CitewellError, InvalidInput
 from citewell.fetch import video_id
@@ -111,6 +112,7 @@ SOURCES.add("web-search", lambda c: WebSearchSource(c.web))
 SOURCES.add("folder", lambda c: ListedSource(folder_source(c.settings)))
 SOURCES.add("git", lambda c: ListedSource(git_source(c.settings)))
 SOURCES.add("webdav", lambda c: ListedSource(webdav_source(c.settings)))
+SOURCES.add("s3", lambda c: ListedSource(s3_source(c.settings)))
 
 
 class ListedSource:
@@ -147,6 +149,11 @@ def git_source(settings: Settings) -> GitSource:
 def webdav_source(settings: Settings) -> WebDavSource:
     """WebDAV folders; hosts pass the URL fetches' guard, files at most max_upload_bytes."""
     return WebDavSource(fetch_guard(settings), settings.server.max_upload_bytes)
+
+
+def s3_source(settings: Settings) -> S3Source:
+    """S3-compatible buckets; endpoints pass the URL fetches' guard."""
+    return S3Source(fetch_guard(settings), settings.server.max_upload_bytes)
 
 
 def fetch_guard(settings: Settings) -> AddressGuard:

@@ -22,15 +22,15 @@ from citewell.jobs import Job
 
 __all__ = ["Connector", "ConnectorService", "ConnectorSpec", "SyncStatus", "SyncTally"]
 
-OPTIONS = ("folder", "include", "exclude", "branch", "path", "allow_empty")
-CREDENTIALS = ("token", "username", "webhook_secret")
+OPTIONS = ("folder", "include", "exclude", "branch", "path", "allow_empty", "endpoint", "region")
+CREDENTIALS = ("token", "username", "webhook_secret", "access_key_id", "secret_access_key")
 
 
 @dataclass(frozen=True)
 class ConnectorSpec:
-    """What a connector syncs: ``kind`` (folder, git), ``target`` (a folder, a repository
-    URL), ``options`` (see OPTIONS), write-only ``credentials``, seconds between syncs
-    (0: connector_interval)."""
+    """What a connector syncs: ``kind`` (folder, git, webdav, s3), ``target`` (a folder, a
+    repository URL, a WebDAV folder's URL, s3://bucket/prefix), ``options`` (see OPTIONS),
+    write-only ``credentials``, seconds between syncs (0: connector_interval)."""
 
     kind: str
     target: str
