@@ -15,8 +15,18 @@ import click
 
 from citewell.cli_common import Context, click_errors, pass_app
 
-KINDS = click.Choice(["folder", "git", "webdav", "s3"])
-OPTION_NAMES = ("folder", "branch", "include", "exclude", "allow_empty", "endpoint", "region")
+KINDS = click.Choice(["folder", "git", "webdav", "s3", "website"])
+OPTION_NAMES = (
+    "folder",
+    "branch",
+    "include",
+    "exclude",
+    "allow_empty",
+    "endpoint",
+    "region",
+    "depth",
+    "max_pages",
+)
 
 
 def _service(ctx: Context) -> Any:
@@ -63,6 +73,8 @@ def _source_options(function: Any) -> Any:
             click.option("--path", "sub_path", default="", help="git: only under this path."),
             click.option("--endpoint", default="", help="s3: the service's URL (not AWS)."),
             click.option("--region", default="", help="s3: the bucket's region."),
+            click.option("--depth", default="", help="website: links to follow (2)."),
+            click.option("--max-pages", default="", help="website: pages at most (200)."),
             click.option("--include", default="", help="Comma-separated globs to keep."),
             click.option("--exclude", default="", help="Comma-separated globs to skip."),
             click.option("--interval", type=float, default=0.0, help="Seconds between syncs."),

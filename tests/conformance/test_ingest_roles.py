@@ -113,6 +113,7 @@ def requests_for(sites, folder, dav=None, bucket=None):
         "git": SourceRequest(str(repository)),
         "webdav": SourceRequest(served),
         "s3": SourceRequest(f"s3://docs/{prefix}", options=endpoint),
+        "website": SourceRequest(f"{sites.site}/article", options={"depth": "1"}),
         "upload": SourceRequest("handbook.txt", b"Parental leave lasts sixteen weeks."),
         "text": SourceRequest("note", b"Lunch is served from noon."),
         "path": SourceRequest(str(folder)),
@@ -161,23 +162,22 @@ def test_every_built_in_source_has_a_request(sites, tmp_path):
 
 
 class TestSyncableSources(SyncableConformance):
-    @pytest.fixture(params=["folder", "git", "webdav", "s3"])
+    @pytest.fixture(params=["folder", "git", "webdav", "s3", "website"])
     def kind(self, request):
         return request.param
 
     @pytest.fixture
     def syncable(self, kind, tmp_path):
-        settings = Settings.load(data_dir=tmp_path / "data")
+        settings = Settings.load(data_dir=tmp_path / "data", web_fetch_allowlist="127.0.0.1")
         source = SOURCES.get(kind)(SourceContext(settings, None))  # type: ignore[arg-type]
         assert isinstance(source, Syncable)
         return source
 
     @pytest.fixture
-    def sync_request(self, kind, dav, bucket, tmp_path):
+    def sync_request(self, kind, sites, dav, bucket, tmp_path):
         folder = tmp_path / "docs"
         folder.mkdir()
-        no_sites = SimpleNamespace(site="", search="", youtube="")
-        made = requests_for(no_sites, folder, dav, bucket)[kind]
+        made = requests_for(sites, folder, dav, bucket)[kind]
         credentials = {"access_key_id": "test-key", "secret_access_key": "test-secret"}
         return SyncRequest(made.target, made.options, credentials, trusted=True)
 

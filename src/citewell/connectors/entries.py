@@ -11,11 +11,13 @@ from typing import Protocol, runtime_checkable
 class SyncEntry:
     """One document of a source: its path within the source ('/'-separated, no leading
     '/'), a version that changes whenever its bytes may have (size and mtime, a blob id, an
-    ETag), and how to read its bytes."""
+    ETag), how to read its bytes, and the URL it has on the web, if any (a website's page:
+    citations link there)."""
 
     path: str
     version: str
     read: Callable[[], bytes]
+    url: str = ""
 
 
 @dataclass(frozen=True)

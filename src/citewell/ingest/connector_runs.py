@@ -33,8 +33,8 @@ def syncable(kind: str, context: SourceContext) -> Syncable:
     source = SOURCES.get(kind)(context)
     if not isinstance(source, Syncable):
         raise InvalidInput(
-            f"Source kind {kind!r} cannot be kept in sync; 'folder', 'git', 'webdav' and "
-            "'s3' can (and plug-ins whose sources list their entries)."
+            f"Source kind {kind!r} cannot be kept in sync; 'folder', 'git', 'webdav', 's3' "
+            "and 'website' can (and plug-ins whose sources list their entries)."
         )
     return source
 

@@ -4,7 +4,7 @@ a query, bytes) into SourceItems for the ingestor; every kind works side by side
 Built in: ``upload`` (bytes handed over), ``text``, ``path`` (files and folders), ``url`` (a
 page or remote file), ``youtube`` (a video's transcript), ``web-search`` (the pages a
 query finds), and the kinds connectors keep in sync (``connectors.Syncable``): ``folder``,
-``git``, ``webdav`` and ``s3``. Plug-ins (connectors) register in the entry point group
+``git``, ``webdav``, ``s3`` and ``website``. Plug-ins (connectors) register in the entry point group
 ``citewell.sources`` and are used with ``citewell ingest --source NAME TARGET``.
 """
 
@@ -21,9 +21,11 @@ from citewell.connectors.folder import FolderSource, allowed_roots
 from citewell.connectors.git import GitSource
 from citewell.connectors.s3 import S3Source
 from citewell.connectors.webdav import WebDavSource
+from citewell.connectors.website import WebsiteSource
 from citewell.errors import CitewellError, InvalidInput
 from citewell.fetch import video_id
 from citewell.fetch.guard import AddressGuard
+from citewell.fetch.pages import FetchLimits, UrlFetcher
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.web import WebSources, in_domains, is_url
 from citewell.plugins import Registry
@@ -113,6 +115,7 @@ SOURCES.add("folder", lambda c: ListedSource(folder_source(c.settings)))
 SOURCES.add("git", lambda c: ListedSource(git_source(c.settings)))
 SOURCES.add("webdav", lambda c: ListedSource(webdav_source(c.settings)))
 SOURCES.add("s3", lambda c: ListedSource(s3_source(c.settings)))
+SOURCES.add("website", lambda c: ListedSource(website_source(c.settings)))
 
 
 class ListedSource:
@@ -132,7 +135,7 @@ class ListedSource:
         sync = SyncRequest(request.target, request.options, trusted=True)
         for entry in self.inner.listing(sync).entries:
             name = entry.path.rsplit("/", 1)[-1]
-            yield SourceItem(key=entry.path, name=name, read=entry.read)
+            yield SourceItem(key=entry.path, name=name, read=entry.read, url=entry.url)
 
 
 def folder_source(settings: Settings) -> FolderSource:
@@ -154,6 +157,22 @@ def webdav_source(settings: Settings) -> WebDavSource:
 def s3_source(settings: Settings) -> S3Source:
     """S3-compatible buckets; endpoints pass the URL fetches' guard."""
     return S3Source(fetch_guard(settings), settings.server.max_upload_bytes)
+
+
+def website_source(settings: Settings) -> WebsiteSource:
+    """Websites, fetched by a client of the URL fetches (their guard and limits) per run."""
+    guard = fetch_guard(settings)
+    return WebsiteSource(lambda: UrlFetcher(guard, fetch_limits(settings)), guard)
+
+
+def fetch_limits(settings: Settings) -> FetchLimits:
+    web = settings.web
+    return FetchLimits(
+        web.web_fetch_timeout,
+        web.web_fetch_max_bytes,
+        web.web_fetch_max_redirects,
+        web.web_fetch_user_agent,
+    )
 
 
 def fetch_guard(settings: Settings) -> AddressGuard:

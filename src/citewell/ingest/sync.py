@@ -123,7 +123,9 @@ class Syncer:
     @staticmethod
     def _item(scope: SyncScope, entry: SyncEntry, path: str) -> SourceItem:
         name = path.rsplit("/", 1)[-1]
-        return SourceItem(path, name, entry.read, source=scope.source, added_by=scope.added_by)
+        return SourceItem(
+            path, name, entry.read, source=scope.source, url=entry.url, added_by=scope.added_by
+        )
 
     def _delete(self, kb_id: str, gone: list[SyncedPath], tally: SyncTally) -> None:
         with self.ingestor.lock:

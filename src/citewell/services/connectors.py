@@ -22,7 +22,18 @@ from citewell.jobs import Job
 
 __all__ = ["Connector", "ConnectorService", "ConnectorSpec", "SyncStatus", "SyncTally"]
 
-OPTIONS = ("folder", "include", "exclude", "branch", "path", "allow_empty", "endpoint", "region")
+OPTIONS = (
+    "folder",
+    "include",
+    "exclude",
+    "branch",
+    "path",
+    "allow_empty",
+    "endpoint",
+    "region",
+    "depth",
+    "max_pages",
+)
 CREDENTIALS = ("token", "username", "webhook_secret", "access_key_id", "secret_access_key")
 
 
