@@ -85,7 +85,7 @@ def main() -> None:
         changes = change(repo, args.changes)
         last = f"zqpush{changes['added'] - 1}"
         pushed = time.monotonic()
-        job = app.connectors.webhook(made.id, lambda secret: True)  # a signed push arrived
+        job = app.connectors.webhook(made.id, lambda _secret: True)  # a signed push arrived
         assert job is not None
         while app.jobs.get(job.id).state not in ("indexed", "failed", "cancelled"):
             time.sleep(0.05)
