@@ -252,8 +252,11 @@ def test_an_upload_waits_until_it_is_added_by_id(world) -> None:
             f"/api/v1/knowledge/{bobs.json()['id']}/file/add", json={"file_id": upload["id"]}
         )
         assert stolen.status_code == 400  # not his upload: as if there were none
+        held_bytes = world.settings.storage.data_dir / "files" / "uploads" / upload["id"]
+        assert held_bytes.is_file()
         added = alice.post(f"/api/v1/knowledge/{kb_id}/file/add", json={"file_id": upload["id"]})
         assert added.status_code == 200, added.text
+        assert not held_bytes.exists()  # the KB's store holds the bytes now
         body = added.json()
         assert [f["id"] for f in body["files"]] == [upload["id"]]
         assert body["write_access"] is True and body["user_id"]

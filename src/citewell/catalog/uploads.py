@@ -99,6 +99,7 @@ class Uploads:
             row = session.get(UploadRow, upload_id)
             if row is not None:
                 row.file_id = file_id
+        self._path(upload_id).unlink(missing_ok=True)  # the KB's store holds them now
 
     def delete(self, upload_id: str) -> None:
         with self._sessions() as session, session.begin():
