@@ -3,6 +3,7 @@ re-sync with nothing changed, and one after a few renames (nothing to embed). Sc
 abstracts as .md files in nested folders; a fresh data dir for each side.
 
     python benchmarks/folder_sync.py --docs 1000
+    python benchmarks/folder_sync.py --docs 10000 --halves   # the issue's 10,000 files
 """
 
 from __future__ import annotations
@@ -30,12 +31,26 @@ def write_tree(root: Path, docs: list[tuple[str, str]]) -> None:
         (folder / f"{doc_id}.md").write_text(text)
 
 
+def halves(docs: list[tuple[str, str]], files: int) -> list[tuple[str, str]]:
+    """More files than SciFact has abstracts (5,183): each abstract as two files, its
+    title with the first half of its sentences and the rest (distinct bytes and texts)."""
+    split = []
+    for doc_id, text in docs:
+        title, _, body = text.partition("\n\n")
+        sentences = body.split(". ")
+        middle = max(1, len(sentences) // 2)
+        split.append((f"{doc_id}-a", f"{title}\n\n" + ". ".join(sentences[:middle])))
+        split.append((f"{doc_id}-b", ". ".join(sentences[middle:]) or title))
+    return split[:files]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--renames", type=int, default=50)
+    parser.add_argument("--halves", action="store_true", help="Two files per abstract.")
     args = parser.parse_args()
-    docs = scifact_docs(args.docs)
+    docs = halves(scifact_docs(), args.docs) if args.halves else scifact_docs(args.docs)
     embedder = OnnxEmbedder()
     work = Path(tempfile.mkdtemp())
     try:
