@@ -267,6 +267,16 @@ def test_an_upload_waits_until_it_is_added_by_id(world) -> None:
             f"/api/v1/knowledge/{kb_id}/file/remove", json={"file_id": upload["id"]}
         )
         assert removed.status_code == 200 and removed.json()["files"] == []
+        empty = alice.post("/api/v1/files/", files={"file": ("empty.txt", b"")}).json()
+        good = alice.post("/api/v1/files/", files={"file": ("ok.txt", b"Figs ripen late.")})
+        batch = alice.post(
+            f"/api/v1/knowledge/{kb_id}/files/batch/add",
+            json=[{"file_id": good.json()["id"]}, {"file_id": empty["id"]}],
+        )
+        assert batch.status_code == 200, batch.text  # one unreadable file fails alone
+        assert [f["meta"]["name"] for f in batch.json()["files"]] == ["ok.txt"]
+        (warning,) = batch.json()["warnings"]["errors"]
+        assert warning.startswith(empty["id"]) and "empty" in warning
 
 
 def test_another_users_kb_answers_like_a_missing_one(world) -> None:

@@ -32,6 +32,8 @@ BY_TAG = {
     "retrieval": (415, 422, 502, 504),
     "rag": (502, 504),
     "openai": (502, 504),
+    "open-webui": (415, 422, 502),  # its uploads are indexed before the answer
+    "connectors": (502, 504),  # a source's host is resolved when a connector is made
 }
 
 

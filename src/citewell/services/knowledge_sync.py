@@ -12,7 +12,7 @@ from typing import Any
 from citewell.catalog.folders import Entry, clean_folder, join
 from citewell.catalog.uploads import Upload
 from citewell.engine.scoped import Scoped
-from citewell.errors import FileNotFound, InvalidInput
+from citewell.errors import CitewellError, FileNotFound, InvalidInput
 from citewell.services.folders import EntryView, FolderService
 
 __all__ = ["KnowledgeSync", "ManifestEntry", "SyncDiff", "Upload", "Uploaded"]
@@ -125,8 +125,8 @@ class KnowledgeSync:
         for file_id, folder_id in files:
             try:
                 added.append(self.add(found.id, file_id, folder_id))
-            except (FileNotFound, InvalidInput) as error:
-                errors.append(f"{file_id}: {error}")
+            except CitewellError as error:  # this file's: unreadable, empty, not found
+                errors.append(f"{file_id}: {error.message}")
         return added, errors
 
     # --- manifests -------------------------------------------------------------------
