@@ -4,7 +4,6 @@ ingest job handler on a fresh application."""
 
 import os
 import shutil
-import socket
 import subprocess
 import uuid
 from pathlib import Path
@@ -19,6 +18,7 @@ from citewell.ingest.sources import SOURCES, SourceContext, SourceRequest
 from citewell.ingest.web import WebSources
 from citewell.testing.job_handlers import JobHandlerConformance
 from citewell.testing.sources import SourceConformance, SyncableConformance
+from tests.connector_helpers import S3_KEYS, moto_s3
 from tests.fake_web import FakeSearchProviders, FakeWebSite, FakeYouTube, Hit, serve_web
 from tests.webdav_server import serve_webdav
 
@@ -67,29 +67,8 @@ def dav(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bucket():
     """moto's S3 server (a wire-faithful fake of S3) with a bucket tests copy documents into."""
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="test-key",
-        aws_secret_access_key="test-secret",
-    )
-    client.create_bucket(Bucket="docs")
-    yield SimpleNamespace(endpoint=endpoint, client=client)
-    server.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    with moto_s3("docs") as (endpoint, client):
+        yield SimpleNamespace(endpoint=endpoint, client=client)
 
 
 def requests_for(sites, folder, dav=None, bucket=None):
@@ -178,8 +157,7 @@ class TestSyncableSources(SyncableConformance):
         folder = tmp_path / "docs"
         folder.mkdir()
         made = requests_for(sites, folder, dav, bucket)[kind]
-        credentials = {"access_key_id": "test-key", "secret_access_key": "test-secret"}
-        return SyncRequest(made.target, made.options, credentials, trusted=True)
+        return SyncRequest(made.target, made.options, S3_KEYS, trusted=True)
 
 
 def test_web_search_skips_pages_that_cannot_be_fetched(sites, tmp_path):

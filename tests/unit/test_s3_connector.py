@@ -5,7 +5,6 @@ endpoint's host passes the URL guard, and a bad target or endpoint is refused.""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,54 +12,21 @@ from typing import Any
 import pytest
 
 from citewell.app import Citewell
-from citewell.auth.access import Access
-from citewell.config import Settings
-from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput, UrlBlocked
-from citewell.services.connectors import ConnectorService, ConnectorSpec
+from citewell.services.connectors import ConnectorSpec
 from citewell.types import SearchMode
-
-KEYS = {"access_key_id": "test-key", "secret_access_key": "test-secret"}
+from tests.connector_helpers import S3_KEYS, api_connectors, kb_paths, moto_s3
 
 
 @pytest.fixture
 def s3() -> Iterator[tuple[str, Any]]:
-    """moto's S3 server: (its endpoint, a boto3 client for putting objects)."""
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id=KEYS["access_key_id"],
-        aws_secret_access_key=KEYS["secret_access_key"],
-    )
-    client.create_bucket(Bucket="team")
-    try:
-        yield endpoint, client
-    finally:
-        server.stop()
+    with moto_s3("team") as server:
+        yield server
 
 
 def put(client: Any, files: dict[str, str]) -> None:
     for key, text in files.items():
         client.put_object(Bucket="team", Key=key, Body=text.encode())
-
-
-def service_for(tmp_path: Path, embedder, **settings: str) -> tuple[Citewell, ConnectorService]:  # noqa: ANN001
-    app = Citewell.from_settings(
-        Settings.load(data_dir=tmp_path / "data", **settings), embedder=embedder
-    )
-    service = ConnectorService(Scoped(app, Access.everything()))  # over the API: not local
-    service.ensure_kb("kb")
-    return app, service
 
 
 def found(app: Citewell, query: str) -> str:
@@ -81,15 +47,14 @@ def test_a_bucket_prefix_syncs_adds_changes_renames_and_deletes(
             "other/outside.md": "Not under the prefix.",
         },
     )
-    app, service = service_for(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
+    app, service = api_connectors(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
     spec = ConnectorSpec(
-        "s3", "s3://team/docs", options={"endpoint": endpoint}, credentials=KEYS, name="b"
+        "s3", "s3://team/docs", options={"endpoint": endpoint}, credentials=S3_KEYS, name="b"
     )
     made = service.create("kb", spec)
     first = app.connectors.run(made.id)
     assert (first.added, first.failed) == (2, 0), first.errors
-    paths = sorted(link.path for link in app.catalog.links(kb_ids=[app.kb_id("kb")]))
-    assert paths == ["handbook.md", "policies/travel.txt"]
+    assert kb_paths(app) == ["handbook.md", "policies/travel.txt"]
     assert app.connectors.run(made.id).unchanged == 2
 
     put(client, {"docs/handbook.md": "# Handbook\n\nNew staff get an Osprey badge."})
@@ -109,7 +74,7 @@ def test_a_bucket_prefix_syncs_adds_changes_renames_and_deletes(
 
 def test_targets_and_endpoints_are_checked(s3, tmp_path: Path, onnx_embedder) -> None:
     endpoint, _ = s3
-    app, service = service_for(tmp_path, onnx_embedder)  # no allow-list: loopback refused
+    app, service = api_connectors(tmp_path, onnx_embedder)  # no allow-list: loopback refused
     with pytest.raises(UrlBlocked):
         service.create("kb", ConnectorSpec("s3", "s3://team", options={"endpoint": endpoint}))
     with pytest.raises(UrlBlocked):

@@ -12,12 +12,10 @@ from pathlib import Path
 import pytest
 
 from citewell.app import Citewell
-from citewell.auth.access import Access
-from citewell.config import Settings
-from citewell.engine.scoped import Scoped
 from citewell.errors import FetchFailed, InvalidInput, UrlBlocked
-from citewell.services.connectors import ConnectorService, ConnectorSpec
+from citewell.services.connectors import ConnectorSpec
 from citewell.types import SearchMode
+from tests.connector_helpers import api_connectors, kb_paths
 from tests.webdav_server import serve_webdav
 
 USER, PASSWORD = "alice", "app-password-1"
@@ -38,15 +36,6 @@ def dav(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield f"{url}/team", share / "team"
 
 
-def service_for(tmp_path: Path, embedder, **settings: str) -> tuple[Citewell, ConnectorService]:  # noqa: ANN001
-    app = Citewell.from_settings(
-        Settings.load(data_dir=tmp_path / "data", **settings), embedder=embedder
-    )
-    service = ConnectorService(Scoped(app, Access.everything()))  # over the API: not local
-    service.ensure_kb("kb")
-    return app, service
-
-
 def found(app: Citewell, query: str) -> str:
     return " ".join(h.chunk.text for h in app.search(query, ["kb"], SearchMode.BM25, 5))
 
@@ -65,7 +54,7 @@ def test_a_webdav_folder_syncs_adds_edits_renames_and_deletes(
             "photo.xyz": "not a type Citewell reads",
         },
     )
-    app, service = service_for(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
+    app, service = api_connectors(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
     made = service.create(
         "kb",
         ConnectorSpec(
@@ -74,8 +63,7 @@ def test_a_webdav_folder_syncs_adds_edits_renames_and_deletes(
     )
     first = app.connectors.run(made.id)
     assert (first.added, first.failed) == (3, 0), first.errors
-    paths = sorted(link.path for link in app.catalog.links(kb_ids=[app.kb_id("kb")]))
-    assert paths == ["handbook.md", "policies/deep/expenses.md", "policies/travel.txt"]
+    assert kb_paths(app) == ["handbook.md", "policies/deep/expenses.md", "policies/travel.txt"]
     again = app.connectors.run(made.id)
     assert (again.unchanged, again.chunks_embedded) == (3, 0)
 
@@ -94,7 +82,7 @@ def test_a_webdav_folder_syncs_adds_edits_renames_and_deletes(
 def test_a_wrong_password_fails_the_run_with_its_reason(dav, tmp_path: Path, onnx_embedder):
     url, team = dav
     write(team, {"a.md": "A note."})
-    app, service = service_for(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
+    app, service = api_connectors(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
     made = service.create(
         "kb", ConnectorSpec("webdav", url, credentials={"username": USER, "token": "wrong"})
     )
@@ -107,7 +95,7 @@ def test_a_wrong_password_fails_the_run_with_its_reason(dav, tmp_path: Path, onn
 
 def test_loopback_and_passwords_in_urls_are_refused(dav, tmp_path: Path, onnx_embedder):
     url, _ = dav
-    app, service = service_for(tmp_path, onnx_embedder)  # no allow-list: loopback refused
+    app, service = api_connectors(tmp_path, onnx_embedder)  # no allow-list: loopback refused
     with pytest.raises(UrlBlocked):
         service.create("kb", ConnectorSpec("webdav", url))
     with pytest.raises(UrlBlocked):

@@ -14,13 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from citewell.app import Citewell
-from citewell.auth.access import Access
-from citewell.config import Settings
-from citewell.engine.scoped import Scoped
 from citewell.errors import UrlBlocked
-from citewell.services.connectors import ConnectorService, ConnectorSpec
+from citewell.services.connectors import ConnectorSpec
 from citewell.types import SearchMode
+from tests.connector_helpers import api_connectors, kb_paths
 
 
 def html(title: str, text: str, *links: str) -> bytes:
@@ -103,28 +100,15 @@ def site() -> Iterator[tuple[str, Site]]:
         thread.join(timeout=10)
 
 
-def service_for(tmp_path: Path, embedder, **settings: str) -> tuple[Citewell, ConnectorService]:  # noqa: ANN001
-    app = Citewell.from_settings(
-        Settings.load(data_dir=tmp_path / "data", **settings), embedder=embedder
-    )
-    service = ConnectorService(Scoped(app, Access.everything()))  # over the API: not local
-    service.ensure_kb("kb")
-    return app, service
-
-
-def paths(app: Citewell) -> list[str]:
-    return sorted(link.path for link in app.catalog.links(kb_ids=[app.kb_id("kb")]))
-
-
 def test_a_site_is_crawled_to_a_depth_and_kept_current(site, tmp_path: Path, onnx_embedder):
     url, state = site
-    app, service = service_for(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
+    app, service = api_connectors(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
     made = service.create(
         "kb", ConnectorSpec("website", f"{url}/docs/", options={"depth": "2"}, name="docs")
     )
     first = app.connectors.run(made.id)
     assert (first.added, first.failed) == (4, 0), first.errors
-    assert paths(app) == ["deep/a.html", "deep/b.html", "guide.html", "index.html"]
+    assert kb_paths(app) == ["deep/a.html", "deep/b.html", "guide.html", "index.html"]
     assert ("/docs/private/secret.html", 200) not in state.log  # robots.txt said no
     (hit,) = app.search("Quokka toolkit", ["kb"], SearchMode.BM25, 1)
     assert hit.url == f"{url}/docs/guide.html"  # citations link to the page
@@ -138,7 +122,7 @@ def test_a_site_is_crawled_to_a_depth_and_kept_current(site, tmp_path: Path, onn
     del state.pages["/docs/deep/a.html"]
     changed = app.connectors.run(made.id)
     assert (changed.updated, changed.deleted) == (1, 1)
-    assert paths(app) == ["deep/b.html", "guide.html", "index.html"]
+    assert kb_paths(app) == ["deep/b.html", "guide.html", "index.html"]
     assert "Wombat" in app.search("toolkit", ["kb"], SearchMode.BM25, 1)[0].chunk.text
     assert not app.check(recall_samples=0).problems
     app.close()
@@ -147,16 +131,16 @@ def test_a_site_is_crawled_to_a_depth_and_kept_current(site, tmp_path: Path, onn
 def test_a_sitemap_lists_the_pages(site, tmp_path: Path, onnx_embedder) -> None:
     url, state = site
     state.sitemap(url)
-    app, service = service_for(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
+    app, service = api_connectors(tmp_path, onnx_embedder, web_fetch_allowlist="127.0.0.1")
     made = service.create("kb", ConnectorSpec("website", f"{url}/sitemap.xml", name="map"))
     assert app.connectors.run(made.id).added == 2
-    assert paths(app) == ["docs/deep/c.html", "docs/guide.html"]
+    assert kb_paths(app) == ["docs/deep/c.html", "docs/guide.html"]
     app.close()
 
 
 def test_loopback_and_metadata_addresses_are_refused(site, tmp_path: Path, onnx_embedder):
     url, _ = site
-    app, service = service_for(tmp_path, onnx_embedder)  # no allow-list
+    app, service = api_connectors(tmp_path, onnx_embedder)  # no allow-list
     for target in (f"{url}/docs/", "http://169.254.169.254/latest/meta-data/"):
         with pytest.raises(UrlBlocked):
             service.create("kb", ConnectorSpec("website", target, name=target[-12:]))
