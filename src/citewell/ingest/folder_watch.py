@@ -1,7 +1,9 @@
 """Folder connectors watched for changes, in the process that runs jobs: a change under a
 connector's folder queues its sync at once (a change while one runs queues one more behind
-it; a connector's syncs run one at a time). The full rescan every interval stays, since a
-watch can miss events (a network mount, a folder replaced, a restart).
+it; a connector's syncs run one at a time). When a watch begins (the server starts, a
+connector is made, the watch recovers from an error) its folders are synced once, for what
+changed while nothing watched. The full rescan every interval stays, since a watch can miss
+events (a network mount, a folder replaced).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class FolderWatcher:
         self.runs, self.wake = runs, wake
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watching: set[str] = set()  # connectors whose folders the last watch covered
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="citewell-watch", daemon=True)
@@ -55,13 +58,14 @@ class FolderWatcher:
                 self._watch(watched)
             except Exception as error:  # the watch must outlive a database hiccup or a lost folder
                 logger.warning("watching connector folders failed: %s", error)
+                self._watching = set()  # changes meanwhile went unseen: catch up after
                 self._stop.wait(LOOK_EVERY)
 
     def _watch(self, watched: dict[str, Path]) -> None:
         """Until a connector is made, paused or deleted (then the caller looks again)."""
         import watchfiles
 
-        looked = time.monotonic()
+        looked, unseen = time.monotonic(), set(watched) - self._watching
         for changes in watchfiles.watch(
             *sorted(set(watched.values())),
             stop_event=self._stop,
@@ -70,6 +74,9 @@ class FolderWatcher:
             debounce=DEBOUNCE_MS,
             step=50,
         ):
+            if unseen:  # the watch is on now; what changed before it began is synced once
+                self._queue({c: watched[c] for c in unseen}, list(watched.values()))
+                self._watching, unseen = set(watched), set()
             if changes:
                 self._queue(watched, [Path(path) for _, path in changes])
             if time.monotonic() - looked >= LOOK_EVERY:
