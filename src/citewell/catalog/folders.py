@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, update
@@ -104,7 +103,8 @@ def _entry(row: KnowledgeBaseFileRow) -> Entry:
     )
 
 
-def _ancestors(path: str) -> list[str]:
+def ancestors(path: str) -> list[str]:
+    """ "a/b/c" → ["a", "a/b", "a/b/c"] ("" → [])."""
     parts = path.split("/")
     return ["/".join(parts[: i + 1]) for i in range(len(parts))] if path else []
 
@@ -135,7 +135,7 @@ class Folders:
                 for path in session.scalars(
                     select(KnowledgeBaseFileRow.path).where(KnowledgeBaseFileRow.kb_id == kb_id)
                 )
-                for folder in _ancestors(folder_of(path))
+                for folder in ancestors(folder_of(path))
             }
             for path in sorted(implied - have.keys()):
                 have[path] = self._add(session, kb_id, path, "")
@@ -151,7 +151,7 @@ class Folders:
         with self._sessions() as session, session.begin():
             have = {r.path: r for r in self._rows(session, kb_id)}
             made = path not in have
-            for folder in _ancestors(path):
+            for folder in ancestors(path):
                 if folder not in have:
                     have[folder] = self._add(session, kb_id, folder, created_by)
             return _folder(have[path]), made
@@ -169,7 +169,7 @@ class Folders:
                 raise InvalidInput(f"A folder cannot move into itself ({old!r} → {new_path!r}).")
             if self._taken(session, kb_id, new_path):
                 raise PathTaken(f"{new_path!r} exists already in this knowledge base.")
-            for parent in _ancestors(parent_of(new_path)):
+            for parent in ancestors(parent_of(new_path)):
                 if not self._row(session, kb_id, parent):
                     self._add(session, kb_id, parent, row.created_by)
             self._rename_below(session, kb_id, old, new_path)
@@ -298,11 +298,3 @@ class Folders:
                 .where((KnowledgeBaseFileRow.kb_id == kb_id) & (KnowledgeBaseFileRow.path == path))
                 .values(entry_id=entry_id)
             )
-
-    def ensure(self, kb_id: str, paths: Iterable[str], created_by: str = "") -> None:
-        """Rows for these folders and their parents, where missing."""
-        wanted = {a for p in paths for a in _ancestors(p)}
-        with self._sessions() as session, session.begin():
-            have = {r.path for r in self._rows(session, kb_id)}
-            for path in sorted(wanted - have):
-                self._add(session, kb_id, path, created_by)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from citewell.catalog import FileRecord, KnowledgeBase
-from citewell.catalog.folders import Entry, Folder, clean_folder, join, parent_of
+from citewell.catalog.folders import Entry, Folder, ancestors, clean_folder, join
 from citewell.engine.scoped import Scoped
 from citewell.errors import FileNotFound, FolderNotFound, InvalidInput
 
@@ -76,7 +76,7 @@ class FolderService:
             items=views[start : start + request.size],
             total=len(views),
             folders=[f for f in folders if f.parent_path == listed],
-            breadcrumbs=[by_path[p] for p in _chain(listed) if p in by_path],
+            breadcrumbs=[by_path[p] for p in ancestors(listed) if p in by_path],
             folder_ids={f.path: f.id for f in folders},
         )
 
@@ -197,15 +197,6 @@ class FolderService:
 def _folder_id(by_path: dict[str, Folder], path: str) -> str | None:
     folder = by_path.get(path) if path else None
     return folder.id if folder is not None else None
-
-
-def _chain(path: str) -> list[str]:
-    """ "a/b/c" → ["a", "a/b", "a/b/c"]."""
-    chain: list[str] = []
-    while path:
-        chain.insert(0, path)
-        path = parent_of(path)
-    return chain
 
 
 def _sorted(views: list[EntryView], order_by: str, descending: bool) -> list[EntryView]:

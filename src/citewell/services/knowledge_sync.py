@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from citewell.catalog.folders import Entry, clean_folder, join
+from citewell.catalog.folders import Entry, ancestors, clean_folder, join
 from citewell.catalog.uploads import Upload
 from citewell.engine.scoped import Scoped
 from citewell.errors import CitewellError, FileNotFound, InvalidInput
@@ -151,7 +151,7 @@ class KnowledgeSync:
         for key, have in held.items():
             if key not in wanted:
                 result.deleted.append((have.entry.entry_id, key[1]))
-        needed = {p for folder, _ in wanted for p in _chain(folder)}
+        needed = {p for folder, _ in wanted for p in ancestors(folder)}
         result.mkdir = sorted(needed - result.folder_ids.keys(), key=lambda p: p.count("/"))
         result.rmdir = [i for p, i in result.folder_ids.items() if p not in needed]
         return result
@@ -185,8 +185,3 @@ class KnowledgeSync:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _chain(path: str) -> list[str]:
-    parts = path.split("/") if path else []
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]

@@ -9,24 +9,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, UploadFile
+from fastapi import APIRouter, File, Form, HTTPException, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.deps import AuditDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.openwebui_schemas import upload_response
 from citewell.api.routes.knowledge import read_limited, upload_name
-from citewell.api.routes.openwebui_knowledge import open_webui_errors
-from citewell.services.knowledge_sync import KnowledgeSync
+from citewell.api.routes.openwebui_knowledge import SyncDep, open_webui_errors
 
 router = APIRouter(prefix="/api/v1/files", tags=["open-webui"], route_class=OffLoopJsonRoute)
-
-
-def get_sync(view: ViewDep) -> KnowledgeSync:
-    return KnowledgeSync(view)
-
-
-SyncDep = Annotated[KnowledgeSync, Depends(get_sync)]
 
 
 def _metadata(raw: str | None) -> dict[str, Any]:
