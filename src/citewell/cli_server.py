@@ -1,5 +1,5 @@
-"""`citewell serve`, `worker`, `migrate` and `check`: running the server and keeping its
-data sound."""
+"""`citewell serve`, `worker`, `migrate`, `files copy` and `check`: running the server and
+keeping its data sound."""
 
 from __future__ import annotations
 
@@ -80,31 +80,95 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
 
 
 @click.command()
-@click.option("--to", "target", required=True, help="postgresql://user:password@host/database")
+@click.option("--to", "target", default="", help="postgresql://user:password@host/database")
+@click.option(
+    "--files-to",
+    default="",
+    help="Also copy the stored files: s3://BUCKET/PREFIX (with the file_store_* endpoint, "
+    "region and keys) or a directory.",
+)
 @click.option("--force", is_flag=True, help="Empty a target database that holds data first.")
 @pass_app
-def migrate(ctx: Context, target: str, force: bool) -> None:
+def migrate(ctx: Context, target: str, files_to: str, force: bool) -> None:
     """Move this embedded data dir into PostgreSQL: catalog, users, keys, grants, jobs, the
-    embedding cache and every chunk with its vector (nothing is embedded again).
+    embedding cache and every chunk with its vector (nothing is embedded again); with
+    --files-to, its stored files into a bucket too.
 
-    Stop the server first. Stored files stay in the data dir."""
+    Stop the server first."""
     from citewell.config import Settings
     from citewell.operations.move import Move
 
+    if not target and not files_to:
+        raise click.UsageError("Say where to: --to postgresql://… and/or --files-to s3://….")
     with click_errors():
         settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
-        report = Move(settings, target, lambda line: click.echo(line, err=True)).run(force)
+        report = None
+        if target:
+            report = Move(settings, target, lambda line: click.echo(line, err=True)).run(force)
+        settings_to_add = _copy_files(settings, "", files_to) if files_to else {}
+    if report is not None:
+        click.echo(
+            f"Moved {sum(report.tables.values())} rows, {sum(report.chunks.values())} chunks "
+            f"and {report.cached_vectors} cached vectors; {report.searches_checked} sample "
+            "searches compared."
+        )
+        if not report.ok:
+            raise click.ClickException("The copy differs: " + "; ".join(report.mismatches))
+        settings_to_add = {"CITEWELL_DATABASE_URL": target, **settings_to_add}
+    lines = "".join(f"    {name}={value}\n" for name, value in settings_to_add.items())
+    click.echo(f"Done. Start Citewell with the same data dir and\n\n{lines}")
+
+
+def _copy_files(settings: Any, source: str, target: str) -> dict[str, str]:
+    """Copy stored files; the settings that make the target the file store."""
+    from citewell.operations.copy_files import copy_files, settings_for
+
+    report = copy_files(settings, source, target, lambda line: click.echo(line, err=True))
     click.echo(
-        f"Moved {sum(report.tables.values())} rows, {sum(report.chunks.values())} chunks and "
-        f"{report.cached_vectors} cached vectors; {report.searches_checked} sample searches "
-        "compared."
+        f"Copied {report.copied} stored blobs ({report.bytes_copied / 1e6:.1f} MB) from "
+        f"{report.source} to {report.target}; {report.unchanged} were there already."
     )
     if not report.ok:
-        raise click.ClickException("The copy differs: " + "; ".join(report.mismatches))
-    click.echo(
-        "Done. Start Citewell with the same data dir (it keeps the stored files) and\n\n"
-        f"    CITEWELL_DATABASE_URL={target}\n"
-    )
+        shown = ", ".join(report.missing[:10])
+        raise click.ClickException(
+            f"{len(report.missing)} blobs did not arrive ({shown}); run the copy again."
+        )
+    return settings_for(target)
+
+
+@click.group()
+def files() -> None:
+    """The stored files: originals, extracted texts, page maps, staged and held uploads."""
+
+
+@files.command(name="copy")
+@click.option(
+    "--to",
+    "target",
+    default="",
+    help="A directory or s3://BUCKET/PREFIX [default: the file store in use].",
+)
+@click.option(
+    "--from",
+    "source",
+    default="",
+    help="A directory or s3://BUCKET/PREFIX [default: the file store in use].",
+)
+@pass_app
+def files_copy(ctx: Context, target: str, source: str) -> None:
+    """Copy every stored file from one file store to another: into a bucket before setting
+    file_store = s3, out of it as a backup, or a backup back. Blobs the target already
+    holds with the same size are skipped, so an interrupted copy is simply run again."""
+    from citewell.config import Settings
+
+    if not target and not source:
+        raise click.UsageError("Name --to (a backup) or --from (a restore), or both.")
+    with click_errors():
+        settings = Settings.load(ctx.config, data_dir=ctx.data_dir)
+        to_add = _copy_files(settings, source, target)
+    if to_add:
+        lines = "".join(f"    {name}={value}\n" for name, value in to_add.items())
+        click.echo(f"To keep stored files there from now on, set\n\n{lines}")
 
 
 @click.command()
@@ -164,6 +228,13 @@ def _print_check(report: Any) -> None:
         click.echo(f"missing chunks: file {file_id} has {found} of its {recorded}")
     for file_id in report.orphan_stored:
         click.echo(f"orphan stored file: {file_id}")
+    for file_id, kinds in report.missing_stored.items():
+        hint = (
+            " (put the file store back from a backup, or upload the file again)"
+            if "original" in kinds
+            else " (--repair makes it again from the original)"
+        )
+        click.echo(f"missing stored {' and '.join(kinds)}: file {file_id}{hint}")
     for file_id in report.files_in_no_kb:
         click.echo(f"file in no knowledge base: {file_id}")
     for job_id in report.stuck_jobs:

@@ -35,6 +35,7 @@ ROLES = {
     "llm": "llm_engine",
     "web_search": "web_search_engine",
     "chunk_stores": "store",
+    "file_stores": "file_store",
     "job_handlers": "",
     "sources": "",
 }

@@ -1,8 +1,10 @@
 """Server mode as a team deploys it: two `citewell serve` processes (no job worker) and two
-`citewell worker` processes on one PostgreSQL and one shared data dir. 300 files go in
-through both APIs, one worker is killed with SIGKILL mid-batch, and still every file is
-indexed exactly once, `citewell check` is clean, and a user's rate limit holds across both
-APIs."""
+`citewell worker` processes on one PostgreSQL, either sharing one data dir (a shared mount)
+or each with its own and the stored files in an S3 bucket (moto's server: a wire-faithful
+fake of S3, which cannot run here). 300 files go in through both APIs, one worker is killed
+with SIGKILL mid-batch, and still every file is indexed exactly once, each API serves the
+originals the other took in, `citewell check` is clean, and a user's rate limit holds
+across both APIs."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from sqlalchemy import text
 
 from citewell.auth import AuthStore
 from citewell.db.engine import url_engine
+from tests.connector_helpers import S3_KEYS, moto_s3
 
 pytestmark = pytest.mark.e2e
 FILES, LIMIT = 300, 200
@@ -91,9 +94,41 @@ def _stop_holding(url: str, worker: subprocess.Popen[bytes], deadline: float) ->
         time.sleep(0.1)
 
 
-def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
+@pytest.fixture(params=["shared data dir", "bucket"])
+def file_store(request, tmp_path):
+    """(the data dir of each process by its name, the settings that say where files live)."""
+    if request.param == "shared data dir":
+        yield (lambda name: tmp_path / "data"), {}
+        return
+    with moto_s3("citewell") as (endpoint, _client):
+        settings = {
+            "CITEWELL_FILE_STORE": "s3",
+            "S3_BUCKET_NAME": "citewell",  # Open WebUI's names work as well
+            "CITEWELL_FILE_STORE_PREFIX": "team",
+            "CITEWELL_FILE_STORE_ENDPOINT": endpoint,
+            "CITEWELL_FILE_STORE_REGION": "us-east-1",
+            "CITEWELL_FILE_STORE_ACCESS_KEY_ID": S3_KEYS["access_key_id"],
+            "CITEWELL_FILE_STORE_SECRET_ACCESS_KEY": S3_KEYS["secret_access_key"],
+        }
+        yield (lambda name: tmp_path / name), settings
+
+
+def _originals_served_by_each(bases: list[str], headers: dict[str, str]) -> None:
+    """Each API serves text and originals, whichever API took them in and worker stored them."""
+    listed = httpx.get(f"{bases[0]}/api/v1/files", headers=headers, timeout=30).json()
+    for record in listed[:3] + listed[-3:]:
+        for base in bases:
+            content = httpx.get(
+                f"{base}/api/v1/files/{record['id']}/content", headers=headers, timeout=30
+            )
+            assert content.status_code == 200 and content.content, content.text
+            text = httpx.get(f"{base}/api/v1/files/{record['id']}/text", headers=headers)
+            assert text.status_code == 200 and text.json()["text"]
+
+
+def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, file_store):
     # As an operator starts it: an empty database, no pgvector yet (the server creates it).
-    url, data = postgres.create_database(vector=False), tmp_path / "data"
+    url, (data, where) = postgres.create_database(vector=False), file_store
     users = AuthStore(url_engine(url))
     root, spender = users.create_user("root", role="admin"), users.create_user("spender")
     # The rate limit counts per user: the budget spent below is the spender's alone.
@@ -104,12 +139,13 @@ def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
         "CITEWELL_SERVE_JOB_WORKER": "false",
         "CITEWELL_RATE_LIMIT_PER_MINUTE": str(LIMIT),
         "CITEWELL_JOB_BATCH_FILES": "16",
+        **where,
     }
     ports = [free_port(), free_port()]
     started: list[subprocess.Popen[bytes]] = []
     try:
-        started += [start_server(data, port, env) for port in ports]
-        workers = [_worker(data, env), _worker(data, env)]
+        started += [start_server(data(f"api{n}"), port, env) for n, port in enumerate(ports)]
+        workers = [_worker(data("worker0"), env), _worker(data("worker1"), env)]
         started += workers
         bases = [f"http://127.0.0.1:{port}" for port in ports]
         headers = {"Authorization": f"Bearer {work}"}
@@ -121,6 +157,7 @@ def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
         while _states(url) != {"indexed": FILES}:
             assert time.monotonic() < deadline, "the batches did not finish"
             time.sleep(0.5)
+        _originals_served_by_each(bases, headers)
         began = time.monotonic()
         codes = [
             httpx.get(
@@ -146,7 +183,7 @@ def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, tmp_path):
     assert tuple(links) == (FILES, FILES) and tuple(files) == (FILES, FILES)
     assert retried > 0  # the killed worker's batch was taken over
     check = subprocess.run(
-        [sys.executable, "-m", "citewell", "--data-dir", str(data), "check", "--json"],
+        [sys.executable, "-m", "citewell", "--data-dir", str(data("check")), "check", "--json"],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

@@ -83,6 +83,7 @@ def test_settings_accept_an_installed_plug_in_name(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("role", [r for r, setting in ROLES.items() if setting])
 def test_every_settings_value_is_a_built_in_or_a_special_word(role):
+    from citewell.blobs.registry import FILE_STORES
     from citewell.embedders import EMBEDDERS
     from citewell.llm.registry import LLM_ENGINES
     from citewell.loaders.ocr import OCR_ENGINES
@@ -99,6 +100,7 @@ def test_every_settings_value_is_a_built_in_or_a_special_word(role):
         "llm": LLM_ENGINES,
         "web_search": WEB_SEARCH,
         "chunk_stores": CHUNK_STORES,
+        "file_stores": FILE_STORES,
     }
     special = {"auto", "off", ""}
     assert set(BUILTIN_BACKENDS[role]) - special == set(registries[role].names()) - special

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from citewell.auth import AuthStore
 from citewell.auth.audit import AuditLog
+from citewell.blobs.registry import open_file_store
 from citewell.catalog import Catalog
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
@@ -102,5 +103,5 @@ class Parts:
             current=lambda: spaces.active.search_space,
             ranking=lambda: live.current.ranking,
         )
-        storage = FileStorage(data_dir / "files")
+        storage = FileStorage(open_file_store(settings))
         return cls(live, catalog, storage, spaces, retriever, llm)

@@ -1,96 +1,98 @@
-"""Where originals and extracted texts live: files in the data dir, named by file id."""
+"""Where originals and extracted texts live, named by file id, in the configured file store
+(citewell.blobs: the data dir's ``files/`` or an S3 bucket). Blob names are those the data
+dir has always used, so a directory and a bucket hold the same layout:
+``{id}.original``, ``{id}.txt``, ``{id}.sections.json``, ``staging/{job id}``."""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
+from citewell.blobs import BlobStore
 from citewell.types import Section
+
+KINDS = ("original", "txt", "sections.json")
+STAGING = "staging"
+UPLOADS = "uploads"  # catalog.uploads: bytes held for their uploader
+FOLDERS = ("", STAGING, UPLOADS)  # everything a file store holds
+
+
+def _file_blob(file_id: str, kind: str) -> str:
+    if not file_id.isalnum():
+        raise ValueError(f"not a file id: {file_id!r}")
+    return f"{file_id}.{kind}"
+
+
+def _staged_blob(job_id: str) -> str:
+    if not job_id.isalnum():
+        raise ValueError(f"not a job id: {job_id!r}")
+    return f"{STAGING}/{job_id}"
 
 
 class FileStorage:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
+    def __init__(self, blobs: BlobStore) -> None:
+        self.blobs = blobs
 
-    def _path(self, file_id: str, kind: str) -> Path:
-        if not file_id.isalnum():
-            raise ValueError(f"not a file id: {file_id!r}")
-        return self.root / f"{file_id}.{kind}"
+    @property
+    def where(self) -> str:
+        return self.blobs.where
 
     def put(
         self, file_id: str, original: bytes, text: str, sections: Sequence[Section] = ()
     ) -> None:
-        """Write each atomically (temp file + rename), so a reader never sees half a file.
-        ``sections`` (where pages and headings lie in the text) are for the viewer."""
+        """Each blob is written whole (a reader never sees half of one); the text last but
+        one and its outline last, so a file with an outline has all three. ``sections``
+        (where pages and headings lie in the text) are for the viewer."""
         outline = json.dumps([[s.start, s.end, s.page, list(s.headings)] for s in sections])
-        for kind, data in (
-            ("original", original),
-            ("txt", text.encode("utf-8")),
-            ("sections.json", outline.encode("utf-8")),
-        ):
-            target = self._path(file_id, kind)
-            temp = target.with_suffix(target.suffix + ".tmp")
-            temp.write_bytes(data)
-            os.replace(temp, target)
+        self.blobs.write(_file_blob(file_id, "original"), original)
+        self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
+        self.blobs.write(_file_blob(file_id, "sections.json"), outline.encode("utf-8"))
 
     def text(self, file_id: str) -> str | None:
-        path = self._path(file_id, "txt")
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+        data = self.blobs.read(_file_blob(file_id, "txt"))
+        return None if data is None else data.decode("utf-8")
 
     def sections(self, file_id: str) -> list[Section]:
         """Pages and headings of the text; empty for files stored before they were kept."""
-        path = self._path(file_id, "sections.json")
-        if not path.is_file():
+        data = self.blobs.read(_file_blob(file_id, "sections.json"))
+        if data is None:
             return []
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = json.loads(data)
         return [Section(start, end, page, tuple(headings)) for start, end, page, headings in rows]
 
     def original(self, file_id: str) -> bytes | None:
-        path = self._path(file_id, "original")
-        return path.read_bytes() if path.is_file() else None
+        return self.blobs.read(_file_blob(file_id, "original"))
 
     # --- uploads waiting for their ingest job (kept until it succeeds, for retries) ----------
-    def _staged(self, job_id: str) -> Path:
-        if not job_id.isalnum():
-            raise ValueError(f"not a job id: {job_id!r}")
-        return self.root / "staging" / job_id
-
     def stage(self, job_id: str, data: bytes) -> None:
-        target = self._staged(job_id)
-        target.parent.mkdir(exist_ok=True)
-        temp = target.with_suffix(".tmp")
-        temp.write_bytes(data)
-        os.replace(temp, target)
+        self.blobs.write(_staged_blob(job_id), data)
 
     def staged(self, job_id: str) -> bytes | None:
-        path = self._staged(job_id)
-        return path.read_bytes() if path.is_file() else None
+        return self.blobs.read(_staged_blob(job_id))
 
     def is_staged(self, job_id: str) -> bool:
-        return self._staged(job_id).is_file()
+        return self.blobs.exists(_staged_blob(job_id))
 
-    def staged_ids(self) -> set[str]:
-        folder = self.root / "staging"
-        return {p.name for p in folder.iterdir() if p.name.isalnum()} if folder.is_dir() else set()
-
-    def staged_at(self, job_id: str) -> float:
-        path = self._staged(job_id)
-        return path.stat().st_mtime if path.is_file() else 0.0
+    def staged_times(self) -> dict[str, float]:
+        """Job id → when its upload was staged, for every staged upload."""
+        return {b.name: b.modified for b in self.blobs.listing(STAGING) if b.name.isalnum()}
 
     def unstage(self, job_id: str) -> None:
-        self._staged(job_id).unlink(missing_ok=True)
+        self.blobs.remove(_staged_blob(job_id))
+
+    def stored_kinds(self) -> dict[str, set[str]]:
+        """File id → which of original, txt, sections.json are stored for it."""
+        found: dict[str, set[str]] = {}
+        for blob in self.blobs.listing():
+            file_id, _, kind = blob.name.partition(".")
+            if kind in KINDS and file_id.isalnum():
+                found.setdefault(file_id, set()).add(kind)
+        return found
 
     def file_ids(self) -> set[str]:
-        """Ids of every file with a stored original or text (temp files excluded)."""
-        return {
-            p.name.split(".", 1)[0]
-            for p in self.root.iterdir()
-            if p.suffix in (".original", ".txt") and p.name.split(".", 1)[0].isalnum()
-        }
+        """Ids of every file with a stored original or text."""
+        return {i for i, kinds in self.stored_kinds().items() if kinds & {"original", "txt"}}
 
     def delete(self, file_id: str) -> None:
-        for kind in ("original", "txt", "sections.json"):
-            self._path(file_id, kind).unlink(missing_ok=True)
+        for kind in KINDS:
+            self.blobs.remove(_file_blob(file_id, kind))

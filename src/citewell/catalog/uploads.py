@@ -8,17 +8,17 @@ Uploads never added go after ``HOLD_SECONDS``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from hashlib import sha256
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
+from citewell.blobs import BlobStore
+from citewell.catalog.storage import UPLOADS
 from citewell.db.models import UploadRow, new_id
 
 HOLD_SECONDS = 24 * 3600
@@ -53,9 +53,9 @@ def _upload(row: UploadRow) -> Upload:
 
 
 class Uploads:
-    def __init__(self, engine: Engine, root: Path) -> None:
+    def __init__(self, engine: Engine, blobs: BlobStore) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self.root = root
+        self.blobs = blobs  # the file store's ``uploads/`` folder holds the bytes
 
     def add(
         self,
@@ -78,7 +78,7 @@ class Uploads:
             meta=json.dumps(meta),
             created_at=time.time(),
         )
-        self._write(row.id, data)
+        self.blobs.write(_blob(row.id), data)
         with self._sessions() as session, session.begin():
             session.add(row)
         return _upload(row)
@@ -90,8 +90,7 @@ class Uploads:
             return _upload(row) if row is not None and row.user_id == user_id else None
 
     def read(self, upload_id: str) -> bytes | None:
-        path = self._path(upload_id)
-        return path.read_bytes() if path.is_file() else None
+        return self.blobs.read(_blob(upload_id))
 
     def became(self, upload_id: str, file_id: str) -> None:
         """Added to a KB as ``file_id``: the KB's store holds the bytes now."""
@@ -99,12 +98,12 @@ class Uploads:
             row = session.get(UploadRow, upload_id)
             if row is not None:
                 row.file_id = file_id
-        self._path(upload_id).unlink(missing_ok=True)  # the KB's store holds them now
+        self.blobs.remove(_blob(upload_id))  # the KB's stored file holds them now
 
     def delete(self, upload_id: str) -> None:
         with self._sessions() as session, session.begin():
             session.execute(delete(UploadRow).where(UploadRow.id == upload_id))
-        self._path(upload_id).unlink(missing_ok=True)
+        self.blobs.remove(_blob(upload_id))
 
     def purge(self) -> int:
         """Drop the bytes of uploads never added to a KB within HOLD_SECONDS."""
@@ -118,14 +117,8 @@ class Uploads:
             self.delete(upload_id)
         return len(expired)
 
-    def _path(self, upload_id: str) -> Path:
-        if not upload_id.isalnum():
-            raise ValueError(f"not an upload id: {upload_id!r}")
-        return self.root / upload_id
 
-    def _write(self, upload_id: str, data: bytes) -> None:
-        target = self._path(upload_id)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_suffix(".tmp")
-        temp.write_bytes(data)
-        os.replace(temp, target)
+def _blob(upload_id: str) -> str:
+    if not upload_id.isalnum():
+        raise ValueError(f"not an upload id: {upload_id!r}")
+    return f"{UPLOADS}/{upload_id}"

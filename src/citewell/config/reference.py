@@ -8,7 +8,14 @@ from urllib.parse import urlsplit, urlunsplit
 from citewell.config.fields import env_names, scopes_of
 from citewell.config.settings import SECTIONS, Settings
 
-SECRET_SUFFIXES = ("_api_key", "_password", "_secret", "_token", "_secret_key")
+SECRET_SUFFIXES = (
+    "_api_key",
+    "_password",
+    "_secret",
+    "_token",
+    "_secret_key",
+    "_secret_access_key",
+)
 
 
 def masked_settings(settings: Settings) -> dict[str, Any]:

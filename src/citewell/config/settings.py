@@ -21,11 +21,12 @@ from citewell.config.indexing import ChunkingSection, EmbeddingSection, Enrichme
 from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.retrieval import RerankingSection, RetrievalSection
 from citewell.config.server import AccessSection, ServerSection
-from citewell.config.storage import JobSection, StorageSection
+from citewell.config.storage import FileStoreSection, JobSection, StorageSection
 from citewell.errors import ConfigError
 
 SECTIONS: dict[str, type[Section]] = {
     "storage": StorageSection,
+    "files": FileStoreSection,
     "chunking": ChunkingSection,
     "enrichment": EnrichmentSection,
     "embedding": EmbeddingSection,
@@ -55,6 +56,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     storage: StorageSection = Field(default_factory=StorageSection)
+    files: FileStoreSection = Field(default_factory=FileStoreSection)
     chunking: ChunkingSection = Field(default_factory=ChunkingSection)
     enrichment: EnrichmentSection = Field(default_factory=EnrichmentSection)
     embedding: EmbeddingSection = Field(default_factory=EmbeddingSection)

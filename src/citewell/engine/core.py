@@ -87,7 +87,7 @@ class Engine:
         self.connectors = connector_runs(
             settings, catalog.engine, self.ingestor, self.web, self.jobs
         )
-        self.uploads = Uploads(catalog.engine, storage.root / "uploads")  # awaiting a KB
+        self.uploads = Uploads(catalog.engine, storage.blobs)  # awaiting a KB
         self.runner: JobRunner | None = None  # started by the server (start_workers)
         self.election: WorkerElection | None = None  # several processes on an embedded dir
         self.contexts = spaces.contexts  # what the LLM wrote about chunks, by what made it

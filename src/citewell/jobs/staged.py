@@ -17,7 +17,7 @@ def stale_staged(jobs: JobStore, storage: FileStorage) -> list[str]:
     cutoff = time.time() - ORPHAN_UPLOAD_SECONDS
     return sorted(
         job_id
-        for job_id in storage.staged_ids()
+        for job_id, staged_at in storage.staged_times().items()
         if (job_id in known and known[job_id].state in ("indexed", "cancelled"))
-        or (job_id not in known and storage.staged_at(job_id) < cutoff)
+        or (job_id not in known and staged_at < cutoff)
     )

@@ -6,6 +6,9 @@ disagree, and (with repair) making them agree again.
   whose chunk set there is missing) → re-indexed from the stored original, every chunk set
   anew (deleted when the original is gone too);
 - stored originals and texts of no known file → deleted;
+- known files whose stored text is missing (a file store restored from an older copy, a
+  bucket's objects deleted) → the text made again from the original; a missing original
+  is reported (only a backup or a new upload brings it back);
 - files in no knowledge base → deleted, as removing a file from its last KB does;
 - jobs that have been running far longer than any step may take (their worker died) → queued
   again;
@@ -36,6 +39,7 @@ class CheckReport:
     orphan_chunks: dict[str, int] = field(default_factory=dict)  # file id → chunks
     missing_chunks: dict[str, tuple[int, int]] = field(default_factory=dict)  # (recorded, found)
     orphan_stored: list[str] = field(default_factory=list)
+    missing_stored: dict[str, list[str]] = field(default_factory=dict)  # id → missing kinds
     files_in_no_kb: list[str] = field(default_factory=list)
     stuck_jobs: list[str] = field(default_factory=list)
     orphan_staged: list[str] = field(default_factory=list)
@@ -54,6 +58,7 @@ class CheckReport:
             + len(self.orphan_chunks)
             + len(self.missing_chunks)
             + len(self.orphan_stored)
+            + len(self.missing_stored)
             + len(self.files_in_no_kb)
             + len(self.stuck_jobs)
             + len(self.orphan_staged)
@@ -108,7 +113,12 @@ class ConsistencyCheck:
                 where = ChunkFilter(kb_ids=(label,), file_ids=(record.id,))
                 if record.chunk_count and not self.store.count(where):
                     report.missing_chunks[record.id] = (record.chunk_count, 0)
+        stored = self.storage.stored_kinds()
         report.orphan_stored = sorted(self.storage.file_ids() - set(files))
+        for file_id in files:
+            missing = [k for k in ("original", "txt") if k not in stored.get(file_id, ())]
+            if missing:
+                report.missing_stored[file_id] = missing
         self._compare_jobs(report)
         report.index = index_health(self.store, self.recall_samples)
         return report
@@ -128,6 +138,10 @@ class ConsistencyCheck:
         for file_id in report.orphan_stored:
             self.storage.delete(file_id)
             report.repairs.append(f"deleted the stored files of unknown file {file_id}")
+        skipped = {**report.missing_chunks, **dict.fromkeys(report.files_in_no_kb)}
+        for file_id, missing in report.missing_stored.items():  # a lost original stays lost
+            if "original" not in missing and file_id not in skipped:
+                report.repairs.append(self._reindex(file_id))
         for file_id in report.files_in_no_kb:
             self.ingestor.delete_file(file_id)
             report.repairs.append(f"deleted {file_id}, which no knowledge base holds")

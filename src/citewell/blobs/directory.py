@@ -1,0 +1,52 @@
+"""Blobs as files in a directory (the data dir's ``files/`` by default)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from citewell.blobs.base import BlobInfo, check_name
+
+
+class DirectoryBlobs:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def where(self) -> str:
+        return str(self.root)
+
+    def _path(self, name: str) -> Path:
+        return self.root / check_name(name)
+
+    def write(self, name: str, data: bytes) -> None:
+        target = self._path(name)
+        target.parent.mkdir(exist_ok=True)
+        temp = target.with_name(target.name + ".tmp")  # then renamed: never half a file
+        temp.write_bytes(data)
+        os.replace(temp, target)
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return self._path(name).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def exists(self, name: str) -> bool:
+        return self._path(name).is_file()
+
+    def remove(self, name: str) -> None:
+        self._path(name).unlink(missing_ok=True)
+
+    def listing(self, folder: str = "") -> Iterator[BlobInfo]:
+        where = self.root / check_name(folder) if folder else self.root
+        if not where.is_dir():
+            return
+        with os.scandir(where) as found:
+            for entry in found:
+                if entry.name.endswith(".tmp") or not entry.is_file(follow_symlinks=False):
+                    continue
+                stat = entry.stat(follow_symlinks=False)
+                yield BlobInfo(entry.name, stat.st_size, stat.st_mtime)
