@@ -3,7 +3,8 @@
 Everything the SQLite catalog holds (knowledge bases, files, links, jobs and their history,
 users, keys, groups, grants, audit, presets, embedding spaces), the embedding cache, and the
 chunks of every live embedding space with their vectors and terms: nothing is parsed or
-embedded again. Stored originals stay where they are, in the data dir's ``files/``.
+embedded again. Stored originals stay in the data dir's ``files/`` unless the command also
+copies them into a bucket (``--files-to``, operations/copy_files.py).
 
 The target must be empty (``force`` empties it first), so a re-run after a failure simply
 starts over. Afterwards counts are compared table by table and a sample of searches must
