@@ -236,9 +236,9 @@ from citewell.cli_config import config  # noqa: E402
 from citewell.cli_connectors import connector, sync  # noqa: E402
 from citewell.cli_ingest import ingest  # noqa: E402
 from citewell.cli_kb import kb  # noqa: E402
-from citewell.cli_server import check, files, migrate, serve, worker  # noqa: E402
+from citewell.cli_server import check, files, mcp, migrate, serve, worker  # noqa: E402
 
-for _command in (serve, worker, migrate, files, check):
+for _command in (serve, worker, mcp, migrate, files, check):
     main.add_command(_command)
 main.add_command(ingest)
 main.add_command(kb)

@@ -136,6 +136,23 @@ def _copy_files(settings: Any, source: str, target: str) -> dict[str, str]:
     return settings_for(target)
 
 
+@click.command()
+@click.option(
+    "--key-env",
+    default="CITEWELL_API_KEY",
+    show_default=True,
+    help="The environment variable holding the API key the tools answer for.",
+)
+@pass_app
+def mcp(ctx: Context, key_env: str) -> None:
+    """Serve the MCP tools over stdio (for Claude Desktop, Cursor, VS Code and other clients
+    that start a process). The HTTP server serves the same at /mcp."""
+    from citewell.mcp_server.stdio import serve_stdio
+
+    with click_errors():
+        serve_stdio(ctx.app(), os.environ.get(key_env, ""))
+
+
 @click.group()
 def files() -> None:
     """The stored files: originals, extracted texts, page maps, staged and held uploads."""

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from starlette.routing import Route
 
 from citewell import web
 from citewell.api import docs, errors, security
@@ -15,6 +16,7 @@ from citewell.api.openapi import documented_errors
 from citewell.api.routes import (
     auth,
     connectors,
+    dify,
     embedding,
     files,
     grants,
@@ -40,6 +42,7 @@ from citewell.auth.rate_limit import rate_limiter
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
 from citewell.config import Settings
+from citewell.mcp_server.http import MCPEndpoint
 from citewell.services.answers import ModelList
 
 
@@ -49,6 +52,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     citewell = citewell or Citewell.from_settings(settings)
 
     drain = Drain(settings.server.shutdown_drain_seconds)
+    mcp: list[MCPEndpoint] = []  # made with the app below; its sessions live with the app
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -57,7 +61,8 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
             settings.jobs.serve_job_worker
         ):  # queued ingest jobs, including any a restart interrupted
             citewell.start_workers(shared=settings.server.workers > 1)
-        yield
+        async with mcp[0].running():
+            yield
         citewell.close()
 
     app = FastAPI(
@@ -86,6 +91,9 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
     app.include_router(connectors.hooks)  # forges sign their push notifications instead
+    app.include_router(dify.router)  # answers failed sign-ins in Dify's own shape
+    mcp.append(MCPEndpoint(citewell, citewell.chat, app.state.auth.access))
+    app.router.routes.append(Route("/mcp", endpoint=mcp[0]))  # checks keys itself
     signed_in = [Depends(get_access)]  # every other route: 401 without a valid key
     # Requests are matched against routes in this order, one by one: the busiest first
     # (no two routers' paths overlap, so the order changes nothing else).

@@ -34,6 +34,7 @@ BY_TAG = {
     "openai": (502, 504),
     "open-webui": (415, 422, 502),  # its uploads are indexed before the answer
     "connectors": (502, 504),  # a source's host is resolved when a connector is made
+    "dify": (502, 504),
 }
 
 

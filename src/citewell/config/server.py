@@ -72,6 +72,30 @@ class ServerSection(Section):
         "CORS_ALLOW_ORIGIN",
     )
 
+    public_url: str = setting(
+        "",
+        "The URL people open Citewell at (e.g. https://rag.example.org), for links that "
+        "point back to it: MCP results' links to the viewer. Empty: the URL a request came "
+        "in on, or http://host:port for `citewell mcp`.",
+        "WEBUI_URL",
+    )
+
+    mcp_allowed_origins: str = setting(
+        "",
+        "Browser origins that may call the MCP server at /mcp besides Citewell's own "
+        "(public_url, and http://localhost or 127.0.0.1 on any port), separated by ',' or "
+        "';'. A request with another Origin header is refused (403), as is, while the server "
+        "listens on a loopback address, one whose Host is not a loopback name or "
+        "public_url's host (421): what stops DNS rebinding.",
+    )
+
+    mcp_result_tokens: int = setting(
+        6000,
+        "Most tokens (about 4 characters each) one MCP tool result may carry; passages or "
+        "lines beyond it are left out, with a note saying how many.",
+        ge=500,
+    )
+
 
 class AccessSection(Section):
     """Who may do what, and how much: authentication, keys, rate limits."""

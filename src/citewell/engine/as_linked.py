@@ -15,7 +15,7 @@ from citewell.catalog.folders import folder_of, join
 from citewell.types import ScoredChunk
 
 
-def _shown_name(link: FileLink) -> str:
+def shown_name(link: FileLink) -> str:
     """The link's name, after its folder in the KB ("docs/api/auth.md") if it has one."""
     folder = folder_of(link.path)
     name = link.name or (link.path.rsplit("/", 1)[-1] if folder else "")
@@ -30,7 +30,7 @@ def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> None:
     older = []  # results whose link predates links knowing their source and URL
     for result in results:
         link = by_key.get((result.kb_id or "", result.chunk.file_id))
-        shown = _shown_name(link) if link is not None else ""
+        shown = shown_name(link) if link is not None else ""
         if shown and shown != result.chunk.file_name:
             result.chunk = replace(result.chunk, file_name=shown)
         if link is not None and link.source:
