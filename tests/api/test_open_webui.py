@@ -60,6 +60,20 @@ def _environment(citewell_url: str, data: Path) -> dict[str, str]:
         "RAG_OPENAI_API_BASE_URL": citewell_url + "/v1",
         "RAG_OPENAI_API_KEY": "unused",
         "RAG_EMBEDDING_MODEL": "all-MiniLM-L6-v2",
+        # Citewell's MCP server as one of Open WebUI's tool servers (auth=none on this
+        # Citewell: the key is sent and not needed; tests/api/test_mcp.py covers keys).
+        "TOOL_SERVER_CONNECTIONS": json.dumps(
+            [
+                {
+                    "type": "mcp",
+                    "url": citewell_url + "/mcp",
+                    "auth_type": "bearer",
+                    "key": "unused",
+                    "config": {"enable": True},
+                    "info": {"id": "citewell", "name": "Citewell"},
+                }
+            ]
+        ),
     }
 
 
@@ -120,9 +134,10 @@ def owui(open_webui) -> Iterator[httpx.Client]:
         yield client
 
 
-def _ask(owui: httpx.Client, model: str) -> dict:
+def _ask(owui: httpx.Client, model: str, **extra: Any) -> dict:
     """Ask as Open WebUI's page does (a new chat, streamed, answered in the background),
-    then read the saved assistant message once it is done."""
+    then read the saved assistant message once it is done. ``extra``: more of the request
+    (the tools chosen for the chat)."""
     user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
     started = owui.post(
         "/api/chat/completions",
@@ -135,6 +150,7 @@ def _ask(owui: httpx.Client, model: str) -> dict:
             "user_message": {"id": user_id, "role": "user", "content": QUESTION},
             "session_id": "test-session",  # no socket: events are saved all the same
             "background_tasks": {"title_generation": True, "tags_generation": True},
+            **extra,
         },
     )
     assert started.status_code == 200, started.text
@@ -190,6 +206,25 @@ def test_background_tasks_get_no_retrieved_context(owui, fake_llm):
         assert not any("<source" in (m.get("content") or "") for m in body["messages"])
     answers = [b for _, b in fake_llm.requests if _last_user(b) == QUESTION]
     assert answers and "<source" in answers[0]["messages"][0]["content"]
+
+
+def test_open_webui_calls_citewell_search_through_mcp(owui, ducks_sdk, fake_llm):
+    """A chat with Citewell's MCP server among its tools: the model (the fake, called by Open
+    WebUI directly through Citewell's /v1) calls Citewell's search tool; Open WebUI runs it
+    over MCP and hands the passages, with their citation fields, back to the model."""
+    fake_llm.requests.clear()
+    fake_llm.tool_script = [
+        [("citewell_search", {"query": "what do ducks eat", "knowledge_bases": ["ducks"]})]
+    ]
+    saved = _ask(owui, "llama3", tool_ids=["server:mcp:citewell"])["message"]
+    rounds = [b for _, b in fake_llm.requests if _last_user(b) == QUESTION]
+    offered = {t["function"]["name"] for t in rounds[0].get("tools") or []}
+    assert {"citewell_search", "citewell_ask", "citewell_read_file"} <= offered
+    results = [m for m in rounds[-1]["messages"] if m["role"] == "tool"]
+    assert results, "the tool's result never reached the model"
+    result = str(results[-1]["content"])
+    assert "wiki_duck.html" in result and "source_id" in result and "/#/file/" in result
+    assert saved["content"]
 
 
 def _last_user(body: dict) -> str:

@@ -89,6 +89,13 @@ class ServerSection(Section):
         "public_url's host (421): what stops DNS rebinding.",
     )
 
+    mcp_stateless: bool = setting(
+        False,
+        "Answer each MCP request on its own, without sessions: for several processes behind "
+        "a load balancer that does not keep a client on one process. Sessions are per "
+        "process, so `citewell serve --workers` above 1 turns this on by itself.",
+    )
+
     mcp_result_tokens: int = setting(
         6000,
         "Most tokens (about 4 characters each) one MCP tool result may carry; passages or "

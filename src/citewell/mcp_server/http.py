@@ -70,8 +70,10 @@ class MCPEndpoint:
         self.authenticate, self.check = authenticate, OriginCheck(app.settings)
         self.public_url = app.settings.server.public_url.rstrip("/")
         server = build_mcp_server(app, chat, self._caller)
+        settings = app.settings.server
         self.sessions = StreamableHTTPSessionManager(
             app=server._lowlevel_server,  # the SDK's own way to serve an MCPServer
+            stateless=settings.mcp_stateless or settings.workers > 1,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
