@@ -49,6 +49,8 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[KeyedServer]:
                 "/api/v1/auth/keys", json={"name": "other only", "knowledge_bases": ["other"]}
             )
             server.keys["alice-other-only"] = made.json()["key"]
+            reader = alice.post("/api/v1/auth/keys", json={"name": "reader", "read_only": True})
+            server.keys["alice-reader"] = reader.json()["key"]
         yield server
 
 
@@ -181,6 +183,22 @@ def test_what_a_caller_may_not_read_is_not_there(world, who):
     )
     assert not any(file_id in uri for uri in seen["resources"])
     assert seen["resource"] != "read" and "not_found" in seen["resource"]
+
+
+async def _writable(client: Client) -> dict[str, bool]:
+    async with client:
+        listed = (await _call(client, "list_knowledge_bases"))[1]["knowledge_bases"]
+        found = await _call(client, "search", query="paid leave", knowledge_bases=["handbook"])
+    assert not found[0] and found[1]["passages"]  # reading is what a read-only key may do
+    return {kb["name"]: kb["writable"] for kb in listed}
+
+
+def test_a_read_only_key_reads_and_may_change_nothing(world):
+    assert run(_writable, over_http(world, "alice")) == {"handbook": True, "other": True}
+    assert run(_writable, over_http(world, "alice-reader")) == {
+        "handbook": False,
+        "other": False,
+    }
 
 
 def test_no_key_no_data_and_foreign_pages_are_refused(world):
