@@ -22,6 +22,7 @@ from citewell.app import Citewell
 from citewell.auth.access import Access
 from citewell.config import Settings
 from citewell.errors import CitewellError
+from citewell.mcp_server.events import RecentEvents
 from citewell.mcp_server.server import Caller, build_mcp_server
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -74,6 +75,7 @@ class MCPEndpoint:
         self.sessions = StreamableHTTPSessionManager(
             app=server._lowlevel_server,  # the SDK's own way to serve an MCPServer
             stateless=settings.mcp_stateless or settings.workers > 1,
+            event_store=RecentEvents(),  # streams resume after a dropped connection
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
