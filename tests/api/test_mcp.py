@@ -217,3 +217,27 @@ def test_no_key_no_data_and_foreign_pages_are_refused(world):
         f"{world.url}/mcp", json=body, headers={**keyed, "Origin": "http://localhost:3000"}
     )
     assert local_page.status_code not in (401, 403, 421)
+
+
+def test_stdio_without_a_key_says_how_to_get_one(world):
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "CITEWELL_API_KEY"}
+    started = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "citewell",
+            "--data-dir",
+            str(world.settings.storage.data_dir),
+            "mcp",
+        ],
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert started.returncode != 0 and started.stdout == ""
+    assert "CITEWELL_API_KEY" in started.stderr and "citewell key create" in started.stderr
