@@ -4,10 +4,12 @@ MCP sessions at once.
 Needs a SciFact data dir (``--data-dir``; ingested on first use). Starts `citewell serve`
 (auth required, a non-admin key with read access to the SciFact KB, no rate limit) and:
 
-1. round trip: one MCP session (the official SDK over Streamable HTTP) and one httpx client
-   for ``POST /api/v1/retrieval/query/collection``; each SciFact test query (made unique
-   with a counter, so no query-embedding cache hit) goes to both, in a random order per
-   query, k=8; medians and their ratio;
+1. round trip: one MCP session with the official SDK over Streamable HTTP ("mcp"), the same
+   JSON-RPC ``tools/call`` posted by httpx in a session of its own ("wire": what the
+   server adds, without the SDK client's own work), and httpx posting
+   ``POST /api/v1/retrieval/query/collection`` ("http"); each SciFact test query (made
+   unique with a counter, so no query-embedding cache hit) goes to all three, in a random
+   order per query, k=8; medians and their ratios to "http";
 2. sessions: ``--sessions`` MCP sessions (each its own client and connection) searching
    back to back for ``--seconds``; calls, errors, p50/p95.
 
@@ -51,23 +53,51 @@ async def mcp_search(client: Client, kb: str, query: str) -> None:
         raise RuntimeError(f"MCP search failed: {result.content}")
 
 
+async def wire_session(http: httpx.AsyncClient) -> dict[str, str]:
+    """An MCP session opened by hand: initialize, then initialized."""
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "wire", "version": "1"},
+    }
+    answer = await http.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+    )
+    answer.raise_for_status()
+    headers = {"mcp-protocol-version": "2025-06-18"}
+    if "mcp-session-id" in answer.headers:
+        headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post("/mcp", json=done, headers=headers)
+    return headers
+
+
 async def round_trips(base: str, key: str, kb: str, queries: list[str]) -> dict[str, Any]:
-    times: dict[str, list[float]] = {"mcp": [], "http": []}
-    headers = {"Authorization": f"Bearer {key}"}
+    times: dict[str, list[float]] = {"mcp": [], "wire": [], "http": []}
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+    }
     async with (
         mcp_client(base, key) as client,
         httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as http,
     ):
+        session = await wire_session(http)
         await mcp_search(client, kb, "warm up")
         (await http.post(SEARCH_PATH, json={"collection_names": [kb], "query": "warm", "k": 8}))
         for n, query in enumerate(queries):
-            order = ["mcp", "http"]
+            order = list(times)
             random.shuffle(order)
             for side in order:
                 unique = f"{query} {side}{n}"
                 began = time.perf_counter()
                 if side == "mcp":
                     await mcp_search(client, kb, unique)
+                elif side == "wire":
+                    arguments = {"query": unique, "knowledge_bases": [kb], "k": 8}
+                    call = {"name": "search", "arguments": arguments}
+                    body = {"jsonrpc": "2.0", "id": n + 1, "method": "tools/call", "params": call}
+                    (await http.post("/mcp", json=body, headers=session)).raise_for_status()
                 else:
                     body = {"collection_names": [kb], "query": unique, "k": 8}
                     (await http.post(SEARCH_PATH, json=body)).raise_for_status()
@@ -75,9 +105,9 @@ async def round_trips(base: str, key: str, kb: str, queries: list[str]) -> dict[
     medians = {side: statistics.median(values) for side, values in times.items()}
     return {
         "queries": len(queries),
-        "mcp_p50_ms": round(medians["mcp"], 2),
-        "http_p50_ms": round(medians["http"], 2),
-        "ratio": round(medians["mcp"] / medians["http"], 3),
+        **{f"{side}_p50_ms": round(value, 2) for side, value in medians.items()},
+        "mcp_ratio": round(medians["mcp"] / medians["http"], 3),
+        "wire_ratio": round(medians["wire"] / medians["http"], 3),
     }
 
 

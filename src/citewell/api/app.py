@@ -92,7 +92,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
     app.include_router(connectors.hooks)  # forges sign their push notifications instead
     app.include_router(dify.router)  # answers failed sign-ins in Dify's own shape
-    mcp.append(MCPEndpoint(citewell, citewell.chat, app.state.auth.access))
+    mcp.append(MCPEndpoint(citewell, citewell.chat, app.state.auth))
     app.router.routes.append(Route("/mcp", endpoint=mcp[0]))  # checks keys itself
     signed_in = [Depends(get_access)]  # every other route: 401 without a valid key
     # Requests are matched against routes in this order, one by one: the busiest first
