@@ -189,3 +189,22 @@ def keyed_server(
     with serve(FakeService()) as rerank_url, run_server(settings, embedder, app) as url:
         keys = user_keys(app, url, users)
         yield KeyedServer(url, app, settings, keys, llm, rerank_url + "/v1/rerank")
+
+
+def fill_kb(client: httpx.Client, kb: str, docs: dict[str, str]) -> None:
+    """Make KB ``kb`` and upload ``docs`` (path → text) into their folders, as a user does."""
+    assert client.post("/api/v1/knowledge", json={"name": kb}).status_code == 201
+    for path, text in docs.items():
+        folder, _, name = path.rpartition("/")
+        sent = client.post(
+            f"/api/v1/knowledge/{kb}/files?folder={folder}", files={"file": (name, text.encode())}
+        )
+        assert sent.status_code in (200, 201), sent.text
+
+
+def limited_key(client: httpx.Client, kb: str) -> str:
+    """A key of the client's user that reaches only ``kb`` (made beside it)."""
+    client.post("/api/v1/knowledge", json={"name": kb})
+    made = client.post("/api/v1/auth/keys", json={"name": f"{kb} only", "knowledge_bases": [kb]})
+    assert made.status_code == 201, made.text
+    return str(made.json()["key"])

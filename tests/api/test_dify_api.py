@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.conftest import KeyedServer, keyed_server
+from tests.api.conftest import KeyedServer, fill_kb, keyed_server, limited_key
 
 pytestmark = pytest.mark.api
 
@@ -28,19 +28,8 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[KeyedServer]:
     data = tmp_path_factory.mktemp("dify")
     with keyed_server(data, onnx_embedder, fake_llm, ("alice", "bob")) as server:
         with server.client("alice") as alice:
-            kb = alice.post("/api/v1/knowledge", json={"name": "policies"}).json()
-            for path, text in POLICY.items():
-                folder, name = path.split("/")
-                sent = alice.post(
-                    f"/api/v1/knowledge/{kb['id']}/files?folder={folder}",
-                    files={"file": (name, text.encode())},
-                )
-                assert sent.status_code in (200, 201), sent.text
-            alice.post("/api/v1/knowledge", json={"name": "other"})
-            limited = alice.post(
-                "/api/v1/auth/keys", json={"name": "other only", "knowledge_bases": ["other"]}
-            )
-            server.keys["alice-other-only"] = limited.json()["key"]
+            fill_kb(alice, "policies", POLICY)
+            server.keys["alice-other-only"] = limited_key(alice, "other")
         with server.client("bob") as bob:
             bob.post("/api/v1/knowledge", json={"name": "bob-notes"})
         yield server

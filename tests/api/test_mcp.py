@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.api.conftest import KeyedServer, keyed_server
+from tests.api.conftest import KeyedServer, fill_kb, keyed_server, limited_key
 
 pytestmark = pytest.mark.api
 
@@ -36,19 +36,8 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[KeyedServer]:
     data = tmp_path_factory.mktemp("mcp")
     with keyed_server(data, onnx_embedder, fake_llm, ("alice", "bob")) as server:
         with server.client("alice") as alice:
-            alice.post("/api/v1/knowledge", json={"name": "handbook"})
-            for path, text in DOCS.items():
-                folder, _, name = path.rpartition("/")
-                sent = alice.post(
-                    f"/api/v1/knowledge/handbook/files?folder={folder}",
-                    files={"file": (name, text.encode())},
-                )
-                assert sent.status_code in (200, 201), sent.text
-            alice.post("/api/v1/knowledge", json={"name": "other"})
-            made = alice.post(
-                "/api/v1/auth/keys", json={"name": "other only", "knowledge_bases": ["other"]}
-            )
-            server.keys["alice-other-only"] = made.json()["key"]
+            fill_kb(alice, "handbook", DOCS)
+            server.keys["alice-other-only"] = limited_key(alice, "other")
             reader = alice.post("/api/v1/auth/keys", json={"name": "reader", "read_only": True})
             server.keys["alice-reader"] = reader.json()["key"]
         yield server

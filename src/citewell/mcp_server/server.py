@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -110,19 +110,22 @@ def build_mcp_server(app: Citewell, chat: ChatPipeline, caller_of: CallerOf) -> 
     return server
 
 
-def _request_of(ctx: Context) -> Any:
-    return ctx.request_context
+T = TypeVar("T")
 
 
 def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> None:
+    def run(ctx: Context, call: Callable[[AgentTools], T]) -> T:
+        """The call, for the caller of this request; a Citewell error as a tool error."""
+        try:
+            return call(tools_for(ctx.request_context))
+        except CitewellError as exc:
+            raise _failed(exc) from exc
+
     @server.tool(annotations=READ_ONLY)
     def list_knowledge_bases(ctx: Context) -> KnowledgeBases:
         """The knowledge bases you may read: id, name, description, how many files, and
         whether you may change them."""
-        try:
-            return tools_for(_request_of(ctx)).knowledge_bases()
-        except CitewellError as exc:
-            raise _failed(exc) from exc
+        return run(ctx, lambda tools: tools.knowledge_bases())
 
     @server.tool(annotations=READ_ONLY)
     def search(
@@ -141,10 +144,7 @@ def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> Non
         """Find the passages of the user's documents that best answer a query, best first.
         Each has a source_id, the file (after its folder), page, the character span in the
         file's text, a score, the passage text and a link that opens it in Citewell."""
-        try:
-            return tools_for(_request_of(ctx)).search(query, knowledge_bases or (), k, mode or "")
-        except CitewellError as exc:
-            raise _failed(exc) from exc
+        return run(ctx, lambda tools: tools.search(query, knowledge_bases or (), k, mode or ""))
 
     @server.tool(annotations=READ_ONLY)
     def read_file(
@@ -155,10 +155,7 @@ def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> Non
     ) -> FileLines:
         """Read a file's extracted text by lines, each after its number, to see a passage in
         its context. next_start_line says where to go on."""
-        try:
-            return tools_for(_request_of(ctx)).read_file(file_id, start_line, lines)
-        except CitewellError as exc:
-            raise _failed(exc) from exc
+        return run(ctx, lambda tools: tools.read_file(file_id, start_line, lines))
 
     @server.tool(annotations=READ_ONLY)
     def list_files(
@@ -170,10 +167,7 @@ def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> Non
         page: Annotated[int, Field(ge=1, description="Page of 50 files.")] = 1,
     ) -> FileList:
         """The files of a knowledge base (path, id, size, chunks) and its folders."""
-        try:
-            return tools_for(_request_of(ctx)).list_files(knowledge_base, folder, page)
-        except CitewellError as exc:
-            raise _failed(exc) from exc
+        return run(ctx, lambda tools: tools.list_files(knowledge_base, folder, page))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     def ask(
@@ -187,7 +181,4 @@ def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> Non
         """A written answer from the documents with [n] markers, and its numbered sources
         (sources[n-1] is [n]). Without an LLM configured the answer is extractive: the
         best-matching sentences, quoted."""
-        try:
-            return tools_for(_request_of(ctx)).ask(question, knowledge_bases or ())
-        except CitewellError as exc:
-            raise _failed(exc) from exc
+        return run(ctx, lambda tools: tools.ask(question, knowledge_bases or ()))
