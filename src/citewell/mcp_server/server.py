@@ -111,6 +111,10 @@ def build_mcp_server(app: Citewell, chat: ChatPipeline, caller_of: CallerOf) -> 
 
 
 T = TypeVar("T")
+KnowledgeBaseNames = Annotated[
+    list[str] | None,
+    Field(description="Knowledge base names or ids; leave out for all you may read."),
+]
 
 
 def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> None:
@@ -131,10 +135,7 @@ def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> Non
     def search(
         query: Annotated[str, Field(description="What to look for, in plain words.")],
         ctx: Context,
-        knowledge_bases: Annotated[
-            list[str] | None,
-            Field(description="Knowledge base names or ids; leave out to search all yours."),
-        ] = None,
+        knowledge_bases: KnowledgeBaseNames = None,
         k: Annotated[int, Field(ge=1, le=50, description="How many passages.")] = 8,
         mode: Annotated[
             Literal["hybrid", "vector", "bm25"] | None,
@@ -173,10 +174,7 @@ def _add_tools(server: MCPServer, tools_for: Callable[[Any], AgentTools]) -> Non
     def ask(
         question: Annotated[str, Field(description="The question, in plain words.")],
         ctx: Context,
-        knowledge_bases: Annotated[
-            list[str] | None,
-            Field(description="Knowledge base names or ids; leave out to use all yours."),
-        ] = None,
+        knowledge_bases: KnowledgeBaseNames = None,
     ) -> Answer:
         """A written answer from the documents with [n] markers, and its numbered sources
         (sources[n-1] is [n]). Without an LLM configured the answer is extractive: the
