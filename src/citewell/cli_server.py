@@ -3,9 +3,13 @@ keeping its data sound."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -67,16 +71,34 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
     os.environ["CITEWELL_WORKERS"] = str(settings.server.workers)
     if ctx.config is not None:
         os.environ["CITEWELL_CONFIG"] = str(ctx.config)
-    uvicorn.run(
-        "citewell.api.app:app_from_environment",
-        factory=True,
-        host=bind,
-        port=listen,
-        workers=settings.server.workers,
-        log_level="info",
-        timeout_graceful_shutdown=30,
-        timeout_keep_alive=settings.server.keep_alive_seconds,
-    )
+    with shared_metrics():
+        uvicorn.run(
+            "citewell.api.app:app_from_environment",
+            factory=True,
+            host=bind,
+            port=listen,
+            workers=settings.server.workers,
+            log_level="info",
+            timeout_graceful_shutdown=30,
+            timeout_keep_alive=settings.server.keep_alive_seconds,
+        )
+
+
+@contextlib.contextmanager
+def shared_metrics() -> Iterator[None]:
+    """A directory where the API processes keep their counters (prometheus_client's
+    multiprocess mode), so a scrape of any of them reports all; gone when they stop."""
+    from citewell.metrics.exposition import MULTIPROCESS_ENV
+
+    if os.environ.get(MULTIPROCESS_ENV):  # the operator chose one
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="citewell-metrics-")
+    os.environ[MULTIPROCESS_ENV] = folder  # read by each process as it starts
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @click.command()

@@ -12,6 +12,7 @@ from citewell import web
 from citewell.api import docs, errors, security
 from citewell.api.deps import get_access
 from citewell.api.drain import Drain
+from citewell.api.measure import MeasureRequests
 from citewell.api.openapi import documented_errors
 from citewell.api.routes import (
     auth,
@@ -31,6 +32,9 @@ from citewell.api.routes import (
     retrieval,
     stats,
     users,
+)
+from citewell.api.routes import (
+    metrics as metrics_route,
 )
 from citewell.api.routes import (
     settings as settings_routes,
@@ -88,6 +92,9 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.state.models = ModelList(citewell.chat)  # the LLM's models, asked once a minute
     errors.install(app)
     security.install(app, settings)
+    if settings.server.metrics:
+        app.add_middleware(MeasureRequests)  # outermost: refusals count too
+        app.include_router(metrics_route.router)  # checks its readers itself
     app.include_router(health.router)
     app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
     app.include_router(connectors.hooks)  # forges sign their push notifications instead

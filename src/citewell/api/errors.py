@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from citewell.errors import CitewellError
+from citewell.metrics import count_error
 
 log = logging.getLogger("citewell.api")
 
@@ -18,6 +19,7 @@ log = logging.getLogger("citewell.api")
 def error_body(
     status: int, detail: str, code: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
+    count_error(code, status)
     return JSONResponse({"detail": detail, "code": code}, status_code=status, headers=headers)
 
 

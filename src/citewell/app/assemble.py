@@ -24,6 +24,7 @@ from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.jobs import JobStore
 from citewell.live_settings import LiveSettings, needs_llm, retrieval_settings
 from citewell.llm.base import LLM
+from citewell.llm.measured import measured
 from citewell.llm.registry import build_llm, llm_configured
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever
@@ -90,7 +91,7 @@ class Parts:
         spaces = EmbeddingSpaces(
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models
         )
-        llm = llm if llm is not None else build_llm(settings)
+        llm = measured(llm if llm is not None else build_llm(settings))  # counted for /metrics
         live = LiveSettings(
             settings,
             RuntimeSettingsStore(catalog.engine),

@@ -72,6 +72,21 @@ class ServerSection(Section):
         "CORS_ALLOW_ORIGIN",
     )
 
+    metrics: bool = setting(
+        True,
+        "Serve GET /metrics (Prometheus' text format): requests by route and status, "
+        "latency, retrieval stages, LLM tokens, embeddings, errors by code, jobs by state "
+        "and queue age, connector runs, KBs, files and chunks. Read from a loopback "
+        "address, or with metrics_token.",
+    )
+
+    metrics_token: str = setting(
+        "",
+        "A bearer token that lets a Prometheus on another host read /metrics "
+        "(Authorization: Bearer <token>). Empty: loopback addresses only. Behind a reverse "
+        "proxy on the same host every request looks local: set a token there.",
+    )
+
     public_url: str = setting(
         "",
         "The URL people open Citewell at (e.g. https://rag.example.org), for links that "

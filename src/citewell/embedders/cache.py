@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 
 from citewell.embedders.base import Embedder, Vectors
+from citewell.metrics import count_cache, count_embedding
 from citewell.types import EmbedKind
 
 
@@ -194,17 +196,25 @@ class CachedEmbedder:
         if kind == "query" and len(texts) == 1:
             return self._query(texts[0])
         if kind == "query" or not texts:
-            return self.inner.embed(texts, kind)
+            return self._encoded(texts, kind)
         tenant = self._tenant()
         hashes = [text_hash(t, tenant) for t in texts]
         known = self.cache.get(self.model_id, hashes)
         missing = {h: t for h, t in zip(hashes, texts, strict=False) if h not in known}
+        count_cache("document", len(hashes) - len(missing), len(missing))
         if missing:
-            fresh = self.inner.embed(list(missing.values()), "document")
+            fresh = self._encoded(list(missing.values()), "document")
             self.cache.put(self.model_id, list(missing), fresh)
             known.update(zip(missing, fresh, strict=False))
             self.embedded += len(missing)
         return np.vstack([known[h] for h in hashes]).astype(np.float32)
+
+    def _encoded(self, texts: Sequence[str], kind: EmbedKind) -> Vectors:
+        """The model's vectors, timed and counted for /metrics."""
+        began = time.perf_counter()
+        vectors = self.inner.embed(texts, kind)
+        count_embedding(kind, len(texts), time.perf_counter() - began)
+        return vectors
 
     def _tenant(self) -> str:
         return "" if self.shared else _TENANT.get()
@@ -215,8 +225,10 @@ class CachedEmbedder:
             vector = self._queries.get(key)
             if vector is not None:
                 self._queries.move_to_end(key)
+                count_cache("query", 1, 0)
                 return vector.copy()
-        vector = self.inner.embed([text], "query")
+        count_cache("query", 0, 1)
+        vector = self._encoded([text], "query")
         with self._queries_lock:
             self._queries[key] = vector
             while len(self._queries) > QUERY_CACHE_SIZE:

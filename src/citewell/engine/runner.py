@@ -26,6 +26,7 @@ from citewell.ingest.folder_watch import FolderWatcher
 from citewell.ingest.ingestor import Ingestor
 from citewell.jobs.staged import stale_staged
 from citewell.jobs.store import Job, JobStore
+from citewell.metrics import count_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +156,7 @@ class JobRunner:
         for job in claimed:
             groups[job.operation, job.kb_id].append(job)
         for (operation, kb_id), group in groups.items():
+            count_jobs(operation, "taken", len(group))
             self.handlers[operation].run(kb_id, group)
         self._held = ("", ())
         if claimed:
@@ -181,7 +183,9 @@ class JobRunner:
     def _failed(self, job: Job, error: CitewellError) -> None:
         transient = isinstance(error, UpstreamError)
         delay = self.retry_seconds * 2 ** max(0, job.attempts - 1) if transient else None
-        if self.jobs.fail(job.id, error.message, error.code, delay, job.claim):
+        retried = self.jobs.fail(job.id, error.message, error.code, delay, job.claim)
+        count_jobs(job.operation, "retried" if retried else "failed")
+        if retried:
             logger.warning("job %s (%s) will be retried: %s", job.id, job.name, error.message)
             if delay is not None:
                 timer = threading.Timer(delay, self.wake)

@@ -24,6 +24,7 @@ from citewell.ingest.sources import SOURCES, SourceContext
 from citewell.ingest.sync import Syncer, SyncScope, SyncTally
 from citewell.ingest.web import WebSources
 from citewell.jobs.store import RUNNING, Job, JobStore
+from citewell.metrics import count_connector_run
 
 logger = logging.getLogger(__name__)
 SCHEDULE_EVERY = 5.0  # seconds between looks for connectors that are due
@@ -96,8 +97,10 @@ class ConnectorRuns:
         except CitewellError as exc:
             failed = replace(started, state="failed", finished_at=time.time(), message=exc.message)
             self.store.set_status(connector.id, failed)
+            count_connector_run(connector.kind, "failed")
             raise
         self.store.set_status(connector.id, _status(started, tally), listing.cursor)
+        count_connector_run(connector.kind, "ok" if not tally.failed else "some_failed")
         return tally
 
     def sync_once(self, connector: Connector, listing: Listing | None = None) -> SyncTally:

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from citewell.embedders.base import Embedder
+from citewell.metrics import count_stages
 from citewell.rerankers.base import Reranker
 from citewell.retrieval.fusion import (
     RankedIds,
@@ -156,6 +157,7 @@ class HybridRetriever:
             kept = [r for r in results if _relevance(r) >= floor]
             trace.dropped_by_threshold = len(results) - len(kept)
         trace.timings["total"] = _ms(started)
+        count_stages(trace.timings)
         return kept[:k]
 
     def _best_with_rows(

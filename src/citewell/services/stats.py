@@ -6,9 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from citewell.auth.access import Access
+from citewell.catalog.totals import catalog_totals
 from citewell.db.changes import change_counter
 from citewell.engine.core import Engine
 from citewell.errors import Forbidden
+from citewell.jobs.census import queue_census
+from citewell.metrics.exposition import Figures
 from citewell.stores.base import (
     IndexHealth,
     KbCopyStats,
@@ -61,3 +64,16 @@ def readiness(app: Engine) -> str:
     app.store.count(ChunkFilter(kb_ids=()))
     counter = change_counter(app.catalog.engine)
     return "on" if counter is not None and counter.current() is not None else "off"
+
+
+def server_figures(app: Engine) -> Figures:
+    """What /metrics reads from the database at each scrape (counts only, no names)."""
+    census = queue_census(app.catalog.engine)
+    totals = catalog_totals(app.catalog.engine)
+    return Figures(
+        census.by_state,
+        census.oldest_queued_seconds,
+        totals.knowledge_bases,
+        totals.files,
+        totals.chunks,
+    )
