@@ -86,3 +86,18 @@ def test_only_loopback_or_the_token_may_read(tmp_path, onnx_embedder):
         assert wrong.status_code == 401
         right = c.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape"})
         assert right.status_code == 200 and "citewell_http_requests_total" in right.text
+
+
+def test_every_metric_the_dashboard_and_alerts_use_exists(served):
+    """docs/grafana-dashboard.json and the alerts in docs/deploy.md name only real metrics."""
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "grafana-dashboard.json").read_text()
+    deploy = (REPO / "docs" / "deploy.md").read_text()
+    text += deploy.split("## Monitoring", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"citewell_[a-z_]+", text))
+    body = httpx.get(f"{served}/metrics", timeout=30).text
+    families = set(re.findall(r"^# HELP (\S+)", body, re.M))
+    for name in named:
+        base = re.sub(r"_(bucket|count|sum)$", "", name)
+        assert base in families or base.removesuffix("_total") + "_total" in families, name
