@@ -21,6 +21,7 @@ from citewell.catalog.preset import ModelPreset
 from citewell.config import Settings
 from citewell.llm.base import LLM, ChatMessage, Completion, Delta, Usage
 from citewell.splitters.base import Measure
+from citewell.tracing import span
 
 TOOLS_NOTE = (
     "You can search the user's documents with the tools you are given. Passages they return "
@@ -129,14 +130,16 @@ class ToolLoop:
     def complete(self, messages: Sequence[ChatMessage]) -> Completion:
         history = list(messages)
         while True:
-            options, offered = self._round(history)
-            completion = self.llm.complete(self.model, history, options)
-            self._count(completion.usage)
-            mine, theirs = self._split(completion.tool_calls)
-            if theirs or not mine or not offered:
-                finish = _finish_reason(completion.finish_reason, theirs)
-                return Completion(completion.text, finish, self.run.usage, theirs)
-            answered, _ = self._answer_calls(completion.text, mine)
+            with span("tool round", round=self._rounds + 1) as current:
+                options, offered = self._round(history)
+                completion = self.llm.complete(self.model, history, options)
+                self._count(completion.usage)
+                mine, theirs = self._split(completion.tool_calls)
+                current.set_attribute("builtin_calls", len(mine))
+                if theirs or not mine or not offered:
+                    finish = _finish_reason(completion.finish_reason, theirs)
+                    return Completion(completion.text, finish, self.run.usage, theirs)
+                answered, _ = self._answer_calls(completion.text, mine)
             history.extend(answered)
 
     # --- streamed --------------------------------------------------------------------------
@@ -226,7 +229,9 @@ class ToolLoop:
         found: list[Source] = []
         for call in complete:
             name, arguments = _name(call), _arguments(call)
-            result = self.tools.run(name, arguments)
+            with span(f"tool {name}", tool=name) as current:
+                result = self.tools.run(name, arguments)
+                current.set_attribute("passages", len(result.passages))
             content = self._clipped(result.content)
             messages.append(ChatMessage("tool", content, tool_call_id=call["id"]))
             found.extend(result.passages)

@@ -44,6 +44,7 @@ from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
 from citewell.errors import CitewellError, InvalidInput
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
+from citewell.tracing import span
 from citewell.types import ChunkFilter
 
 FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the query
@@ -181,21 +182,27 @@ class ChatPipeline:
         if not caps.file_context:
             where = None  # 'no file context': the web search below, but none of the files
         budget = self._budget(request, preset)
-        prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
+        with span("generate queries") as current:
+            prepared.queries = self._queries(request, prepared.upstream_model, question, trace)
+            current.set_attribute("queries", len(prepared.queries))
         if request.web_search:
             where = [
                 *(where or []),
                 *search_the_web(self.app, view, prepared.queries, warnings, trace),
             ]
-        prepared.sources = self._sources(
-            view, prepared.queries, where or [], budget, request, preset, trace
-        )
+        with span("gather sources") as current:
+            prepared.sources = self._sources(
+                view, prepared.queries, where or [], budget, request, preset, trace
+            )
+            current.set_attribute("sources", len(prepared.sources))
         if budget <= 0:
             warnings.append("The conversation fills the context window: no room for sources.")
         messages = [replace(m, content=plain_refs(m.content)) for m in request.messages]
-        prepared.context = context_string(prepared.sources)
-        prepared.context_tokens = context_tokens(prepared.sources, self.count)
-        prepared.messages = self._inject(messages, prepared.context, question, preset)
+        with span("pack context") as current:
+            prepared.context = context_string(prepared.sources)
+            prepared.context_tokens = context_tokens(prepared.sources, self.count)
+            prepared.messages = self._inject(messages, prepared.context, question, preset)
+            current.set_attribute("context_tokens", prepared.context_tokens)
         prepared.used_rag = True
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return self._equipped(prepared, view, scope, preset) if caps.tools else prepared

@@ -39,6 +39,7 @@ from citewell.api.routes import (
 from citewell.api.routes import (
     settings as settings_routes,
 )
+from citewell.api.trace_requests import TraceRequests
 from citewell.app import Citewell
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
@@ -48,6 +49,7 @@ from citewell.auth.throttle import LoginThrottle
 from citewell.config import Settings
 from citewell.mcp_server.http import MCPEndpoint
 from citewell.services.answers import ModelList
+from citewell.tracing import tracing_on
 
 
 def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
@@ -92,6 +94,8 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.state.models = ModelList(citewell.chat)  # the LLM's models, asked once a minute
     errors.install(app)
     security.install(app, settings)
+    if tracing_on():
+        app.add_middleware(TraceRequests)
     if settings.server.metrics:
         app.add_middleware(MeasureRequests)  # outermost: refusals count too
         app.include_router(metrics_route.router)  # checks its readers itself

@@ -29,6 +29,7 @@ from citewell.llm.registry import build_llm, llm_configured
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever
 from citewell.stores.registry import store_backend
+from citewell.tracing import start_tracing
 
 
 def prepare_database(settings: Settings) -> Engine:
@@ -80,6 +81,8 @@ class Parts:
     ) -> Parts:
         """See ``Citewell.from_settings`` for the arguments."""
         data_dir = settings.storage.data_dir
+        server = settings.server
+        start_tracing(server.otel_endpoint, server.otel_traces_endpoint, server.trace_content)
         catalog = Catalog(open_engine(settings))
         cache = (
             DatabaseEmbeddingCache(catalog.engine)

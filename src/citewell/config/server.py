@@ -87,6 +87,27 @@ class ServerSection(Section):
         "proxy on the same host every request looks local: set a token there.",
     )
 
+    otel_endpoint: str = setting(
+        "",
+        "OTLP/HTTP endpoint (e.g. http://collector:4318) that receives traces, one per "
+        "request and per job with a span per stage; empty with otel_traces_endpoint: no "
+        "tracing, at no cost. The SDK reads the other OTEL_* variables (OTEL_SERVICE_NAME, "
+        "OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER) itself.",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    )
+
+    otel_traces_endpoint: str = setting(
+        "",
+        "The full URL traces go to (…/v1/traces), when it is not otel_endpoint's.",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    )
+
+    trace_content: bool = setting(
+        False,
+        "Let spans carry text: queries and the question. Off: ids, counts, k, models and "
+        "timings only, never a document's text or a prompt.",
+    )
+
     public_url: str = setting(
         "",
         "The URL people open Citewell at (e.g. https://rag.example.org), for links that "

@@ -27,6 +27,7 @@ from citewell.ingest.ingestor import Ingestor
 from citewell.jobs.staged import stale_staged
 from citewell.jobs.store import Job, JobStore
 from citewell.metrics import count_jobs
+from citewell.tracing import job_span
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,8 @@ class JobRunner:
             groups[job.operation, job.kb_id].append(job)
         for (operation, kb_id), group in groups.items():
             count_jobs(operation, "taken", len(group))
-            self.handlers[operation].run(kb_id, group)
+            with job_span(operation, len(group)):  # a trace of its own
+                self.handlers[operation].run(kb_id, group)
         self._held = ("", ())
         if claimed:
             self._since_optimize += 1

@@ -36,6 +36,7 @@ from citewell.ingest.types import (
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
+from citewell.tracing import span
 from citewell.types import ChunkFilter, Document, IngestReport
 
 FLUSH_CHUNKS = 256  # chunks gathered across files before one embedding pass and one write
@@ -244,7 +245,8 @@ class Ingestor:
         never holds back other files (and fast ones still make full embedding batches)."""
         if block and not wait(run.parsing, SLOW_PARSE, FIRST_COMPLETED).done:
             self._flush(run)
-            wait(run.parsing, return_when=FIRST_COMPLETED)
+            with span("parse", waiting=len(run.parsing)):  # the parsers' processes at work
+                wait(run.parsing, return_when=FIRST_COMPLETED)
         for future in [f for f in run.parsing if f.done()]:
             item, _, previous = run.parsing.pop(future)
             step = partial(self._parsed, run, future, item, previous)
@@ -296,11 +298,14 @@ class Ingestor:
         chunks = [c for p in run.pending for c in p.chunks]
         pairs = [c for p in run.pending for c in p.pairs]
         texts = [t for p in run.pending for t in p.embed_texts] + [c.text for c in pairs]
-        vectors = self.embedder.embed(texts, "document")  # one pass: full batches
+        with span("embed", texts=len(texts)):
+            vectors = self.embedder.embed(texts, "document")  # one pass: full batches
         rows = [with_vector(c, v) for c, v in zip([*chunks, *pairs], vectors, strict=True)]
-        self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
+        with span("write", rows=len(rows), files=len(run.pending)):
+            self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
+            for pending in run.pending:
+                self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
         for pending in run.pending:
-            self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
             self.catalog.add_file(pending.record)
             item = pending.item
             self._link_row(run.kb.id, pending.record.id, item)

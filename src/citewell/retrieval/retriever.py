@@ -26,6 +26,7 @@ from citewell.retrieval.sentences import (
 )
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import ChunkStore, SearchHit
+from citewell.tracing import span, stage_spans, with_content
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode, StoredChunk
 
 
@@ -55,6 +56,15 @@ class RetrievalTrace:
 
     timings: dict[str, float] = field(default_factory=dict)
     dropped_by_threshold: int = 0
+    marks: list[tuple[str, int, int]] = field(default_factory=list)  # (stage, start, end) ns
+
+    def mark(self, stage: str, began: float) -> None:
+        """A stage that began at ``began`` (perf_counter) ended now: its time in ms, and
+        when it ran (for its span in a trace)."""
+        elapsed = time.perf_counter() - began
+        self.timings[stage] = elapsed * 1000
+        end = time.time_ns()
+        self.marks.append((stage, end - int(elapsed * 1e9), end))
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,25 @@ class HybridRetriever:
     ) -> list[ScoredChunk]:
         """``ranking`` replaces the one in force for this search (a KB's own defaults)."""
         trace = trace or RetrievalTrace()
+        with span("retrieve", mode=mode.value, k=k) as current:
+            kept = self._search(query, where, k, mode, trace, threshold, ranking)
+            current.set_attribute("results", len(kept))
+            if with_content():
+                current.set_attribute("query", query)
+            stage_spans(trace.marks)
+        count_stages(trace.timings)
+        return kept
+
+    def _search(
+        self,
+        query: str,
+        where: ChunkFilter,
+        k: int,
+        mode: SearchMode,
+        trace: RetrievalTrace,
+        threshold: float | None,
+        ranking: Ranking | None,
+    ) -> list[ScoredChunk]:
         space, ranking = self.space, ranking or self._ranking()
         settings, reranker = ranking.settings, ranking.reranker
         floor = settings.relevance_threshold if threshold is None else threshold
@@ -153,11 +182,10 @@ class HybridRetriever:
             results = self._with_rows(space, ranked, where, trace)
             began = time.perf_counter()
             results = reranker.rerank(query, results, min(k, settings.top_k_reranker))
-            trace.timings["rerank"] = _ms(began)
+            trace.mark("rerank", began)
             kept = [r for r in results if _relevance(r) >= floor]
             trace.dropped_by_threshold = len(results) - len(kept)
         trace.timings["total"] = _ms(started)
-        count_stages(trace.timings)
         return kept[:k]
 
     def _best_with_rows(
@@ -199,7 +227,7 @@ class HybridRetriever:
         sentence pair whose file left a KB since can bring that file's chunk back."""
         began = time.perf_counter()
         chunks = {c.id: c for c in space.store.get([r.chunk_id for r in ranked])}
-        trace.timings["fetch"] = _ms(began)
+        trace.mark("fetch", began)
         out: list[ScoredChunk] = []
         seen = set() if seen is None else seen
         for result in ranked:
@@ -223,7 +251,7 @@ class HybridRetriever:
         began = time.perf_counter()
         terms = terms_string(query, settings.stemmer)
         hits = space.store.keyword_search(terms, k, where)
-        trace.timings["keyword"] = _ms(began)  # beside the vector search, on its own thread
+        trace.mark("keyword", began)  # beside the vector search, on its own thread
         return hits
 
     def _dense(
@@ -231,7 +259,7 @@ class HybridRetriever:
     ) -> _Dense:
         began = time.perf_counter()
         vector = space.embedder.embed([query], "query")[0].tolist()
-        trace.timings["embed"] = _ms(began)
+        trace.mark("embed", began)
         pairs = plain = None
         if space.sentences is not None:  # beside the chunks' search, on threads of their own
             paired, without = self._paired.split(space.sentences, where)
@@ -243,7 +271,7 @@ class HybridRetriever:
                 plain = self._pool.submit(space.store.vector_search, vector, k, without)
         began = time.perf_counter()
         hits = space.store.vector_search(vector, k, where)
-        trace.timings["vector"] = _ms(began)
+        trace.mark("vector", began)
         if pairs is None:
             return _Dense(hits, [], [])
         best = pairs.result()
@@ -259,7 +287,7 @@ class HybridRetriever:
     ) -> list[SearchHit]:
         began = time.perf_counter()
         hits = store.vector_search(vector, PAIRS_PER_CHUNK * k, where)
-        trace.timings["sentences"] = _ms(began)
+        trace.mark("sentences", began)
         return best_per_chunk(hits, k)
 
     def _vector_only(

@@ -1,0 +1,92 @@
+"""OpenTelemetry traces: one per request and per job, a span per stage. Off unless an OTLP
+endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, read
+with the settings); then spans go to it over OTLP/HTTP in batches, and the SDK reads the
+other standard OTEL_* variables (service name, headers, sampler) itself. While off, the
+tracer is OpenTelemetry's no-op one: a span costs a function call.
+
+Spans carry ids, counts, k, models and timings; text (queries, prompts) only with
+``trace_content``."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, Tracer
+
+_lock = threading.Lock()
+_tracer: Tracer = trace.NoOpTracer()
+_content = False
+
+
+def tracer() -> Tracer:
+    return _tracer
+
+
+def with_content() -> bool:
+    """Whether spans may carry text (queries, prompts): ``trace_content``."""
+    return _content
+
+
+def start_tracing(endpoint: str, traces_endpoint: str, content: bool) -> bool:
+    """Export spans over OTLP/HTTP when an endpoint is given; once per process."""
+    global _tracer, _content
+    target = traces_endpoint or (endpoint.rstrip("/") + "/v1/traces" if endpoint else "")
+    with _lock:
+        if not target or not isinstance(_tracer, trace.NoOpTracer):
+            return not isinstance(_tracer, trace.NoOpTracer)
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        provider = TracerProvider(resource=Resource.create({"service.name": "citewell"}))
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=target)))
+        atexit.register(provider.shutdown)  # what is still batched goes out at exit
+        _tracer, _content = provider.get_tracer("citewell"), content
+        return True
+
+
+def tracing_on() -> bool:
+    return not isinstance(_tracer, trace.NoOpTracer)
+
+
+@contextmanager
+def span(name: str, **attributes: Any) -> Iterator[Span]:
+    """A child of the current span (or a root), current while the block runs."""
+    with _tracer.start_as_current_span(name, attributes=_clean(attributes)) as current:
+        yield current
+
+
+def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {k.replace("__", "."): v for k, v in attributes.items() if v is not None}
+
+
+def trace_id() -> str:
+    """The current trace's id in hex ("" outside a sampled trace)."""
+    context = trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else ""
+
+
+def stage_spans(marks: list[tuple[str, int, int]]) -> None:
+    """Spans, under the current one, for stages timed where a span could not be current
+    (on other threads, or before anyone knew a trace was wanted)."""
+    if not tracing_on():
+        return
+    for name, start, end in marks:
+        _tracer.start_span(name, start_time=start).end(end_time=end)
+
+
+@contextmanager
+def job_span(operation: str, jobs: int) -> Iterator[Span]:
+    """The root span of a batch of jobs: a trace of its own, whoever queued them."""
+    from opentelemetry.context import Context
+
+    with _tracer.start_as_current_span(
+        f"job {operation}", context=Context(), attributes={"operation": operation, "jobs": jobs}
+    ) as current:
+        yield current
