@@ -24,7 +24,6 @@ from citewell.answer.context import source_public
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult
 from citewell.auth.access import Access
 from citewell.cli_common import MODES, Context, click_errors, pass_app
-from citewell.cli_ingest import progress
 from citewell.llm.base import ChatMessage
 from citewell.types import ScoredChunk, SearchMode
 
@@ -186,54 +185,10 @@ def ask(
         )
 
 
-@main.command(name="eval")
-@click.option(
-    "--beir",
-    "folder",
-    required=True,
-    type=click.Path(path_type=Path, exists=True),
-    help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
-)
-@click.option("--split", default="test", show_default=True)
-@click.option(
-    "--mode",
-    type=click.Choice(["hybrid", "vector", "bm25", "all"]),
-    default="all",
-    show_default=True,
-)
-@click.option("--json", "as_json", is_flag=True)
-@pass_app
-def evaluate(ctx: Context, folder: Path, split: str, mode: str, as_json: bool) -> None:
-    """Measure retrieval quality and speed on a BEIR data set."""
-    from citewell.evaluation.beir import run_eval
-
-    modes = list(SearchMode) if mode == "all" else [SearchMode(mode)]
-    with click_errors(), progress("Indexing corpus") as report_progress:
-        report = run_eval(ctx.app(), folder, split, modes, report_progress)
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
-    ingest = report["ingest"]
-    click.echo(
-        f"{report['dataset']} ({split}): {ingest['docs']} docs, {ingest['chunks']} chunks, "
-        f"{ingest['docs_per_s']} docs/s, {ingest['chunks_per_s']} chunks/s"
-        + (" (index reused)" if ingest["reused"] else "")
-    )
-    click.echo(
-        f"{'mode':8} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7} "
-        f"{'p50 ms':>7} {'p95 ms':>7}"
-    )
-    for m in modes:
-        r = report[m.value]
-        click.echo(
-            f"{m.value:8} {r['ndcg@10']:8.4f} {r['recall@10']:7.4f} {r['recall@100']:7.4f} "
-            f"{r['mrr@10']:7.4f} {r['latency_ms_p50']:7.1f} {r['latency_ms_p95']:7.1f}"
-        )
-
-
 from citewell.cli_auth import group, key, share, user  # noqa: E402 (in their own module)
 from citewell.cli_config import config  # noqa: E402
 from citewell.cli_connectors import connector, sync  # noqa: E402
+from citewell.cli_eval import evaluate  # noqa: E402
 from citewell.cli_ingest import ingest  # noqa: E402
 from citewell.cli_kb import kb  # noqa: E402
 from citewell.cli_server import check, files, mcp, migrate, serve, worker  # noqa: E402
@@ -241,6 +196,7 @@ from citewell.cli_server import check, files, mcp, migrate, serve, worker  # noq
 for _command in (serve, worker, mcp, migrate, files, check):
     main.add_command(_command)
 main.add_command(ingest)
+main.add_command(evaluate)
 main.add_command(kb)
 main.add_command(sync)
 main.add_command(connector)

@@ -1,0 +1,170 @@
+"""`citewell eval --answers FILE`: questions run through the chat pipeline as a client
+would send them (a model or preset, KBs), scored per question and in total.
+
+FILE is JSONL, one question per line: ``question``; ``answers`` (reference answers, or
+``answer``); optionally ``passages`` (reference passage texts) or ``files`` (reference
+file names) for retrieval recall, ``kb`` (or ``knowledge_bases``) and ``model``. With a
+judge model, an LLM also grades correctness and each cited sentence's support."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult
+from citewell.app import Citewell
+from citewell.auth.access import Access
+from citewell.errors import InvalidInput
+from citewell.evaluation import answer_metrics as m
+from citewell.llm.base import ChatMessage
+
+JUDGE_PROMPT = (
+    "Reference answers:\n{references}\n\nAnswer to grade:\n{answer}\n\nDoes the answer say "
+    "what a reference answer says (extra correct detail is fine)? Reply with one word: yes "
+    "or no."
+)
+SUPPORT_PROMPT = (
+    "Passage:\n{passage}\n\nClaim:\n{claim}\n\nDoes the passage support the claim? Reply "
+    "with one word: yes or no."
+)
+
+
+@dataclass(frozen=True)
+class QACase:
+    question: str
+    answers: tuple[str, ...]
+    passages: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    kbs: tuple[str, ...] = ()
+    model: str = ""
+
+
+@dataclass
+class CaseResult:
+    question: str
+    answer: str
+    latency_ms: float
+    exact_match: float
+    token_f1: float
+    citation_validity: float  # 1: every [n] names a source
+    retrieval_recall: float | None = None
+    citation_support: float | None = None
+    faithfulness: float | None = None
+    judged_correct: float | None = None  # with a judge model
+    judged_support: float | None = None
+    sources: list[str] = field(default_factory=list)  # file names, [n] order
+
+
+def load_cases(path: Path) -> list[QACase]:
+    cases = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            answers = row.get("answers") or [row["answer"]]
+            kbs = row.get("knowledge_bases") or ([row["kb"]] if row.get("kb") else [])
+            cases.append(
+                QACase(
+                    str(row["question"]),
+                    tuple(str(a) for a in answers),
+                    tuple(row.get("passages") or ()),
+                    tuple(row.get("files") or ()),
+                    tuple(kbs),
+                    str(row.get("model") or ""),
+                )
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInput(
+                f"{path}:{number}: each line is a JSON object with 'question' and 'answers' "
+                f"(or 'answer'); {exc}"
+            ) from exc
+    if not cases:
+        raise InvalidInput(f"{path} holds no questions.")
+    return cases
+
+
+class AnswerEvaluation:
+    def __init__(self, app: Citewell, kbs: tuple[str, ...], model: str, judge: str) -> None:
+        self.app, self.kbs, self.judge = app, kbs, judge
+        self.model = model or (app.settings.llm.llm_model if app.chat.llm else EXTRACTIVE_MODEL)
+        if judge and app.chat.llm is None:
+            raise InvalidInput("A judge model needs an LLM: set llm_base_url (or leave --judge).")
+
+    def run(self, cases: list[QACase]) -> dict[str, Any]:
+        results = [self.score(case) for case in cases]
+        return {"model": self.model, "judge": self.judge or None, "questions": len(results),
+                "totals": totals(results), "cases": [asdict(r) for r in results]}  # fmt: skip
+
+    def score(self, case: QACase) -> CaseResult:
+        began = time.perf_counter()
+        result = self.app.chat.complete(self._request(case))
+        latency = (time.perf_counter() - began) * 1000
+        sources = result.prepared.sources
+        texts = {s.number: s.text for s in sources}
+        found = m.passage_recall(list(texts.values()), case.passages)
+        if found is None:
+            found = m.file_recall([s.file_name for s in sources], case.files)
+        scored = CaseResult(
+            case.question,
+            result.text,
+            round(latency, 1),
+            m.exact_match(result.text, case.answers),
+            round(m.token_f1(result.text, case.answers), 4),
+            0.0 if result.invalid_citations else 1.0,
+            found,
+            m.citation_support(result.text, texts),
+            m.faithfulness(result.text, list(texts.values())),
+            sources=[s.file_name for s in sources],
+        )
+        if self.judge:
+            self._judged(scored, case, result)
+        return scored
+
+    def _request(self, case: QACase) -> ChatRequest:
+        return ChatRequest(
+            model=case.model or self.model,
+            messages=(ChatMessage("user", case.question),),
+            knowledge=case.kbs or self.kbs,
+            access=Access.everything(),  # the operator, on the data dir itself
+        )
+
+    def _judged(self, scored: CaseResult, case: QACase, result: ChatResult) -> None:
+        references = "\n".join(f"- {a}" for a in case.answers)
+        scored.judged_correct = self._yes(JUDGE_PROMPT.format(references=references,
+                                                              answer=result.text))  # fmt: skip
+        texts = {s.number: s.text for s in result.prepared.sources}
+        verdicts = [
+            self._yes(SUPPORT_PROMPT.format(passage=texts[int(n)], claim=sentence))
+            for sentence in m.SENTENCE.split(result.text)
+            for n in m.MARKER.findall(sentence)
+            if int(n) in texts
+        ]
+        scored.judged_support = sum(verdicts) / len(verdicts) if verdicts else None
+
+    def _yes(self, prompt: str) -> float:
+        assert self.app.chat.llm is not None
+        reply = self.app.chat.llm.complete(self.judge, [ChatMessage("user", prompt)], {})
+        return 1.0 if reply.text.strip().lower().startswith("yes") else 0.0
+
+
+METRICS = (
+    "exact_match", "token_f1", "citation_validity", "retrieval_recall", "citation_support",
+    "faithfulness", "judged_correct", "judged_support",
+)  # fmt: skip
+
+
+def totals(results: list[CaseResult]) -> dict[str, float | None]:
+    """Each metric's mean over the questions that have it, and latency."""
+    out: dict[str, float | None] = {}
+    for name in METRICS:
+        values = [v for r in results if (v := getattr(r, name)) is not None]
+        out[name] = round(statistics.fmean(values), 4) if values else None
+    latency = sorted(r.latency_ms for r in results)
+    out["latency_ms_p50"] = round(statistics.median(latency), 1)
+    out["latency_ms_max"] = latency[-1]
+    return out
