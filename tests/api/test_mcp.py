@@ -119,11 +119,17 @@ def test_every_tool_and_resource_over_streamable_http(world):
     _check_tour(world, run(_tour, over_http(world, "alice")), world.url)
 
 
+def _database(world: KeyedServer) -> dict[str, str]:
+    """The server's database for a process started beside it (the PostgreSQL pass)."""
+    url = world.settings.storage.database_url
+    return {"CITEWELL_DATABASE_URL": url} if url else {}
+
+
 def test_every_tool_and_resource_over_stdio(world):
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "citewell", "--data-dir", str(world.settings.storage.data_dir), "mcp"],
-        env={**os.environ, "CITEWELL_API_KEY": world.keys["alice"]},
+        env={**os.environ, **_database(world), "CITEWELL_API_KEY": world.keys["alice"]},
     )
     seen = run(_tour, Client(params))
     server = world.settings.server
@@ -211,7 +217,7 @@ def test_no_key_no_data_and_foreign_pages_are_refused(world):
 def test_stdio_without_a_key_says_how_to_get_one(world):
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if k != "CITEWELL_API_KEY"}
+    env = {k: v for k, v in os.environ.items() if k != "CITEWELL_API_KEY"} | _database(world)
     started = subprocess.run(
         [
             sys.executable,

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
@@ -49,6 +50,10 @@ def test_orphan_chunks_and_stored_files_are_removed(filled):
     vector = filled.embedder.embed([stray.text], "document")[0]
     filled.store.upsert([replace(stray, vector=tuple(float(x) for x in vector))])
     filled.storage.put("1" * 32, b"lost", "lost")
+    assert filled.check().orphan_stored == []  # as young as an ingest in flight
+    hours_ago = time.time() - 2 * 3600  # as a killed worker's would be by now
+    for blob in (filled.settings.storage.data_dir / "files").glob("1" * 32 + ".*"):
+        os.utime(blob, (hours_ago, hours_ago))
     report = filled.check()
     assert report.orphan_chunks == {"0" * 32: 1} and report.orphan_stored == ["1" * 32]
     filled.check(repair=True)

@@ -80,14 +80,20 @@ class FileStorage:
     def unstage(self, job_id: str) -> None:
         self.blobs.remove(_staged_blob(job_id))
 
-    def stored_kinds(self) -> dict[str, set[str]]:
-        """File id → which of original, txt, sections.json are stored for it."""
-        found: dict[str, set[str]] = {}
+    def stored(self) -> dict[str, tuple[set[str], float]]:
+        """File id → which of original, txt, sections.json are stored for it, and when the
+        last of them was written."""
+        found: dict[str, tuple[set[str], float]] = {}
         for blob in self.blobs.listing():
             file_id, _, kind = blob.name.partition(".")
             if kind in KINDS and file_id.isalnum():
-                found.setdefault(file_id, set()).add(kind)
+                kinds, written = found.get(file_id, (set(), 0.0))
+                found[file_id] = (kinds | {kind}, max(written, blob.modified))
         return found
+
+    def stored_kinds(self) -> dict[str, set[str]]:
+        """File id → which of original, txt, sections.json are stored for it."""
+        return {file_id: kinds for file_id, (kinds, _) in self.stored().items()}
 
     def file_ids(self) -> set[str]:
         """Ids of every file with a stored original or text."""

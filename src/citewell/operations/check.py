@@ -5,7 +5,8 @@ disagree, and (with repair) making them agree again.
 - files whose chunks are missing or fewer than recorded (or, in a KB with its own chunking,
   whose chunk set there is missing) → re-indexed from the stored original, every chunk set
   anew (deleted when the original is gone too);
-- stored originals and texts of no known file → deleted;
+- stored originals and texts of no known file, written over an hour ago → deleted (younger
+  ones may be an ingest in flight);
 - known files whose stored text is missing (a file store restored from an older copy, a
   bucket's objects deleted) → the text made again from the original; a missing original
   is reported (only a backup or a new upload brings it back);
@@ -32,6 +33,9 @@ from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (docs/benchmarks/journal.md).
 RECALL_FLOOR = 0.9
+# Stored files of no known file written this recently may belong to an ingest in flight
+# (its blobs are written before its catalog row); older ones are what a killed worker left.
+STORING_SECONDS = 3600
 
 
 @dataclass
@@ -113,10 +117,15 @@ class ConsistencyCheck:
                 where = ChunkFilter(kb_ids=(label,), file_ids=(record.id,))
                 if record.chunk_count and not self.store.count(where):
                     report.missing_chunks[record.id] = (record.chunk_count, 0)
-        stored = self.storage.stored_kinds()
-        report.orphan_stored = sorted(self.storage.file_ids() - set(files))
+        stored = self.storage.stored()
+        settled = time.time() - STORING_SECONDS
+        report.orphan_stored = sorted(
+            file_id
+            for file_id, (kinds, written) in stored.items()
+            if file_id not in files and kinds & {"original", "txt"} and written < settled
+        )
         for file_id in files:
-            missing = [k for k in ("original", "txt") if k not in stored.get(file_id, ())]
+            missing = [k for k in ("original", "txt") if k not in stored.get(file_id, ((),))[0]]
             if missing:
                 report.missing_stored[file_id] = missing
         self._compare_jobs(report)
