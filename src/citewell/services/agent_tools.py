@@ -118,12 +118,12 @@ class AgentTools:
     def search(
         self, query: str, knowledge_bases: Sequence[str] = (), k: int = 8, mode: str = ""
     ) -> Passages:
-        names = list(knowledge_bases) or [kb.id for kb in self.view.kbs()]
+        kb_names = {kb.id: kb.name for kb in self.view.kbs()}  # read once per call
+        names = list(knowledge_bases) or list(kb_names)
         if not names:
             return Passages(passages=[], note="You may read no knowledge base yet.")
         where = self.view.collection_filter(names)
         found = self.view.search(query, where, SearchMode(mode) if mode else None, k)
-        kb_names = {kb.id: kb.name for kb in self.view.kbs()}
         passages = [self._passage(hit, kb_names) for hit in found]
         kept, note = self._within_budget(passages)
         return Passages(passages=kept, note=note)
@@ -194,7 +194,8 @@ class AgentTools:
         )
 
     def ask(self, question: str, knowledge_bases: Sequence[str] = ()) -> Answer:
-        names = tuple(knowledge_bases) or tuple(kb.id for kb in self.view.kbs())
+        kb_names = {kb.id: kb.name for kb in self.view.kbs()}  # read once per call
+        names = tuple(knowledge_bases) or tuple(kb_names)
         known = [] if self.answers.extractive else self.answers.model_list.names()
         model = known[0] if known else EXTRACTIVE_MODEL  # llm_model first when set
         request = ChatRequest(
@@ -204,7 +205,6 @@ class AgentTools:
             access=self.view.access,
         )
         result = self.answers.complete(request)
-        kb_names = {kb.id: kb.name for kb in self.view.kbs()}
         sources = [self._cited(s, kb_names) for s in result.prepared.sources]
         kept, note = self._within_budget(sources, len(result.text))
         return Answer(answer=result.text, extractive=result.extractive, sources=kept, note=note)
