@@ -247,14 +247,17 @@ class Catalog:
         own = self.resolve_kb(name_or_id, lambda kb: kb.id == name_or_id or not kb.owner_id)
         return own or self.create_kb(name_or_id)
 
-    def list_kbs(self, kb_ids: Collection[str] | None = None) -> list[KnowledgeBase]:
-        """Every KB by name, or those of ``kb_ids``."""
+    def list_kbs(
+        self, kb_ids: Collection[str] | None = None, count_files: bool = True
+    ) -> list[KnowledgeBase]:
+        """Every KB by name, or those of ``kb_ids``; ``count_files`` False: file_count 0,
+        one query in all instead of one more per KB."""
         query = select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name)
         if kb_ids is not None:
             query = query.where(KnowledgeBaseRow.id.in_(list(kb_ids)))
         with self._reads() as session:
             rows = session.scalars(query)
-            return [_kb(r, self._file_count(session, r.id)) for r in rows]
+            return [_kb(r, self._file_count(session, r.id) if count_files else 0) for r in rows]
 
     def kb_settings(self, kb_ids: Collection[str]) -> KnowledgeSettings:
         """The retrieval defaults these KBs share (none when they differ or set none).

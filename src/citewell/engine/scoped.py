@@ -24,8 +24,8 @@ class Scoped:
     access: Access
 
     # --- knowledge bases ------------------------------------------------------------------
-    def kbs(self) -> list[KnowledgeBase]:
-        return self.app.catalog.list_kbs(self.access.readable)
+    def kbs(self, count_files: bool = True) -> list[KnowledgeBase]:
+        return self.app.catalog.list_kbs(self.access.readable, count_files)
 
     def find_kb(self, name_or_id: str, count_files: bool = True) -> KnowledgeBase | None:
         """By id, or by name among the KBs the caller may read (their own first); a name
@@ -208,11 +208,13 @@ class Scoped:
         return embedding_tenant(self.access.user_id)
 
     def collection_filter(self, names: Sequence[str]) -> ChunkFilter:
-        return ChunkFilter(kb_ids=tuple(self._kb_id(name) for name in names))
+        return ChunkFilter(kb_ids=tuple(self.searched_kb(name).id for name in names))
 
-    def _kb_id(self, name_or_id: str) -> str:
+    def searched_kb(self, name_or_id: str) -> KnowledgeBase:
+        """The KB a search names, from memory while the database is unchanged (no file
+        count: a search needs its id and name)."""
         access = self.access
         kb = self.app.catalog.resolve_kb(
             name_or_id, access.can_read, access.user_id, count_files=False
         )
-        return (kb or self.kb(name_or_id)).id  # self.kb raises the usual not-found error
+        return kb or self.kb(name_or_id)  # self.kb raises the usual not-found error

@@ -19,7 +19,7 @@ from citewell.errors import FolderNotFound
 from citewell.llm.base import ChatMessage
 from citewell.services.answers import AnswerService
 from citewell.services.folders import FolderService, PageRequest
-from citewell.types import ScoredChunk, SearchMode
+from citewell.types import ChunkFilter, ScoredChunk, SearchMode
 
 CHARS_PER_TOKEN = 4  # a rough measure, enough to keep results within a model's reach
 FILES_PER_PAGE = 50
@@ -118,11 +118,12 @@ class AgentTools:
     def search(
         self, query: str, knowledge_bases: Sequence[str] = (), k: int = 8, mode: str = ""
     ) -> Passages:
-        kb_names = {kb.id: kb.name for kb in self.view.kbs()}  # read once per call
-        names = list(knowledge_bases) or list(kb_names)
-        if not names:
+        view = self.view
+        kbs = [view.searched_kb(name) for name in knowledge_bases] or view.kbs(count_files=False)
+        if not kbs:
             return Passages(passages=[], note="You may read no knowledge base yet.")
-        where = self.view.collection_filter(names)
+        kb_names = {kb.id: kb.name for kb in kbs}
+        where = ChunkFilter(kb_ids=tuple(kb_names))
         found = self.view.search(query, where, SearchMode(mode) if mode else None, k)
         passages = [self._passage(hit, kb_names) for hit in found]
         kept, note = self._within_budget(passages)
@@ -194,7 +195,8 @@ class AgentTools:
         )
 
     def ask(self, question: str, knowledge_bases: Sequence[str] = ()) -> Answer:
-        kb_names = {kb.id: kb.name for kb in self.view.kbs()}  # read once per call
+        # Read once per call, without counting files: a search needs only the names.
+        kb_names = {kb.id: kb.name for kb in self.view.kbs(count_files=False)}
         names = tuple(knowledge_bases) or tuple(kb_names)
         known = [] if self.answers.extractive else self.answers.model_list.names()
         model = known[0] if known else EXTRACTIVE_MODEL  # llm_model first when set
