@@ -36,14 +36,19 @@ def free_port() -> int:
 
 
 def start_server(
-    data: Path, port: int, env: dict[str, str] | None = None, options: tuple[str, ...] = ()
+    data: Path,
+    port: int,
+    env: dict[str, str] | None = None,
+    options: tuple[str, ...] = (),
+    log: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """`citewell serve` on 127.0.0.1:``port``, with ``env`` added to this environment."""
+    """`citewell serve` on 127.0.0.1:``port``, with ``env`` added to this environment;
+    its log lines (stderr) into ``log`` when given."""
     command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve", *options]
     server = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log.open("ab") if log is not None else subprocess.DEVNULL,
         env={**os.environ, "CITEWELL_AUTH": "none", **(env or {})},
         start_new_session=True,  # its own process group: the kill takes its workers too
     )

@@ -24,6 +24,7 @@ from citewell.testing.fakes import FakeHashEmbedder
 class FakeService:
     def __init__(self, dimension: int = 32, delay: float = 0.0) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.headers_seen: list[dict[str, str]] = []  # of each POST, as sent
         self.fail_next: list[int] = []  # status codes to answer before behaving
         self.embedder = FakeHashEmbedder(dimension)
         self.delay = delay  # seconds each request takes, like a busy model server
@@ -70,6 +71,7 @@ def serve(service: FakeService) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length", 0))
+            service.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
             self.answer(*service.handle(self.path, json.loads(self.rfile.read(length))))
 
         def do_GET(self) -> None:  # noqa: N802

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging.config
 import math
 import os
 import shutil
@@ -35,9 +36,12 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
     from citewell.api.security import check_auth_mode
     from citewell.cli_auth import announce_access
     from citewell.config import Settings
+    from citewell.tracing.logs import log_config
 
     with click_errors():
         settings = Settings.load(ctx.config, data_dir=ctx.data_dir, workers=workers)
+        logs = log_config(settings.server.log_level, settings.server.log_format)
+        logging.config.dictConfig(logs)  # before the models load: their lines too
         bind, listen = host or settings.server.host, port or settings.server.port
         check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
         if settings.server.workers == 1:
@@ -61,7 +65,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
             api,
             host=bind,
             port=listen,
-            log_level="info",
+            log_config=logs,
             timeout_graceful_shutdown=30,
             timeout_keep_alive=settings.server.keep_alive_seconds,
         )
@@ -78,7 +82,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
             host=bind,
             port=listen,
             workers=settings.server.workers,
-            log_level="info",
+            log_config=logs,
             timeout_graceful_shutdown=30,
             timeout_keep_alive=settings.server.keep_alive_seconds,
         )
@@ -170,9 +174,12 @@ def mcp(ctx: Context, key_env: str) -> None:
     """Serve the MCP tools over stdio (for Claude Desktop, Cursor, VS Code and other clients
     that start a process). The HTTP server serves the same at /mcp."""
     from citewell.mcp_server.stdio import serve_stdio
+    from citewell.tracing.logs import set_up_logging
 
     with click_errors():
-        serve_stdio(ctx.app(), os.environ.get(key_env, ""))
+        app = ctx.app()
+        set_up_logging(app.settings.server.log_level, app.settings.server.log_format)
+        serve_stdio(app, os.environ.get(key_env, ""))
 
 
 @click.group()
@@ -219,8 +226,11 @@ def worker(ctx: Context) -> None:
     import signal
     import threading
 
+    from citewell.tracing.logs import set_up_logging
+
     with click_errors():
         app = ctx.app(switch_models=True)
+    set_up_logging(app.settings.server.log_level, app.settings.server.log_format)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     app.start_workers()

@@ -108,9 +108,11 @@ def test_a_chat_with_a_tool_round_and_an_ingest_are_traced(tmp_path):
             "OTEL_BSP_SCHEDULE_DELAY": "200",
             "CITEWELL_LLM_BASE_URL": llm_url + "/v1",
             "CITEWELL_MODEL_PRESETS": json.dumps(PRESETS),
+            "LOG_FORMAT": "json",  # Open WebUI's name
         }
         port = free_port()
-        server = start_server(tmp_path / "data", port, env)
+        log = tmp_path / "server.log"
+        server = start_server(tmp_path / "data", port, env, log=log)
         base = f"http://127.0.0.1:{port}"
         try:
             with httpx.Client(base_url=base, timeout=120) as client:
@@ -154,6 +156,7 @@ def test_a_chat_with_a_tool_round_and_an_ingest_are_traced(tmp_path):
                 "tool round",
                 "tool query_knowledge_files",
                 "chat llama3",
+                "POST",
             },
         )
         ids = {s["id"]: s for s in chat}
@@ -172,9 +175,34 @@ def test_a_chat_with_a_tool_round_and_an_ingest_are_traced(tmp_path):
         calls = [s for s in chat if s["name"] == "chat llama3"]
         assert any(s["attributes"]["gen_ai.usage.input_tokens"] > 0 for s in calls)
         assert all(ids[s["parent"]]["name"] == "tool round" for s in calls)
+        _check_outgoing(chat, ids, llm)
+        _check_log_lines(log)
         jobs = [s for s in spans if s["name"] == "job ingest"]
         assert jobs and all(s["parent"] == "" for s in jobs)  # a trace of its own
         job_trace = _wait_for(spans, jobs[0]["trace"], {"job ingest", "embed", "write"})
         assert _by_name(job_trace, "write")["attributes"]["files"] == 1
         shown = json.dumps([s["attributes"] for s in spans])
         assert "Zanzibar" not in shown and "boats" not in shown
+
+
+def _check_outgoing(chat: list[dict[str, Any]], ids: dict[str, Any], llm: FakeLLMService) -> None:
+    """Each LLM call's HTTP request is a client span, and the LLM server got the trace."""
+    posts = [s for s in chat if s["name"] == "POST"]
+    assert posts and all(ids[s["parent"]]["name"].startswith("chat ") for s in posts)
+    assert {s["attributes"]["server.address"] for s in posts} == {"127.0.0.1"}
+    assert {s["attributes"]["http.response.status_code"] for s in posts} == {200}
+    assert all(s["attributes"]["url.full"].endswith("/v1/chat/completions") for s in posts)
+    sent = [h.get("traceparent", "") for h in llm.headers_seen]
+    assert any(CALLER_TRACE in header for header in sent), sent
+
+
+def _check_log_lines(log: Any) -> None:
+    """LOG_FORMAT=json: one object per line; the chat's access line has its trace id."""
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert lines and all({"time", "level", "logger", "message"} <= set(x) for x in lines)
+    mine = [x for x in lines if x.get("trace_id") == CALLER_TRACE]
+    access = [x for x in mine if x["logger"] == "uvicorn.access"]
+    assert [(x["method"], x["path"], x["status"]) for x in access] == [
+        ("POST", "/v1/chat/completions", 200)
+    ]
+    assert "Zanzibar" not in log.read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 
 from citewell.config.fields import Section, setting
 
@@ -107,6 +107,31 @@ class ServerSection(Section):
         "Let spans carry text: queries and the question. Off: ids, counts, k, models and "
         "timings only, never a document's text or a prompt.",
     )
+
+    log_level: Literal["debug", "info", "warning", "error"] = setting(
+        "info",
+        "Least severe log lines the server writes (to stderr). debug also shows each "
+        "outgoing HTTP request and the MCP SDK's own lines.",
+        "GLOBAL_LOG_LEVEL",
+    )
+
+    log_format: Literal["text", "json"] = setting(
+        "text",
+        "Log lines as text, or json: one object per line (time, level, logger, message; "
+        "method, path and status on access lines). Either way a line written for a "
+        "request or job carries its trace_id while tracing is on (otel_endpoint), the id "
+        "answers carry in X-Trace-Id.",
+        "LOG_FORMAT",
+    )
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _owui_log_names(cls, value: Any, info: ValidationInfo) -> Any:
+        # Open WebUI writes GLOBAL_LOG_LEVEL=INFO; its LOG_FORMAT is empty for text.
+        if not isinstance(value, str):
+            return value
+        text = {"warn": "warning", "critical": "error"}.get(value.strip().lower(), value)
+        return text.strip().lower() or ("info" if info.field_name == "log_level" else "text")
 
     public_url: str = setting(
         "",

@@ -18,6 +18,7 @@ from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
 from citewell.connectors.filters import PathFilter
 from citewell.errors import FetchFailed, InvalidInput, PayloadTooLarge
 from citewell.fetch.guard import AddressGuard, GuardedTransport
+from citewell.tracing.client import traced
 
 DAV = "{DAV:}"
 PROPFIND = (
@@ -68,7 +69,7 @@ class WebDavSource:
         user, token = request.credentials.get("username", ""), request.credentials.get("token", "")
         return httpx.Client(
             auth=httpx.BasicAuth(user, token) if user or token else None,
-            transport=None if request.trusted else GuardedTransport(self.guard),
+            transport=traced(None if request.trusted else GuardedTransport(self.guard)),
             timeout=TIMEOUT,
             follow_redirects=False,  # a redirect could lead anywhere: the folder URL is exact
         )

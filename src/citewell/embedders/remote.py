@@ -11,6 +11,7 @@ import numpy as np
 from citewell.embedders.base import Vectors, normalize
 from citewell.errors import EmbeddingError
 from citewell.http import post_with_retries
+from citewell.tracing.client import traced
 from citewell.types import EmbedKind
 
 # Texts per request when the setting leaves it to the engine.
@@ -38,7 +39,10 @@ class HttpEmbedder:
         self.retries = retries
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+            base_url=base_url.rstrip("/"),
+            headers=headers,
+            timeout=timeout,
+            transport=traced(transport, propagate_context=True),
         )
         self._dimension: int | None = None
 

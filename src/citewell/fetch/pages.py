@@ -13,6 +13,7 @@ import httpx
 
 from citewell.errors import FetchFailed, FetchTimeout, InvalidInput, PayloadTooLarge
 from citewell.fetch.guard import AddressGuard, GuardedTransport
+from citewell.tracing.client import traced
 
 TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 # Content types whose loaders cannot tell them apart from plain text by the bytes alone.
@@ -91,7 +92,7 @@ class UrlFetcher:
         self.guard = guard
         self.limits = limits
         self.client = httpx.Client(
-            transport=GuardedTransport(guard),
+            transport=traced(GuardedTransport(guard)),
             timeout=httpx.Timeout(limits.timeout),
             follow_redirects=True,
             max_redirects=limits.max_redirects,

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from citewell.errors import FetchFailed, FetchTimeout, NoTranscript
+from citewell.tracing.client import traced
 
 VIDEO_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
 API_KEY = re.compile(r'"INNERTUBE_API_KEY":\s*"([A-Za-z0-9_-]+)"')
@@ -65,6 +66,7 @@ class YouTubeTranscripts:
         self.languages = [lang.strip() for lang in languages if lang.strip()]
         self.client = httpx.Client(
             timeout=timeout,
+            transport=traced(),
             follow_redirects=True,
             headers={"Accept-Language": "en-US,en;q=0.9", "User-Agent": "Mozilla/5.0"},
         )

@@ -11,6 +11,7 @@ import httpx
 
 from citewell.errors import LLMError, ModelNotFound
 from citewell.http import post_with_retries, stream_lines
+from citewell.tracing.client import traced
 
 
 class RemoteLLM(ABC):
@@ -34,7 +35,7 @@ class RemoteLLM(ABC):
             base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=10.0),
-            transport=transport,
+            transport=traced(transport, propagate_context=True),
         )
 
     @abstractmethod

@@ -14,6 +14,7 @@ import httpx
 
 from citewell.errors import RerankError
 from citewell.rerankers.base import apply_scores
+from citewell.tracing.client import traced
 from citewell.types import ScoredChunk
 
 
@@ -29,7 +30,9 @@ class HttpReranker:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url
         self.model = model
-        self._client = httpx.Client(headers=headers, timeout=timeout, transport=transport)
+        self._client = httpx.Client(
+            headers=headers, timeout=timeout, transport=traced(transport, propagate_context=True)
+        )
 
     def rerank(
         self, query: str, candidates: Sequence[ScoredChunk], top_k: int

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import httpx
 
 from citewell.errors import WebSearchError
+from citewell.tracing.client import traced
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ class HttpSearch(ABC):
     def __init__(self, api_key: str, url: str = "", timeout: float = 15.0) -> None:
         self.api_key = api_key
         self.url = url or self.default_url
-        self.client = httpx.Client(timeout=timeout, headers={"Accept": "application/json"})
+        self.client = httpx.Client(
+            timeout=timeout, headers={"Accept": "application/json"}, transport=traced()
+        )
 
     @abstractmethod
     def search(self, query: str, count: int) -> list[WebResult]:
