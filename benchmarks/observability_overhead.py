@@ -1,14 +1,18 @@
 """What metrics and tracing cost: the same SciFact search against two `citewell serve`
 processes side by side, one with /metrics and OpenTelemetry tracing on (spans exported
-over OTLP/HTTP to a receiver in this process that reads and drops them), one with both off.
+over OTLP/HTTP to a receiver in a process of its own that reads and drops them), one with
+both off. ``--sample 0.1`` keeps one trace in ten (OTEL_TRACES_SAMPLER), as busy servers do.
 
 1. latency: one client, each SciFact test query (made unique with a counter) to both
    servers in a random order per query; medians and their ratio;
-2. saturation: ``--clients`` clients back to back for ``--seconds`` against each server in
-   turn, in the order off, on, on, off (so drift falls on both); requests/s.
+2. saturation: ``--clients`` clients back to back for ``--seconds`` against each server,
+   ``--rounds`` pairs of runs (both sides in a random order); requests/s and the server's
+   CPU time per request (from /proc: all its threads, ONNX's included), as the median of
+   the pairs' on/off ratios, since the machine's own drift over a run is larger than
+   what is measured.
 
     cd benchmarks && ../.venv/bin/python observability_overhead.py --data-dir /tmp/scifact \
-        --work /tmp/overhead --queries 300 --clients 8 --seconds 20
+        --work /tmp/overhead --queries 300 --clients 8 --seconds 10 --rounds 10
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import random
 import shutil
 import statistics
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,23 +31,34 @@ from typing import Any
 
 import httpx
 from common import open_scifact_index
-from serving import bench_key, free_port, load, start_server
+from serving import bench_key, cpu_seconds, free_port, load, start_server
 
 SEARCH_PATH = "/api/v1/retrieval/query/collection"
 
 
 class Sink(BaseHTTPRequestHandler):
-    received = 0
+    """The OTLP receiver: reads what arrives and drops it, counting the bytes."""
+
+    received: Any = None  # a multiprocessing.Value
 
     def do_POST(self) -> None:  # noqa: N802
-        Sink.received += int(self.headers.get("Content-Length", 0))
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        size = int(self.headers.get("Content-Length", 0))
+        self.rfile.read(size)
+        with Sink.received.get_lock():
+            Sink.received.value += size
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+def run_sink(port: int, received: Any) -> None:
+    """In a process of its own, so it does not slow this load generator only while the
+    traced side runs."""
+    Sink.received = received
+    ThreadingHTTPServer(("127.0.0.1", port), Sink).serve_forever()
 
 
 def latency(bases: dict[str, str], key: str, kb: str, queries: list[str]) -> dict[str, Any]:
@@ -60,22 +75,68 @@ def latency(bases: dict[str, str], key: str, kb: str, queries: list[str]) -> dic
     return {"p50_ms": medians, "ratio_on_off": round(medians["on"] / medians["off"], 3)}
 
 
+def saturation(
+    bases: dict[str, str], servers: dict[str, Any], key: str, kb: str, queries: list[str], args
+) -> dict[str, Any]:
+    """``--rounds`` pairs, each both sides back to back in a random order; the ratio of each
+    pair, so the machine's drift (large on a shared machine) falls on both sides alike."""
+    for base in bases.values():  # warm both (caches, allocator, threads) before counting
+        asyncio.run(load(base, key, kb, queries, args.clients, 10, None, False, tag="w"))
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    cpu: dict[str, list[float]] = {"off": [], "on": []}
+    for _ in range(args.rounds):
+        for side in random.sample(["off", "on"], 2):
+            before = cpu_seconds(servers[side].pid)
+            done = asyncio.run(
+                load(bases[side], key, kb, queries, args.clients, args.seconds, None, False)
+            )
+            rates[side].append(done["done_per_s"])
+            cpu[side].append((cpu_seconds(servers[side].pid) - before) * 1000 / done["requests"])
+    return {
+        "saturation_per_s": _paired(rates),
+        "server_cpu_ms_per_request": _paired(cpu),
+    }
+
+
+def _paired(values: dict[str, list[float]]) -> dict[str, Any]:
+    ratios = [on / off for on, off in zip(values["on"], values["off"], strict=True)]
+    return {
+        "off_median": round(statistics.median(values["off"]), 2),
+        "on_median": round(statistics.median(values["on"]), 2),
+        "ratio_on_off_median_of_pairs": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument(
+        "--sample", type=float, default=1.0, help="Share of traces kept (OTEL_TRACES_SAMPLER)."
+    )
     args = parser.parse_args()
     app, data, kb = open_scifact_index(args.data_dir)
     app.close()
     queries = [q for _, q in sorted(data.queries.items())]
-    sink = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    received = multiprocessing.get_context("spawn").Value("q", 0)
+    sink_port = free_port()
+    spawn = multiprocessing.get_context("spawn")  # not a fork of this process and its LanceDB
+    sink = spawn.Process(target=run_sink, args=(sink_port, received), daemon=True)
+    sink.start()
+    sampler = {}
+    if args.sample < 1:
+        sampler = {
+            "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+            "OTEL_TRACES_SAMPLER_ARG": str(args.sample),
+        }
     envs = {
         "off": {"CITEWELL_METRICS": "false"},
-        "on": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink.server_address[1]}"},
+        "on": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}", **sampler},
     }
     key = bench_key(args.data_dir, kb)  # before the copies, so both know it
     servers, bases = {}, {}
@@ -89,20 +150,13 @@ def main() -> None:
             servers[side] = start_server(data_dir, port, [], env)
             bases[side] = f"http://127.0.0.1:{port}"
         report: dict[str, Any] = {"latency": latency(bases, key, kb, queries[: args.queries])}
-        rates: dict[str, list[float]] = {"off": [], "on": []}
-        for side in ("off", "on", "on", "off"):
-            done = asyncio.run(
-                load(bases[side], key, kb, queries, args.clients, args.seconds, None, False)
-            )
-            rates[side].append(done["done_per_s"])
-        means = {side: round(statistics.fmean(v), 1) for side, v in rates.items()}
-        report["saturation_per_s"] = {**means, "ratio_on_off": round(means["on"] / means["off"], 3)}
-        report["span_bytes_exported"] = Sink.received
+        report.update(saturation(bases, servers, key, kb, queries, args))
+        report["span_bytes_exported"] = received.value
     finally:
         for server in servers.values():
             server.terminate()
             server.wait(timeout=60)
-        sink.shutdown()
+        sink.terminate()
     print(json.dumps(report, indent=2))
 
 

@@ -19,7 +19,7 @@ from citewell.auth.audit import AuditLog
 from citewell.engine.scoped import Scoped
 from citewell.services.accounts import AccountService, SignInService, require_admin
 from citewell.services.answers import AnswerService
-from citewell.tracing import span
+from citewell.tracing import leaf_span
 
 
 async def get_citewell(request: Request) -> Citewell:
@@ -53,7 +53,7 @@ async def get_access(
     back costs more than the answer."""
     auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
-    with span("authenticate"):
+    with leaf_span("authenticate"):
         held = auth.held_access(key)
         return held if held is not None else await run_in_threadpool(auth.access, key)
 
