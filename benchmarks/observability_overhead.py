@@ -9,7 +9,9 @@ both off. ``--sample 0.1`` keeps one trace in ten (OTEL_TRACES_SAMPLER), as busy
    ``--rounds`` pairs of runs (both sides in a random order); requests/s and the server's
    CPU time per request (from /proc: all its threads, ONNX's included), as the median of
    the pairs' on/off ratios, since the machine's own drift over a run is larger than
-   what is measured.
+   what is measured. Each round's queries carry a tag of their own, so none is answered
+   from the query-embedding cache (``--cached`` sends the same queries every round: what
+   a search costs beyond its embedding, where the overhead's share is largest).
 
     cd benchmarks && ../.venv/bin/python observability_overhead.py --data-dir /tmp/scifact \
         --work /tmp/overhead --queries 300 --clients 8 --seconds 10 --rounds 10
@@ -81,20 +83,26 @@ def saturation(
     """``--rounds`` pairs, each both sides back to back in a random order; the ratio of each
     pair, so the machine's drift (large on a shared machine) falls on both sides alike."""
     for base in bases.values():  # warm both (caches, allocator, threads) before counting
-        asyncio.run(load(base, key, kb, queries, args.clients, 10, None, False, tag="w"))
+        warm = "c" if args.cached else "w"
+        asyncio.run(load(base, key, kb, queries, args.clients, 10, None, False, tag=warm))
     rates: dict[str, list[float]] = {"off": [], "on": []}
     cpu: dict[str, list[float]] = {"off": [], "on": []}
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds):
         for side in random.sample(["off", "on"], 2):
             before = cpu_seconds(servers[side].pid)
+            # every query new to the server's embedding cache, unless --cached
+            tag = "c" if args.cached else f"{side}{round_}x"
             done = asyncio.run(
-                load(bases[side], key, kb, queries, args.clients, args.seconds, None, False)
+                load(
+                    bases[side], key, kb, queries, args.clients, args.seconds, None, False, tag=tag
+                )
             )
             rates[side].append(done["done_per_s"])
             cpu[side].append((cpu_seconds(servers[side].pid) - before) * 1000 / done["requests"])
     return {
         "saturation_per_s": _paired(rates),
         "server_cpu_ms_per_request": _paired(cpu),
+        "rounds": {"per_s": rates, "cpu_ms": {k: [round(x, 2) for x in v] for k, v in cpu.items()}},
     }
 
 
@@ -116,6 +124,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--cached", action="store_true", help="Repeat queries across rounds.")
     parser.add_argument(
         "--sample", type=float, default=1.0, help="Share of traces kept (OTEL_TRACES_SAMPLER)."
     )

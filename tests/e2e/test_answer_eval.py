@@ -126,3 +126,30 @@ def test_an_llm_answers_and_a_judge_grades(qa):
     assert totals["judged_support"] == 0.0 and totals["citation_validity"] == 1.0
     judged = [b for _, b in llm.requests if "Reply with one word" in b["messages"][0]["content"]]
     assert len(judged) >= QUESTIONS and all(b["model"] == "fake-llm" for b in judged)
+
+
+@pytest.mark.slow
+def test_the_packaged_local_model_answers_the_reference_file(qa, tmp_path):
+    """SmolLM2-135M (GGUF from PyPI, through llama-cpp-python) as the answerer: a real
+    model's answers scored end to end. It is tiny, so what is asserted is the run and the
+    citations it leaves, not its quality."""
+    from tests.e2e.test_local_llm import smollm2_path
+
+    folder, path = qa
+    three = tmp_path / "three.jsonl"
+    three.write_text("".join(path.read_text().splitlines(keepends=True)[:3]))
+    env = {
+        "CITEWELL_LLM_ENGINE": "llamacpp",
+        "CITEWELL_LLM_MODEL_PATH": str(smollm2_path()),
+        "CITEWELL_LLM_CONTEXT_WINDOW": "2048",
+        "CITEWELL_TOP_K": "3",
+    }
+    done = _eval(folder, "--answers", str(three), "--json", env=env)
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["questions"] == 3 and report["model"] != "citewell-extractive"
+    assert all(case["answer"].strip() for case in report["cases"])
+    totals = report["totals"]
+    assert totals["retrieval_recall"] > 0  # the same retrieval as for any answerer
+    assert totals["citation_validity"] in (None, 1.0) or 0 <= totals["citation_validity"] <= 1
+    assert totals["token_f1"] is not None and totals["latency_ms_p50"] > 0

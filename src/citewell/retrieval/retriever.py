@@ -26,7 +26,7 @@ from citewell.retrieval.sentences import (
 )
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import ChunkStore, SearchHit
-from citewell.tracing import span, stage_spans, with_content
+from citewell.tracing import deferred_span, stage_spans, with_content
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode, StoredChunk
 
 
@@ -144,7 +144,7 @@ class HybridRetriever:
     ) -> list[ScoredChunk]:
         """``ranking`` replaces the one in force for this search (a KB's own defaults)."""
         trace = trace or RetrievalTrace()
-        with span("retrieve", mode=mode.value, k=k) as current:
+        with deferred_span("retrieve", mode=mode.value, k=k) as current:
             kept = self._search(query, where, k, mode, trace, threshold, ranking)
             current.set_attribute("results", len(kept))
             if with_content():

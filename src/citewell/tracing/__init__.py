@@ -20,7 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Tracer
 
 if TYPE_CHECKING:
-    from citewell.tracing.leaves import LeafSpans
+    from citewell.tracing.leaves import DeferredSpan, LeafSpans
 
 _lock = threading.Lock()
 _tracer: Tracer = trace.NoOpTracer()
@@ -87,6 +87,17 @@ def stage_spans(marks: list[tuple[str, int, int]]) -> None:
     if _leaves is not None:
         for name, start, end in marks:
             _leaves.add(name, start, end)
+
+
+@contextmanager
+def deferred_span(name: str, **attributes: Any) -> Iterator[Span | DeferredSpan]:
+    """Like ``span`` (attributes may be set on what it yields), at a fifth of its cost: for
+    stages under which only leaves, deferred spans and client spans start."""
+    if _leaves is None:
+        yield trace.INVALID_SPAN
+        return
+    with _leaves.deferred(name, _clean(attributes)) as current:
+        yield current
 
 
 @contextmanager
