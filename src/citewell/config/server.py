@@ -130,8 +130,9 @@ class ServerSection(Section):
         # Open WebUI writes GLOBAL_LOG_LEVEL=INFO; its LOG_FORMAT is empty for text.
         if not isinstance(value, str):
             return value
-        text = {"warn": "warning", "critical": "error"}.get(value.strip().lower(), value)
-        return text.strip().lower() or ("info" if info.field_name == "log_level" else "text")
+        name = value.strip().lower()
+        name = {"warn": "warning", "critical": "error"}.get(name, name)
+        return name or ("info" if info.field_name == "log_level" else "text")
 
     public_url: str = setting(
         "",

@@ -125,7 +125,8 @@ class ConsistencyCheck:
             if file_id not in files and kinds & {"original", "txt"} and written < settled
         )
         for file_id in files:
-            missing = [k for k in ("original", "txt") if k not in stored.get(file_id, ((),))[0]]
+            kinds, _written = stored.get(file_id, (set(), 0.0))
+            missing = [k for k in ("original", "txt") if k not in kinds]
             if missing:
                 report.missing_stored[file_id] = missing
         self._compare_jobs(report)
