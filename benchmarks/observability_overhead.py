@@ -126,6 +126,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--cached", action="store_true", help="Repeat queries across rounds.")
     parser.add_argument(
+        "--on",
+        choices=["both", "metrics", "tracing"],
+        default="both",
+        help="What the measured side turns on (the other side has both off).",
+    )
+    parser.add_argument(
         "--sample", type=float, default=1.0, help="Share of traces kept (OTEL_TRACES_SAMPLER)."
     )
     args = parser.parse_args()
@@ -143,10 +149,10 @@ def main() -> None:
             "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
             "OTEL_TRACES_SAMPLER_ARG": str(args.sample),
         }
-    envs = {
-        "off": {"CITEWELL_METRICS": "false"},
-        "on": {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}", **sampler},
-    }
+    tracing = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}", **sampler}
+    metrics_off = {"CITEWELL_METRICS": "false"}
+    on = {"both": tracing, "metrics": {}, "tracing": {**tracing, **metrics_off}}[args.on]
+    envs = {"off": metrics_off, "on": on}
     key = bench_key(args.data_dir, kb)  # before the copies, so both know it
     servers, bases = {}, {}
     try:

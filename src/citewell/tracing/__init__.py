@@ -44,15 +44,15 @@ def start_tracing(endpoint: str, traces_endpoint: str, content: bool) -> bool:
     with _lock:
         if not target or not isinstance(_tracer, trace.NoOpTracer):
             return not isinstance(_tracer, trace.NoOpTracer)
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         from citewell.tracing.leaves import LeafSpans
+        from citewell.tracing.otlp import LeanOtlpExporter
 
         provider = TracerProvider(resource=Resource.create({"service.name": "citewell"}))
-        processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=target))
+        processor = BatchSpanProcessor(LeanOtlpExporter(endpoint=target))
         provider.add_span_processor(processor)
         atexit.register(provider.shutdown)  # what is still batched goes out at exit
         _tracer, _content = provider.get_tracer("citewell"), content
