@@ -80,7 +80,7 @@ def _span(span: ReadableSpan) -> bytes:
     own, parent = span.context, span.parent
     assert own is not None
     # trace_id (1) and span_id (2): 16 and 8 bytes
-    body = (
+    body: bytes = (
         b"\x0a\x10"
         + own.trace_id.to_bytes(16, "big")
         + b"\x12\x08"
@@ -92,7 +92,7 @@ def _span(span: ReadableSpan) -> bytes:
         body += b"\x22\x08" + parent.span_id.to_bytes(8, "big")
     body += _text(5, span.name) + _KINDS[span.kind.value]
     body += b"\x39" + _fixed64(span.start_time or 0) + b"\x41" + _fixed64(span.end_time or 0)
-    body += _attributes(9, span.attributes) + _counts(10, span.dropped_attributes)
+    body += _attributes(9, span.attributes or {}) + _counts(10, span.dropped_attributes)
     if span.events:
         body += _events(span) + _counts(12, span.dropped_events)
     if span.links:
@@ -104,7 +104,8 @@ def _span(span: ReadableSpan) -> bytes:
         )
     else:
         body += b"\x7a\x00"  # an empty Status, as the SDK writes it
-    return body + _FLAGS[parent is not None and parent.is_remote]
+    flags: bytes = _FLAGS[parent is not None and parent.is_remote]
+    return body + flags
 
 
 _KINDS = [bytes((0x30, kind + 1)) for kind in range(5)]  # the proto's start at UNSPECIFIED
