@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -12,6 +13,16 @@ EmbedKind = Literal["query", "document"]
 # longer than this many characters per token allowed is over the limit without counting
 # (splitters, the embedders' input bound, chat limits, the HTTP body limit).
 MAX_CHARS_PER_TOKEN = 10
+
+
+# A Markdown table's delimiter row. A chunk of a table's later rows carries the table's
+# caption and header rows as its last heading (splitters/tables.py); this finds it there.
+TABLE_DELIMITER = re.compile(r"^[ \t]*\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*$", re.MULTILINE)
+
+
+def table_heading(headings: tuple[str, ...]) -> str:
+    """The table header a chunk of table rows carries, or ""."""
+    return headings[-1] if headings and TABLE_DELIMITER.search(headings[-1]) else ""
 
 
 class SearchMode(StrEnum):

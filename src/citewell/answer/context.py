@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from citewell.types import ScoredChunk
+from citewell.types import ScoredChunk, table_heading
 
 TokenCounter = Callable[[str], int]
 
@@ -33,6 +33,9 @@ class Source:
     context: str = ""
     window_start: int | None = None
     window_end: int | None = None
+    # What the model reads before the passage: the caption and header rows of the table
+    # whose later rows the chunk holds (splitters/tables.py).
+    lead: str = ""
 
     def plain(self) -> Source:
         """This source without its wider window."""
@@ -41,7 +44,10 @@ class Source:
 
 def source_block(source: Source) -> str:
     name = html.escape(source.file_name, quote=True)
-    return f'<source id="{source.number}" name="{name}">{source.context or source.text}</source>'
+    body = source.context or source.text
+    if source.lead and source.lead.splitlines()[-2] not in body:  # its header row
+        body = f"{source.lead}\n{body}"
+    return f'<source id="{source.number}" name="{name}">{body}</source>'
 
 
 def context_string(sources: Sequence[Source]) -> str:
@@ -105,6 +111,7 @@ def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> Source:
         chunk.id,
         result.kb_id,
         url,
+        lead=table_heading(chunk.headings),
     )
 
 

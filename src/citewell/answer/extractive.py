@@ -13,11 +13,12 @@ from collections import Counter
 from collections.abc import Sequence
 
 from citewell.splitters.semantic import sentence_spans
-from citewell.types import Answer, Citation, ScoredChunk
+from citewell.types import TABLE_DELIMITER, Answer, Citation, ScoredChunk
 
 MAX_SENTENCES = 3
 HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.M)
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.M)
 BRACKETED_NUMBERS = re.compile(r"[ \t]*\[\d+(?:[ \t]*[,\u2013-][ \t]*\d+)*\]")
 
 
@@ -77,18 +78,32 @@ def extractive_text(query: str, passages: Sequence[str], stemmer: str) -> str:
 def passage_sentences(text: str) -> list[tuple[int, str]]:
     """(offset, sentence) of a passage, whitespace collapsed. Headings are not sentences (nor
     the start of the one after them), and a passage's own bracketed numbers are dropped: in a
-    quote they would read as Citewell's citations."""
+    quote they would read as Citewell's citations. Each row of a Markdown table is a
+    sentence of its own (its delimiter row none)."""
+    pieces: list[tuple[int, str]] = []
+    prose_start = 0
+    for row in TABLE_ROW.finditer(text):
+        pieces += _prose_sentences(text, prose_start, row.start())
+        if not TABLE_DELIMITER.match(row.group()):
+            pieces.append((row.start(), " ".join(row.group().split())))
+        prose_start = row.end()
+    pieces += _prose_sentences(text, prose_start, len(text))
+    whole = [p for p in pieces if not _title_like(p[1])]
+    return whole or pieces
+
+
+def _prose_sentences(text: str, begin: int, stop: int) -> list[tuple[int, str]]:
     pieces = []
-    for start, end in sentence_spans(text):
+    part = text[begin:stop]
+    for start, end in sentence_spans(part):
         offset = start
-        for paragraph in PARAGRAPH_BREAK.split(text[start:end]):
+        for paragraph in PARAGRAPH_BREAK.split(part[start:end]):
             cleaned = BRACKETED_NUMBERS.sub("", HEADING_LINE.sub(" ", paragraph))
             sentence = " ".join(cleaned.split())
             if sentence:
-                pieces.append((offset, sentence))
+                pieces.append((begin + offset, sentence))
             offset += len(paragraph)
-    whole = [p for p in pieces if not _title_like(p[1])]
-    return whole or pieces
+    return pieces
 
 
 def _title_like(sentence: str) -> bool:

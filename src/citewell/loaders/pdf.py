@@ -1,5 +1,6 @@
-"""PDF: the text layer page by page (pypdf, BSD); pages without one are rendered (pypdfium2,
-Apache-2.0/BSD) and read by OCR."""
+"""PDF: each page read as laid out (pypdfium2, Apache-2.0/BSD: lines rebuilt from where the
+text sits, columns one after the other, tables as Markdown; see pdf_layout), running headers,
+footers and page numbers left out; pages without a text layer are rendered and read by OCR."""
 
 from __future__ import annotations
 
@@ -7,16 +8,31 @@ import io
 import logging
 import re
 import unicodedata
+from collections import Counter
 from typing import Any
 
 from citewell.errors import ParseError
 from citewell.loaders.ocr import NO_OCR, OcrEngine
 from citewell.loaders.paged import paged_document
+from citewell.loaders.pdf_layout import (
+    CONTROL,
+    Block,
+    Line,
+    PageLayout,
+    Table,
+    blocks_text,
+    page_blocks,
+    read_page,
+)
 from citewell.types import Document
 
 PDF = "application/pdf"
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f]")  # unmapped glyphs come out as NULs
 MIN_PAGE_CHARS = 20  # fewer characters than this on a page with images: treat it as a scan
+MARGIN = 0.1  # running headers and footers sit in this share of the page at top and bottom
+RUNNING = 0.4  # ...and repeat on at least this share of the pages
+RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac...
+DIGITS = re.compile(r"\d+")
+PAGE_NUMBER = re.compile(r"^(page\s*)?[#ivxlc]+(\s*(of|/)\s*#)?$", re.IGNORECASE)
 
 
 class PdfLoader:
@@ -27,24 +43,34 @@ class PdfLoader:
         self.dpi = dpi
 
     def load(self, data: bytes, name: str) -> Document:
-        pages = text_layer(data, name)
-        scanned = [i for i, text in enumerate(pages) if len(text) < MIN_PAGE_CHARS]
-        if scanned:
-            if self.ocr is None and not any(pages):
-                raise ParseError(f"{name} is a scan (no text layer): it {NO_OCR}")
-            if self.ocr is not None:
-                for index, text in zip(scanned, self._ocr_pages(data, name, scanned), strict=True):
-                    pages[index] = text.strip() or pages[index]
+        document = _open(data, name)
+        try:
+            pages = _read_pages(document, name)
+            right_to_left = [i for i, text in enumerate(pages) if _right_to_left(text)]
+            if right_to_left:
+                for index, text in zip(
+                    right_to_left, _pypdf_pages(data, right_to_left), strict=True
+                ):
+                    pages[index] = text
+            scanned = [i for i, text in enumerate(pages) if len(text) < MIN_PAGE_CHARS]
+            if scanned:
+                if self.ocr is None and not any(pages):
+                    raise ParseError(f"{name} is a scan (no text layer): it {NO_OCR}")
+                if self.ocr is not None:
+                    texts = self._ocr_pages(document, name, scanned)
+                    for index, text in zip(scanned, texts, strict=True):
+                        pages[index] = text.strip() or pages[index]
+        finally:
+            document.close()
         if not any(pages):
             raise ParseError(f"{name} has no text layer and OCR found no text in it.")
         return paged_document(pages, name, PDF)
 
-    def _ocr_pages(self, data: bytes, name: str, indexes: list[int]) -> list[str]:
+    def _ocr_pages(self, document: Any, name: str, indexes: list[int]) -> list[str]:
         import pypdfium2 as pdfium
 
         assert self.ocr is not None
         try:
-            document = pdfium.PdfDocument(data)
             texts = []
             for index in indexes:
                 image = document[index].render(scale=self.dpi / 72).to_pil()
@@ -54,25 +80,89 @@ class PdfLoader:
         return texts
 
 
-def text_layer(data: bytes, name: str) -> list[str]:
-    """Each page's text, in the order the page draws it (column by column on most layouts)."""
+def _open(data: bytes, name: str) -> Any:
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            message = f"{name} is password-protected; remove the password and retry."
+            raise ParseError(message) from exc
+        raise ParseError(f"{name} is not a readable PDF ({exc}).") from exc
+
+
+def _read_pages(document: Any, name: str) -> list[str]:
+    """Each page's text, running headers and footers left out."""
+    try:
+        layouts = [read_page(document[index]) for index in range(len(document))]
+    except Exception as exc:  # PDFium reports damage in several ways
+        raise ParseError(f"{name} could not be read as PDF ({type(exc).__name__}: {exc}).") from exc
+    running = running_lines(layouts)
+    pages = [page_blocks(_without(layout, running)) for layout in layouts]
+    for before, after in zip(pages, pages[1:], strict=False):
+        _continue_table(before, after)
+    return [blocks_text(blocks) for blocks in pages]
+
+
+def _continue_table(before: list[Block], after: list[Block]) -> None:
+    """A table that goes on over a page break without repeating its header gets the
+    header of the part before it (same columns, a first row that is not that header)."""
+    if not before or not after:
+        return
+    last, first = before[-1][1], after[0][1]
+    if not isinstance(last, Table) or not isinstance(first, Table):
+        return
+    header = last.rows[0]
+    if len(first.rows[0]) == len(header) and first.rows[0] != header:
+        after[0] = (after[0][0], Table(first.lines, [header, *first.rows]))
+
+
+def _right_to_left(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and sum(1 for c in letters if RTL.match(c)) > 0.3 * len(letters)
+
+
+def _pypdf_pages(data: bytes, indexes: list[int]) -> list[str]:
+    """Pages in right-to-left scripts as pypdf reads them: PDFium hands Arabic ligatures
+    (lam-alef) over with their letters swapped, pypdf in their logical order."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and reader.decrypt("") == 0:
-            raise ParseError(f"{name} is password-protected; remove the password and retry.")
-        return [_page_text(page) for page in reader.pages]
-    except PdfReadError as exc:
-        raise ParseError(f"{name} is not a readable PDF ({exc}).") from exc
-    except ParseError:
-        raise
-    except Exception as exc:  # pypdf raises many kinds on damaged files
-        raise ParseError(f"{name} could not be read as PDF ({type(exc).__name__}: {exc}).") from exc
+    reader = PdfReader(io.BytesIO(data))
+    texts = []
+    for index in indexes:
+        text = CONTROL.sub("", reader.pages[index].extract_text() or "")
+        texts.append(unicodedata.normalize("NFKC", text).strip())
+    return texts
 
 
-def _page_text(page: Any) -> str:
-    # NFKC folds ligatures (ﬁ) and Arabic presentation forms back into searchable letters
-    return unicodedata.normalize("NFKC", CONTROL.sub("", page.extract_text() or "")).strip()
+def running_lines(layouts: list[PageLayout]) -> set[str]:
+    """Lines in the top or bottom margin that repeat (numbers aside) on many pages, and
+    bare page numbers there: headers, footers, folios."""
+    seen: Counter[str] = Counter()
+    for layout in layouts:
+        seen.update({_shape(line) for line in _in_margins(layout)})
+    enough = max(2, RUNNING * len(layouts))
+    return {
+        shape
+        for shape, count in seen.items()
+        if count >= enough or (PAGE_NUMBER.match(shape) and count >= 2)
+    }
+
+
+def _without(layout: PageLayout, running: set[str]) -> PageLayout:
+    if not running:
+        return layout
+    margin = {id(line) for line in _in_margins(layout) if _shape(line) in running}
+    kept = [line for line in layout.lines if id(line) not in margin]
+    return PageLayout(layout.width, layout.height, kept, layout.sideways)
+
+
+def _in_margins(layout: PageLayout) -> list[Line]:
+    top, bottom = layout.height * MARGIN, layout.height * (1 - MARGIN)
+    return [line for line in layout.lines if line.bottom <= top or line.top >= bottom]
+
+
+def _shape(line: Line) -> str:
+    return DIGITS.sub("#", " ".join(line.text().lower().split()))

@@ -18,6 +18,7 @@ from citewell.splitters.markdown import MarkdownHeaderSplitter, merge_small_chun
 from citewell.splitters.recursive import RecursiveSplitter
 from citewell.splitters.registry import SPLITTERS, STRUCTURE_BLIND
 from citewell.splitters.semantic import MaxMinSemanticSplitter
+from citewell.splitters.tables import TableHeadings
 from citewell.splitters.threshold import ThresholdSemanticSplitter
 from citewell.splitters.window import FixedSizeSplitter, SlidingWindowSplitter
 
@@ -69,10 +70,10 @@ def build_splitter(settings: Settings, embedder: Embedder) -> Splitter:
     ``markdown_header_splitter`` is on (structure first), except for the seed's fixed and
     sliding windows, which ignore structure by definition."""
     measure = build_measure(settings, embedder)
-    inner = SPLITTERS.get(settings.chunking.text_splitter)(settings.chunking, embedder, measure)
-    if (
-        settings.chunking.markdown_header_splitter
-        and settings.chunking.text_splitter not in STRUCTURE_BLIND
-    ):
-        return MarkdownHeaderSplitter(inner, settings.chunking.chunk_min_size_target)
-    return inner
+    name = settings.chunking.text_splitter
+    inner = SPLITTERS.get(name)(settings.chunking, embedder, measure)
+    if name in STRUCTURE_BLIND:  # the seed's windows cut anywhere, tables included
+        return inner
+    if settings.chunking.markdown_header_splitter:
+        return TableHeadings(MarkdownHeaderSplitter(inner, settings.chunking.chunk_min_size_target))
+    return TableHeadings(inner)

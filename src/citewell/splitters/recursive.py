@@ -6,6 +6,7 @@ Works on spans of the original text, so every chunk knows its exact char offsets
 from __future__ import annotations
 
 from citewell.splitters.base import CharacterMeasure, Measure, SpanLength, make_chunk, strip_span
+from citewell.splitters.tables import find_tables, table_atoms
 from citewell.types import Chunk, Document
 
 SEPARATORS = ("\n\n", "\n", ". ", "? ", "! ", "; ", ", ", " ", "")
@@ -37,9 +38,20 @@ class RecursiveSplitter:
         ]
 
     def split_span(self, text: str, start: int, end: int) -> list[Span]:
-        """Chunk spans covering text[start:end], stripped of surrounding whitespace."""
+        """Chunk spans covering text[start:end], stripped of surrounding whitespace;
+        Markdown tables cut only between rows (splitters/tables.py)."""
         length = self.measure.spans(text)
-        atoms = self._atoms(text, start, end, self.separators, length)
+        atoms: list[Span] = []
+        position = start
+        for table in find_tables(text, start, end):
+            pieces = table_atoms(text, table, self.chunk_size, length)
+            if pieces[0][0] > position:
+                atoms += self._atoms(text, position, pieces[0][0], self.separators, length)
+            for s, e in pieces:
+                atoms += self._atoms(text, s, e, self.separators, length)
+            position = table.end
+        if position < end:
+            atoms += self._atoms(text, position, end, self.separators, length)
         return [span for span in self._merge(text, atoms, length) if span[0] < span[1]]
 
     def _atoms(
