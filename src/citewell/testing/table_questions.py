@@ -48,6 +48,34 @@ def table_question_set() -> tuple[list[TableFile], list[TableQuestion]]:
     return files, questions
 
 
+def is_hit(question: TableQuestion, chunk_text: str) -> bool:
+    """The answer cell in one Markdown row with its row label, the column's header in the
+    same text."""
+    rows = [_cells(line) for line in chunk_text.splitlines() if line.strip().startswith("|")]
+    in_row = any(question.row in row and question.answer in row for row in rows)
+    return in_row and any(question.column in row for row in rows)
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def has_cells(question: TableQuestion, chunk_text: str) -> bool:
+    """The weaker test: the row label and the answer are somewhere in the chunk."""
+    return question.row in chunk_text and question.answer in chunk_text
+
+
+def answered(question: TableQuestion, answer: str, labels: set[str]) -> bool:
+    """A quote holds the row label and the answer and no other row's label (else a reader
+    cannot tell which row the answer belongs to)."""
+    others = labels - {question.row}
+    quotes = answer.split("\u201d")
+    return any(
+        question.row in q and question.answer in q and not any(o in q for o in others)
+        for q in quotes
+    )
+
+
 Made = tuple[str, bytes, list[str], list[list[str]], str]
 
 
