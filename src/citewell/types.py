@@ -31,14 +31,21 @@ class SearchMode(StrEnum):
     BM25 = "bm25"
 
 
+# Where a line of a page's text sits: its span in the document's text, then its left, top,
+# right and bottom edges as shares of the page's width and height (from the top-left).
+PageBox = tuple[int, int, float, float, float, float]
+
+
 @dataclass(frozen=True)
 class Section:
-    """A span of a document's text that shares a page and a heading path."""
+    """A span of a document's text that shares a page and a heading path; for a PDF page,
+    the boxes of its lines."""
 
     start: int
     end: int
     page: int | None = None
     headings: tuple[str, ...] = ()
+    boxes: tuple[PageBox, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,7 @@ def _attempts(w: World) -> list[tuple[str, str, dict[str, Any]]]:
         ("GET", f"/api/v1/files/{fid}", {}),
         ("GET", f"/api/v1/files/{fid}/text", {}),
         ("GET", f"/api/v1/files/{fid}/content", {}),
+        ("GET", f"/api/v1/files/{fid}/pages/1/image", {}),
         ("DELETE", f"/api/v1/files/{fid}", {}),
         ("POST", "/api/v1/retrieval/query/doc", {"json": {**query, "collection_name": fid}}),
         (

@@ -1,5 +1,6 @@
 """The web page as a person uses it, in headless Chromium: sign in, make a KB, upload,
-watch the files get indexed, ask, click a citation and see the cited passage highlighted;
+watch the files get indexed, ask, click a citation and see the cited passage highlighted
+(on the PDF's page itself, then in the extracted text);
 what a second user may not see; document text and names that are HTML stay text."""
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ def test_upload_ask_and_open_the_cited_passage(page, site, shared_docs, artifact
     href = chip.get_attribute("href")
     file_id, start, end = re.match(r"#/file/(\w+)\?start=(\d+)&end=(\d+)", href).groups()
     chip.click()
+    # a PDF: the cited page itself, the passage's lines highlighted on it
+    page_mark = page.locator(".page-mark").first
+    page_mark.wait_for()
+    image = page.locator(".page-view img")
+    assert image.evaluate("i => i.complete && i.naturalWidth > 500")
+    frame, box = image.bounding_box(), page_mark.bounding_box()
+    assert frame["x"] <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"] + 1
+    assert frame["y"] <= box["y"] and box["y"] + box["height"] <= frame["y"] + frame["height"] + 1
+    assert box["height"] < frame["height"] / 4  # lines, not the page
+    assert page_mark.evaluate("m => m === document.activeElement") and in_viewport(page, page_mark)
+    shot(page, artifacts, "viewer-page")
+    page.get_by_role("button", name="Show the extracted text").click()
     mark = page.locator("mark.cited-span").first
     mark.wait_for()
     with httpx.Client(base_url=site.url, headers={"Authorization": f"Bearer {key_of(page)}"}) as c:

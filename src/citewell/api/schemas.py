@@ -111,11 +111,20 @@ class SectionPublic(BaseModel):
     end: int
     page: int | None
     headings: list[str]
+    boxes: list[tuple[int, int, float, float, float, float]] = Field(
+        default_factory=list,
+        description="For a PDF page: each line's span in the text, then its left, top, right "
+        "and bottom edges as shares of the page's width and height (from the top-left).",
+    )
 
     @classmethod
     def of(cls, section: Section) -> SectionPublic:
         return cls(
-            start=section.start, end=section.end, page=section.page, headings=list(section.headings)
+            start=section.start,
+            end=section.end,
+            page=section.page,
+            headings=list(section.headings),
+            boxes=list(section.boxes),
         )
 
 

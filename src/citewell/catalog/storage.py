@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from citewell.blobs import BlobStore
 from citewell.types import Section
@@ -29,6 +30,17 @@ def _staged_blob(job_id: str) -> str:
     return f"{STAGING}/{job_id}"
 
 
+def _section_row(section: Section) -> list[Any]:
+    row: list[Any] = [section.start, section.end, section.page, list(section.headings)]
+    return [*row, [list(b) for b in section.boxes]] if section.boxes else row
+
+
+def _section(row: list[Any]) -> Section:
+    start, end, page, headings, *rest = row  # boxes: PDF pages stored since they were kept
+    boxes = tuple((b[0], b[1], b[2], b[3], b[4], b[5]) for b in rest[0]) if rest else ()
+    return Section(start, end, page, tuple(headings), boxes)
+
+
 class FileStorage:
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
@@ -43,7 +55,7 @@ class FileStorage:
         """Each blob is written whole (a reader never sees half of one); the text last but
         one and its outline last, so a file with an outline has all three. ``sections``
         (where pages and headings lie in the text) are for the viewer."""
-        outline = json.dumps([[s.start, s.end, s.page, list(s.headings)] for s in sections])
+        outline = json.dumps([_section_row(s) for s in sections])
         self.blobs.write(_file_blob(file_id, "original"), original)
         self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
         self.blobs.write(_file_blob(file_id, "sections.json"), outline.encode("utf-8"))
@@ -57,8 +69,7 @@ class FileStorage:
         data = self.blobs.read(_file_blob(file_id, "sections.json"))
         if data is None:
             return []
-        rows = json.loads(data)
-        return [Section(start, end, page, tuple(headings)) for start, end, page, headings in rows]
+        return [_section(row) for row in json.loads(data)]
 
     def original(self, file_id: str) -> bytes | None:
         return self.blobs.read(_file_blob(file_id, "original"))

@@ -13,7 +13,7 @@ from citewell.catalog import FileLink, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.embedders import embedding_tenant
 from citewell.engine.core import Engine
-from citewell.errors import FileNotFound, Forbidden, KnowledgeBaseNotFound
+from citewell.errors import FileNotFound, Forbidden, InvalidInput, KnowledgeBaseNotFound
 from citewell.retrieval import RetrievalTrace
 from citewell.types import ChunkFilter, ScoredChunk, SearchMode, Section
 
@@ -158,6 +158,13 @@ class Scoped:
     def file_original(self, file_id: str) -> tuple[FileRecord, bytes]:
         record = self.file(file_id)
         return record, self.app.storage.original(record.id) or b""
+
+    def file_page_image(self, file_id: str, page: int, width: int) -> bytes:
+        """Page ``page`` of a PDF you may read, as a PNG ``width`` pixels wide."""
+        record, data = self.file_original(file_id)
+        if record.mime_type != "application/pdf" or not data:
+            raise InvalidInput(f"{record.name} is not a PDF: only PDF pages are shown as images.")
+        return self.app.reader.render(data, page, width)
 
     def _readable_links(self, file_id: str) -> list[FileLink]:
         links = self.app.catalog.links(file_ids=[file_id])

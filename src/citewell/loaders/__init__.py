@@ -43,6 +43,12 @@ class DocumentReader:
                 return loader
         raise UnsupportedFormat(f"No loader for {mime_type}.")
 
+    def render(self, data: bytes, page: int, width: int) -> bytes:
+        """A PDF's page as a PNG (the viewer's page view)."""
+        from citewell.loaders.pdf import render_page
+
+        return render_page(data, page, width)
+
     def read(self, data: bytes, name: str) -> Document:
         """Detect the format and extract the text; errors are typed and say what to do."""
         if not data:

@@ -1,4 +1,5 @@
-"""Extraction in a worker process, so a file cannot hang, exhaust or crash the server.
+"""Extraction (and the viewer's page renders) in a worker process, so a file cannot hang,
+exhaust or crash the server.
 
 The worker runs a ``DocumentReader`` under an address-space limit; the caller waits at most
 ``timeout`` seconds for each file and kills the worker past it (a new one starts on the next
@@ -52,9 +53,19 @@ class IsolatedReader:
         self._connection: Connection | None = None
 
     def read(self, data: bytes, name: str) -> Document:
+        document: Document = self._ask(("read", data, name), name)
+        return document
+
+    def render(self, data: bytes, page: int, width: int) -> bytes:
+        """A PDF's page as a PNG, rendered in the worker (the renderer reads untrusted bytes
+        too), under the same limits."""
+        image: bytes = self._ask(("render", data, page, width), f"page {page}")
+        return image
+
+    def _ask(self, message: tuple[Any, ...], name: str) -> Any:
         with self._lock:
             connection = self._worker()
-            connection.send((data, name))
+            connection.send(message)
             if not connection.poll(self.config.timeout):
                 self._stop()
                 raise ParseError(
@@ -70,7 +81,7 @@ class IsolatedReader:
                     f"{self.config.memory_mb}) or crashed; the file was not indexed."
                 ) from exc
         if reply[0] == "ok":
-            return reply[1]  # type: ignore[no-any-return]
+            return reply[1]
         error_class = getattr(errors, reply[1], ParseError)
         if not (isinstance(error_class, type) and issubclass(error_class, CitewellError)):
             error_class = ParseError
@@ -123,12 +134,15 @@ def _serve(connection: Connection, config: ReaderConfig) -> None:
             return
         if message is None:
             return
-        data, name = message
-        connection.send(_read_one(reader, data, name))
+        connection.send(_answer(reader, message))
 
 
-def _read_one(reader: DocumentReader, data: bytes, name: str) -> tuple[Any, ...]:
+def _answer(reader: DocumentReader, message: tuple[Any, ...]) -> tuple[Any, ...]:
+    kind, data, *rest = message
+    name = rest[0] if kind == "read" else f"page {rest[0]}"
     try:
+        if kind == "render":
+            return ("ok", reader.render(data, rest[0], rest[1]))
         return ("ok", reader.read(data, name))
     except CitewellError as exc:
         return ("error", type(exc).__name__, exc.message)
@@ -153,6 +167,13 @@ class ReaderPool:
         reader = self._free.get()
         try:
             return reader.read(data, name)
+        finally:
+            self._free.put(reader)
+
+    def render(self, data: bytes, page: int, width: int) -> bytes:
+        reader = self._free.get()
+        try:
+            return reader.render(data, page, width)
         finally:
             self._free.put(reader)
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from citewell.types import Document, Section
+from collections.abc import Sequence
+
+from citewell.types import Document, PageBox, Section
 
 PAGE_SEPARATOR = "\n\n"
 
 
 def paged_document(
-    pages: list[str], name: str, mime_type: str, title: str | None = None
+    pages: list[str],
+    name: str,
+    mime_type: str,
+    title: str | None = None,
+    boxes: Sequence[Sequence[PageBox]] = (),
 ) -> Document:
-    """Join page (or slide) texts, recording each one's span so chunks know their page."""
+    """Join page (or slide) texts, recording each one's span so chunks know their page;
+    ``boxes``: where each page's lines sit, with offsets into that page's text."""
     parts: list[str] = []
     sections: list[Section] = []
     offset = 0
@@ -20,7 +27,9 @@ def paged_document(
         if parts:
             parts.append(PAGE_SEPARATOR)
             offset += len(PAGE_SEPARATOR)
-        sections.append(Section(start=offset, end=offset + len(text), page=number))
+        page_boxes = boxes[number - 1] if number <= len(boxes) else ()
+        placed = tuple((offset + b[0], offset + b[1], b[2], b[3], b[4], b[5]) for b in page_boxes)
+        sections.append(Section(start=offset, end=offset + len(text), page=number, boxes=placed))
         parts.append(text)
         offset += len(text)
     return Document("".join(parts), name, mime_type, tuple(sections), title)

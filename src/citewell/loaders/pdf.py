@@ -11,7 +11,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from citewell.errors import ParseError
+from citewell.errors import InvalidInput, ParseError
 from citewell.loaders.ocr import NO_OCR, OcrEngine
 from citewell.loaders.paged import paged_document
 from citewell.loaders.pdf_layout import (
@@ -24,10 +24,12 @@ from citewell.loaders.pdf_layout import (
     page_blocks,
     read_page,
 )
+from citewell.loaders.pdf_write import Box
 from citewell.types import Document
 
 PDF = "application/pdf"
 MIN_PAGE_CHARS = 20  # fewer characters than this on a page with images: treat it as a scan
+MAX_RENDER_SCALE = 4.0  # 288 dpi: enough for any screen, bounded for odd page sizes
 MARGIN = 0.1  # running headers and footers sit in this share of the page at top and bottom
 RUNNING = 0.4  # ...and repeat on at least this share of the pages
 RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")  # Hebrew, Arabic, Syriac...
@@ -45,26 +47,22 @@ class PdfLoader:
     def load(self, data: bytes, name: str) -> Document:
         document = _open(data, name)
         try:
-            pages = _read_pages(document, name)
+            pages, boxes = _read_pages(document, name)
             right_to_left = [i for i, text in enumerate(pages) if _right_to_left(text)]
             if right_to_left:
-                for index, text in zip(
-                    right_to_left, _pypdf_pages(data, right_to_left), strict=True
-                ):
-                    pages[index] = text
+                texts = _pypdf_pages(data, right_to_left)
+                _replace(pages, boxes, dict(zip(right_to_left, texts, strict=True)))
             scanned = [i for i, text in enumerate(pages) if len(text) < MIN_PAGE_CHARS]
-            if scanned:
-                if self.ocr is None and not any(pages):
-                    raise ParseError(f"{name} is a scan (no text layer): it {NO_OCR}")
-                if self.ocr is not None:
-                    texts = self._ocr_pages(document, name, scanned)
-                    for index, text in zip(scanned, texts, strict=True):
-                        pages[index] = text.strip() or pages[index]
+            if scanned and self.ocr is None and not any(pages):
+                raise ParseError(f"{name} is a scan (no text layer): it {NO_OCR}")
+            if scanned and self.ocr is not None:
+                texts = [t.strip() for t in self._ocr_pages(document, name, scanned)]
+                _replace(pages, boxes, {i: t for i, t in zip(scanned, texts, strict=True) if t})
         finally:
             document.close()
         if not any(pages):
             raise ParseError(f"{name} has no text layer and OCR found no text in it.")
-        return paged_document(pages, name, PDF)
+        return paged_document(pages, name, PDF, boxes=boxes)
 
     def _ocr_pages(self, document: Any, name: str, indexes: list[int]) -> list[str]:
         import pypdfium2 as pdfium
@@ -80,6 +78,25 @@ class PdfLoader:
         return texts
 
 
+def render_page(data: bytes, page: int, width: int) -> bytes:
+    """Page ``page`` (from 1) as a PNG ``width`` pixels wide: what the viewer shows under a
+    citation's boxes."""
+    import io as _io
+
+    document = _open(data, "the file")
+    try:
+        if not 1 <= page <= len(document):
+            raise InvalidInput(f"This PDF has {len(document)} pages; there is no page {page}.")
+        pdf_page = document[page - 1]
+        scale = width / max(1.0, pdf_page.get_size()[0])
+        image = pdf_page.render(scale=min(scale, MAX_RENDER_SCALE)).to_pil()
+        out = _io.BytesIO()
+        image.save(out, format="PNG", optimize=False)
+        return out.getvalue()
+    finally:
+        document.close()
+
+
 def _open(data: bytes, name: str) -> Any:
     import pypdfium2 as pdfium
 
@@ -92,8 +109,15 @@ def _open(data: bytes, name: str) -> Any:
         raise ParseError(f"{name} is not a readable PDF ({exc}).") from exc
 
 
-def _read_pages(document: Any, name: str) -> list[str]:
-    """Each page's text, running headers and footers left out."""
+def _replace(pages: list[str], boxes: list[list[Box]], texts: dict[int, str]) -> None:
+    """Pages read another way (pypdf, OCR): their text, and no boxes."""
+    for index, text in texts.items():
+        pages[index], boxes[index] = text, []
+
+
+def _read_pages(document: Any, name: str) -> tuple[list[str], list[list[Box]]]:
+    """Each page's text, running headers and footers left out, and where its lines sit
+    (as shares of the page's width and height)."""
     try:
         layouts = [read_page(document[index]) for index in range(len(document))]
     except Exception as exc:  # PDFium reports damage in several ways
@@ -102,7 +126,19 @@ def _read_pages(document: Any, name: str) -> list[str]:
     pages = [page_blocks(_without(layout, running)) for layout in layouts]
     for before, after in zip(pages, pages[1:], strict=False):
         _continue_table(before, after)
-    return [blocks_text(blocks) for blocks in pages]
+    written = [blocks_text(blocks) for blocks in pages]
+    boxes = [
+        [_share(box, layout) for box in out.boxes]
+        for out, layout in zip(written, layouts, strict=True)
+    ]
+    return [out.text for out in written], boxes
+
+
+def _share(box: Box, layout: PageLayout) -> Box:
+    start, end, x0, top, x1, bottom = box
+    width, height = layout.width or 1.0, layout.height or 1.0
+    left, right = round(x0 / width, 4), round(x1 / width, 4)
+    return (start, end, left, round(top / height, 4), right, round(bottom / height, 4))
 
 
 def _continue_table(before: list[Block], after: list[Block]) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 from citewell.loaders.pdf_boxes import Line, Segment
 from citewell.loaders.pdf_tables import Table, find_tables
+from citewell.loaders.pdf_write import Band, Content, Paragraph, Written, write_blocks
 
 CONTROL = re.compile(r"[\x00-\x01\x03-\x08\x0b\x0e-\x1f]")  # unmapped glyphs come out as NULs
-HYPHEN = "\x02"  # PDFium's mark for a word broken at the end of a line
 BOLD = 600  # font weights from this one up are bold
 TALL = 4.0  # runs this many times the usual text height are set sideways
 MIN_COLUMN_LINES = 4  # lines on each side of a gutter before a page counts as two columns
@@ -89,21 +89,20 @@ def group_lines(segments: list[Segment]) -> list[Line]:
     return lines
 
 
-Block = tuple[float, "str | Table"]  # its top, and its text or table
+Block = tuple[float, Content]  # its top, and what it holds
 
 
 def page_text(layout: PageLayout) -> str:
     """The page read in order: tables as Markdown, columns one after the other, a blank line
     between paragraphs."""
-    return blocks_text(page_blocks(layout))
+    return blocks_text(page_blocks(layout)).text
 
 
-def blocks_text(blocks: list[Block]) -> str:
-    return "\n\n".join(
-        text
-        for _, block in blocks
-        if (text := block if isinstance(block, str) else block.markdown())
-    )
+def blocks_text(blocks: list[Block]) -> Written:
+    """The blocks' text, with where each line's text went and where the line sits."""
+    out = Written()
+    write_blocks(blocks, out)
+    return out
 
 
 def page_blocks(layout: PageLayout) -> list[Block]:
@@ -119,7 +118,7 @@ def page_blocks(layout: PageLayout) -> list[Block]:
     else:
         blocks.extend(_columns(rest, gutter, [t.top for t in tables], layout.width))
     blocks.sort(key=lambda block: block[0])
-    blocks.extend((layout.height, line.text()) for line in layout.sideways)
+    blocks.extend((layout.height, Paragraph([line])) for line in layout.sideways)
     return blocks
 
 
@@ -162,7 +161,7 @@ def _columns(lines: list[Line], gutter: float, breaks: list[float], width: float
         column_blocks = _column(left_lines, width) + _column(right_lines, width)
         if column_blocks:
             # one block: the sort by height must not interleave the two columns
-            blocks.append((column_blocks[0][0], blocks_text(column_blocks)))
+            blocks.append((column_blocks[0][0], Band(column_blocks)))
     return blocks
 
 
@@ -175,23 +174,22 @@ def _column(lines: list[Line], width: float) -> list[Block]:
     return sorted(blocks, key=lambda block: block[0])
 
 
-def _paragraphs(lines: list[Line]) -> list[tuple[float, str]]:
+def _paragraphs(lines: list[Line]) -> list[Block]:
     """Consecutive lines as paragraphs: a new one where the gap between lines is clearly
-    wider than the usual line spacing. Each paragraph with its top."""
+    wider than the usual line spacing, or the type changes. Each paragraph with its top."""
     if not lines:
         return []
     lines = sorted(lines, key=lambda line: line.top)
     pitches = [b.top - a.top for a, b in zip(lines, lines[1:], strict=False) if b.top > a.top]
     usual = statistics.median(pitches) if pitches else 0.0
-    paragraphs: list[tuple[float, str]] = []
-    current: list[str] = []
-    top = lines[0].top
+    paragraphs: list[Block] = []
+    current: list[Line] = []
     for previous, line in zip([None, *lines], lines, strict=False):
         if previous is not None and _new_paragraph(previous, line, usual):
-            paragraphs.append((top, _join(current)))
-            current, top = [], line.top
-        current.append(line.text())
-    paragraphs.append((top, _join(current)))
+            paragraphs.append((current[0].top, Paragraph(current)))
+            current = []
+        current.append(line)
+    paragraphs.append((current[0].top, Paragraph(current)))
     return paragraphs
 
 
@@ -203,14 +201,6 @@ def _new_paragraph(previous: Line, line: Line, usual: float) -> bool:
     if previous.bold != line.bold:
         return True
     return bool(previous.size and line.size) and abs(previous.size - line.size) > 0.5
-
-
-def _join(lines: list[str]) -> str:
-    """Lines of a paragraph, a word broken at a line's end made whole again."""
-    out = lines[0]
-    for line in lines[1:]:
-        out = out[:-1] + line if out.endswith(HYPHEN) else f"{out}\n{line}"
-    return out.replace(HYPHEN, "-")
 
 
 __all__ = [

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 
 from citewell.api.deps import AuditDep, ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
@@ -72,6 +73,25 @@ def get_file_content(file_id: str, view: ViewDep) -> Response:
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "default-src 'none'; sandbox",
         },
+    )
+
+
+@router.get(
+    "/{file_id}/pages/{page}/image",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}}},
+)
+def get_page_image(
+    file_id: str,
+    page: Annotated[int, Path(ge=1, le=100_000)],
+    view: ViewDep,
+    width: Annotated[int, Query(ge=200, le=2400)] = 1200,
+) -> Response:
+    """A page of a PDF as a PNG ``width`` pixels wide (rendered in an extraction worker):
+    the viewer draws a citation's boxes (``sections[].boxes`` of ``/text``) over it."""
+    image = view.file_page_image(file_id, page, width)
+    return Response(
+        image, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"}
     )
 
 

@@ -97,6 +97,13 @@ export function upload(path, form, onProgress) {
   });
 }
 
+/** An image the API serves (it needs the key, so no plain <img src>): an object URL. */
+export async function imageUrl(path) {
+  const response = await fetch(path, { headers: headers() });
+  if (!response.ok) throw await failure(response);
+  return URL.createObjectURL(await response.blob());
+}
+
 /** The original file, saved by the browser under its name. */
 export async function download(file) {
   const response = await fetch(`/api/v1/files/${encodeURIComponent(file.id)}/content`, { headers: headers() });

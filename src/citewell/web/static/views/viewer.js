@@ -1,6 +1,8 @@
 // A file's extracted text with its pages and headings; opened at ?start=&end= it scrolls to
-// that span and highlights it (the passage a citation points at).
-import { api, download } from "../api.js";
+// that span and highlights it (the passage a citation points at). For a PDF whose lines'
+// boxes are known, the cited page itself is shown first, the passage's lines highlighted on
+// it; the extracted text is one click away.
+import { api, download, imageUrl } from "../api.js";
 import { button, bytes, h } from "../dom.js";
 
 export async function viewerView({ args, params }) {
@@ -11,6 +13,18 @@ export async function viewerView({ args, params }) {
   const end = clamp(params.get("end"), body.text.length);
   const span = start !== null && end !== null && end > start ? [start, end] : null;
   const { doc, outline } = renderText(body.text, body.sections, span);
+  const onPage = span ? citedPage(body.sections, span) : null;
+  const textView = h("div", { class: "viewer-body", hidden: onPage ? true : null },
+    outline.length ? h("nav", { class: "outline", "aria-label": "Pages and headings" }, h("ul", {}, outline)) : null,
+    doc);
+  const pageView = onPage ? await renderPage(path, onPage) : null;
+  const toggle = pageView ? button("Show the extracted text", () => {
+    const showText = textView.hidden;
+    textView.hidden = !showText;
+    pageView.hidden = showText;
+    toggle.textContent = showText ? "Show the page" : "Show the extracted text";
+    if (showText) focusOn(view.querySelector("mark.cited-span"));
+  }) : null;
   const view = h("section", { class: "viewer" },
     h("p", {}, h("a", { href: "#/kbs", onclick: back }, "← Back")),
     h("h1", {}, file.name),
@@ -19,20 +33,48 @@ export async function viewerView({ args, params }) {
       file.url && /^https?:\/\//.test(file.url) ? [" · ", h("a", { href: file.url, rel: "noopener noreferrer", target: "_blank" }, "source page")] : null,
       " ",
       button("Download the original", () => download(file))),
-    span ? h("p", { class: "cited" }, `Showing the cited passage (characters ${span[0]}–${span[1]}).`) : null,
-    h("div", { class: "viewer-body" },
-      outline.length ? h("nav", { class: "outline", "aria-label": "Pages and headings" }, h("ul", {}, outline)) : null,
-      doc));
-  if (span) {
-    requestAnimationFrame(() => {
-      const mark = view.querySelector("mark.cited-span");
-      if (mark) {
-        mark.scrollIntoView({ block: "center" });
-        mark.focus({ preventScroll: true });
-      }
-    });
-  }
+    span ? h("p", { class: "cited" }, `Showing the cited passage (characters ${span[0]}–${span[1]})`,
+      onPage ? ` on page ${onPage.section.page}. ` : ". ", toggle) : null,
+    pageView,
+    textView);
+  if (span) requestAnimationFrame(() => focusOn(view.querySelector(pageView ? ".page-mark" : "mark.cited-span")));
   return view;
+}
+
+function focusOn(element) {
+  if (!element) return;
+  element.scrollIntoView({ block: "center" });
+  element.focus({ preventScroll: true });
+}
+
+/** The page the span starts on and the boxes of its lines the span touches, if known. */
+function citedPage(sections, span) {
+  const section = sections.find((s) => s.page !== null && s.start <= span[0] && span[0] < s.end);
+  if (!section || !section.boxes || !section.boxes.length) return null;
+  const boxes = section.boxes.filter(([from, to]) => from < span[1] && span[0] < to);
+  return boxes.length ? { section, boxes } : null;
+}
+
+/** The page as an image with the cited lines' boxes over it (as shares of the page). */
+async function renderPage(path, { section, boxes }) {
+  const url = await imageUrl(`${path}/pages/${section.page}/image`);
+  const marks = boxes.map(([, , x0, top, x1, bottom], i) => {
+    const mark = h("span", {
+      class: "page-mark",
+      tabindex: i === 0 ? "-1" : null,
+      "aria-label": i === 0 ? "Cited passage" : null,
+    });
+    // through the CSSOM: the page's CSP allows no style attributes
+    Object.assign(mark.style, { left: pct(x0), top: pct(top), width: pct(x1 - x0), height: pct(bottom - top) });
+    return mark;
+  });
+  return h("figure", { class: "page-view" },
+    h("div", { class: "page" }, h("img", { src: url, alt: `Page ${section.page}` }), marks),
+    h("figcaption", {}, `Page ${section.page}`));
+}
+
+function pct(share) {
+  return `${(Math.max(0, share) * 100).toFixed(3)}%`;
 }
 
 function back(event) {
