@@ -48,3 +48,27 @@ def test_text_layer_pdfs_do_not_go_through_ocr(shared_docs):
     ocr = CountingOcr()
     DocumentReader(ocr).read((shared_docs / "multi_page.pdf").read_bytes(), "multi_page.pdf")
     assert ocr.calls == 0
+
+
+def test_a_scanned_table_comes_out_as_a_markdown_table(reader):
+    """Where the engine says where its words stand, a scan is laid out like a text layer:
+    its table keeps its rows, and its lines have boxes for the viewer."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    from citewell.testing.table_questions import table_question_set
+
+    files, _ = table_question_set()
+    made = next(f for f in files if f.name == "staff-directory.pdf")
+    image = pdfium.PdfDocument(made.data)[0].render(scale=200 / 72).to_pil().convert("RGB")
+    scan = io.BytesIO()
+    image.save(scan, format="PDF", resolution=200.0)  # an image, no text layer
+    document = reader.read(scan.getvalue(), "scanned-directory.pdf")
+    assert "| Name | Department | Office | Extension | Start year |" in document.text
+    rows = [line for line in document.text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 14 and all(line.count("|") == 6 for line in rows)  # + delimiter
+    assert "| Bruno Holm | Legal | A-223 | 6744 | 2020 |" in document.text
+    (page,) = document.sections
+    texts = {document.text[start:end] for start, end, *_ in page.boxes}
+    assert "| Bruno Holm | Legal | A-223 | 6744 | 2020 |" in texts

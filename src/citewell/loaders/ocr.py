@@ -30,6 +30,19 @@ class OcrEngine(Protocol):
     def recognize(self, image: Image) -> str: ...
 
 
+# A piece of recognised text and where it stands: left, top, right, bottom in pixels.
+Run = tuple[float, float, float, float, str]
+
+
+class PositionedOcr(Protocol):
+    """An engine that also says where each word (or line) stands, so a scanned page can be
+    laid out like a PDF's text layer: columns, tables, boxes for the viewer."""
+
+    def runs(self, image: Image) -> tuple[list[Run], tuple[int, int]]:
+        """The runs, in pixels of an image of the returned (width, height)."""
+        ...
+
+
 def prepare(image: Image) -> Image:
     """RGB, and upscaled when the page is small (a 72 dpi fax reads badly as it is)."""
     from PIL import Image as PILImage
@@ -52,9 +65,23 @@ class TesseractOcr:
         self.timeout = timeout
 
     def recognize(self, image: Image) -> str:
+        return self._run(prepare(image), [])
+
+    def runs(self, image: Image) -> tuple[list[Run], tuple[int, int]]:
+        """Words from tesseract's TSV output (level 5 rows)."""
+        prepared = prepare(image)
+        found: list[Run] = []
+        for row in self._run(prepared, ["tsv"]).splitlines()[1:]:
+            cells = row.split("\t")
+            if len(cells) == 12 and cells[0] == "5" and cells[11].strip():
+                left, top, width, height = (float(v) for v in cells[6:10])
+                found.append((left, top, left + width, top + height, cells[11].strip()))
+        return found, prepared.size
+
+    def _run(self, prepared: Image, configs: list[str]) -> str:
         buffer = io.BytesIO()
-        prepare(image).save(buffer, format="PNG")
-        command = [self.binary, "stdin", "stdout", "-l", self.languages, "--psm", "3"]
+        prepared.save(buffer, format="PNG")
+        command = [self.binary, "stdin", "stdout", "-l", self.languages, "--psm", "3", *configs]
         # one thread per page: tesseract's OpenMP threads fight each other on small machines
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
         try:
@@ -90,6 +117,18 @@ class RapidOcr:
         # no upscaling: the detector resizes pages itself, bigger input only costs time
         result, _ = self.engine(np.asarray(image.convert("RGB")))
         return _lines(result or [])
+
+    def runs(self, image: Image) -> tuple[list[Run], tuple[int, int]]:
+        """RapidOCR's text boxes (a line, or a table cell, each)."""
+        import numpy as np
+
+        result, _ = self.engine(np.asarray(image.convert("RGB")))
+        found: list[Run] = []
+        for box, text, _score in result or []:
+            xs = [point[0] for point in box]
+            ys = [point[1] for point in box]
+            found.append((min(xs), min(ys), max(xs), max(ys), str(text)))
+        return found, image.size
 
 
 def _lines(result: list[list[object]]) -> str:

@@ -21,6 +21,7 @@ from citewell.loaders.pdf_layout import (
     PageLayout,
     Table,
     blocks_text,
+    layout_from_runs,
     page_blocks,
     read_page,
 )
@@ -56,26 +57,39 @@ class PdfLoader:
             if scanned and self.ocr is None and not any(pages):
                 raise ParseError(f"{name} is a scan (no text layer): it {NO_OCR}")
             if scanned and self.ocr is not None:
-                texts = [t.strip() for t in self._ocr_pages(document, name, scanned)]
-                _replace(pages, boxes, {i: t for i, t in zip(scanned, texts, strict=True) if t})
+                read = self._ocr_pages(document, name, scanned)
+                for index, (text, page_boxes) in zip(scanned, read, strict=True):
+                    if text:
+                        pages[index], boxes[index] = text, page_boxes
         finally:
             document.close()
         if not any(pages):
             raise ParseError(f"{name} has no text layer and OCR found no text in it.")
         return paged_document(pages, name, PDF, boxes=boxes)
 
-    def _ocr_pages(self, document: Any, name: str, indexes: list[int]) -> list[str]:
+    def _ocr_pages(
+        self, document: Any, name: str, indexes: list[int]
+    ) -> list[tuple[str, list[Box]]]:
+        """Each page's OCR text; laid out like a text layer (columns, tables, boxes) when
+        the engine says where its words stand."""
         import pypdfium2 as pdfium
 
         assert self.ocr is not None
         try:
-            texts = []
-            for index in indexes:
-                image = document[index].render(scale=self.dpi / 72).to_pil()
-                texts.append(self.ocr.recognize(image))
+            return [self._ocr_page(document[index]) for index in indexes]
         except pdfium.PdfiumError as exc:
             raise ParseError(f"{name}: a page could not be rendered for OCR ({exc}).") from exc
-        return texts
+
+    def _ocr_page(self, page: Any) -> tuple[str, list[Box]]:
+        assert self.ocr is not None
+        image = page.render(scale=self.dpi / 72).to_pil()
+        runs = getattr(self.ocr, "runs", None)
+        if runs is None:
+            return self.ocr.recognize(image).strip(), []
+        found, size = runs(image)
+        layout = layout_from_runs(found, size, page.get_size())
+        written = blocks_text(page_blocks(layout))
+        return written.text.strip(), [_share(box, layout) for box in written.boxes]
 
 
 def render_page(data: bytes, page: int, width: int) -> bytes:

@@ -73,6 +73,23 @@ def _clean(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+def layout_from_runs(
+    runs: list[tuple[float, float, float, float, str]],
+    size: tuple[int, int],
+    page_size: tuple[float, float],
+) -> PageLayout:
+    """A scanned page laid out from OCR: runs in pixels of an image of ``size``, turned into
+    the page's points, so tables and columns are found as on a text layer."""
+    width, height = page_size
+    scale_x, scale_y = width / max(1, size[0]), height / max(1, size[1])
+    segments = [
+        Segment(x0 * scale_x, top * scale_y, x1 * scale_x, bottom * scale_y, text)
+        for x0, top, x1, bottom, text in runs
+        if text.strip()
+    ]
+    return PageLayout(width, height, group_lines(segments), [])
+
+
 def group_lines(segments: list[Segment]) -> list[Line]:
     """Runs whose boxes overlap vertically by half the smaller one share a line (so a
     superscript stays with its line); lines top to bottom."""

@@ -13,7 +13,7 @@ export async function viewerView({ args, params }) {
   const end = clamp(params.get("end"), body.text.length);
   const span = start !== null && end !== null && end > start ? [start, end] : null;
   const { doc, outline } = renderText(body.text, body.sections, span);
-  const onPage = span ? citedPage(body.sections, span) : null;
+  const onPage = span && file.mime_type === "application/pdf" ? citedPage(body.sections, span) : null;
   const textView = h("div", { class: "viewer-body", hidden: onPage ? true : null },
     outline.length ? h("nav", { class: "outline", "aria-label": "Pages and headings" }, h("ul", {}, outline)) : null,
     doc);
