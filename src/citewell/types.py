@@ -39,13 +39,14 @@ PageBox = tuple[int, int, float, float, float, float]
 @dataclass(frozen=True)
 class Section:
     """A span of a document's text that shares a page and a heading path; for a PDF page,
-    the boxes of its lines."""
+    the boxes of its lines and the running lines left out of its text."""
 
     start: int
     end: int
     page: int | None = None
     headings: tuple[str, ...] = ()
     boxes: tuple[PageBox, ...] = ()
+    running: tuple[str, ...] = ()  # a PDF page's running headers and footers, not in the text
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,15 @@ def test_a_table_over_a_page_break_repeats_its_header(made):
     assert "Page 1 of 2" not in text and "weekly schedule" not in text  # running lines
 
 
+def test_running_lines_stay_in_the_page_map():
+    files, _ = table_question_set()
+    made = next(f for f in files if f.name == "flight-schedule.pdf")
+    document = PdfLoader().load(made.data, made.name)
+    assert [s.running for s in document.sections] == [
+        ("Flight operations - weekly schedule", f"Page {n} of 2") for n in (1, 2)
+    ]
+
+
 def test_a_full_width_table_above_two_columns(made):
     text = made["parts-catalogue.pdf"]
     assert "| Part | Material | Weight | Unit price |" in text

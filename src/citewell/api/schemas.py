@@ -116,6 +116,11 @@ class SectionPublic(BaseModel):
         description="For a PDF page: each line's span in the text, then its left, top, right "
         "and bottom edges as shares of the page's width and height (from the top-left).",
     )
+    running: list[str] = Field(
+        default_factory=list,
+        description="For a PDF page: the running headers, footers and page numbers left "
+        "out of its text.",
+    )
 
     @classmethod
     def of(cls, section: Section) -> SectionPublic:
@@ -125,6 +130,7 @@ class SectionPublic(BaseModel):
             page=section.page,
             headings=list(section.headings),
             boxes=list(section.boxes),
+            running=list(section.running),
         )
 
 

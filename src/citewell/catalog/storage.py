@@ -31,14 +31,18 @@ def _staged_blob(job_id: str) -> str:
 
 
 def _section_row(section: Section) -> list[Any]:
+    """[start, end, page, headings], then for PDF pages [boxes], [running lines]."""
     row: list[Any] = [section.start, section.end, section.page, list(section.headings)]
-    return [*row, [list(b) for b in section.boxes]] if section.boxes else row
+    if section.boxes or section.running:
+        row += [[list(b) for b in section.boxes], list(section.running)]
+    return row
 
 
 def _section(row: list[Any]) -> Section:
-    start, end, page, headings, *rest = row  # boxes: PDF pages stored since they were kept
+    start, end, page, headings, *rest = row  # older files: the first four only
     boxes = tuple((b[0], b[1], b[2], b[3], b[4], b[5]) for b in rest[0]) if rest else ()
-    return Section(start, end, page, tuple(headings), boxes)
+    running = tuple(rest[1]) if len(rest) > 1 else ()
+    return Section(start, end, page, tuple(headings), boxes, running)
 
 
 class FileStorage:

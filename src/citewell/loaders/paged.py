@@ -15,9 +15,11 @@ def paged_document(
     mime_type: str,
     title: str | None = None,
     boxes: Sequence[Sequence[PageBox]] = (),
+    running: Sequence[tuple[str, ...]] = (),
 ) -> Document:
     """Join page (or slide) texts, recording each one's span so chunks know their page;
-    ``boxes``: where each page's lines sit, with offsets into that page's text."""
+    ``boxes``: where each page's lines sit, with offsets into that page's text;
+    ``running``: each page's running headers and footers, left out of its text."""
     parts: list[str] = []
     sections: list[Section] = []
     offset = 0
@@ -29,7 +31,8 @@ def paged_document(
             offset += len(PAGE_SEPARATOR)
         page_boxes = boxes[number - 1] if number <= len(boxes) else ()
         placed = tuple((offset + b[0], offset + b[1], b[2], b[3], b[4], b[5]) for b in page_boxes)
-        sections.append(Section(start=offset, end=offset + len(text), page=number, boxes=placed))
+        left_out = running[number - 1] if number <= len(running) else ()
+        sections.append(Section(offset, offset + len(text), number, (), placed, left_out))
         parts.append(text)
         offset += len(text)
     return Document("".join(parts), name, mime_type, tuple(sections), title)

@@ -48,7 +48,7 @@ class PdfLoader:
     def load(self, data: bytes, name: str) -> Document:
         document = _open(data, name)
         try:
-            pages, boxes = _read_pages(document, name)
+            pages, boxes, dropped = _read_pages(document, name)
             right_to_left = [i for i, text in enumerate(pages) if _right_to_left(text)]
             if right_to_left:
                 texts = _pypdf_pages(data, right_to_left)
@@ -65,7 +65,7 @@ class PdfLoader:
             document.close()
         if not any(pages):
             raise ParseError(f"{name} has no text layer and OCR found no text in it.")
-        return paged_document(pages, name, PDF, boxes=boxes)
+        return paged_document(pages, name, PDF, boxes=boxes, running=dropped)
 
     def _ocr_pages(
         self, document: Any, name: str, indexes: list[int]
@@ -129,9 +129,11 @@ def _replace(pages: list[str], boxes: list[list[Box]], texts: dict[int, str]) ->
         pages[index], boxes[index] = text, []
 
 
-def _read_pages(document: Any, name: str) -> tuple[list[str], list[list[Box]]]:
-    """Each page's text, running headers and footers left out, and where its lines sit
-    (as shares of the page's width and height)."""
+def _read_pages(
+    document: Any, name: str
+) -> tuple[list[str], list[list[Box]], list[tuple[str, ...]]]:
+    """Each page's text, running headers and footers left out; where its lines sit (as
+    shares of the page's width and height); the running lines left out of it."""
     try:
         layouts = [read_page(document[index]) for index in range(len(document))]
     except Exception as exc:  # PDFium reports damage in several ways
@@ -145,7 +147,12 @@ def _read_pages(document: Any, name: str) -> tuple[list[str], list[list[Box]]]:
         [_share(box, layout) for box in out.boxes]
         for out, layout in zip(written, layouts, strict=True)
     ]
-    return [out.text for out in written], boxes
+    dropped = [_dropped(layout, running) for layout in layouts]
+    return [out.text for out in written], boxes, dropped
+
+
+def _dropped(layout: PageLayout, running: set[str]) -> tuple[str, ...]:
+    return tuple(line.text() for line in _in_margins(layout) if _shape(line) in running)
 
 
 def _share(box: Box, layout: PageLayout) -> Box:
