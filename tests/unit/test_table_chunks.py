@@ -57,38 +57,16 @@ def test_tables_are_found_with_their_caption():
     assert document.text[table.caption[0] : table.caption[1]] == "Table 3: Departures"
 
 
+def _source(text: str, lead: str) -> Source:
+    return Source(1, text, "f", "t.md", "text/markdown", None, 0, 1, 1.0, "c", None, lead=lead)
+
+
 def test_the_llm_reads_the_header_before_rows_that_lack_it():
     lead = f"Table 3: Departures\n{HEADER}"
-    source = Source(
-        1,
-        "| CW 130 | City30 | G30 |",
-        "f",
-        "t.md",
-        "text/markdown",
-        None,
-        0,
-        1,
-        1.0,
-        "c",
-        None,
-        lead=lead,
-    )
-    assert f">{lead}\n| CW 130 |" in source_block(source)
-    whole = Source(
-        1,
-        f"{HEADER}\n| CW 1 | A | B |",
-        "f",
-        "t.md",
-        "text/markdown",
-        None,
-        0,
-        1,
-        1.0,
-        "c",
-        None,
-        lead=lead,
-    )
-    assert source_block(whole).count("| Flight |") == 1
+    block = source_block(_source("| CW 130 | City30 | G30 |", lead))
+    assert f">{lead}\n| CW 130 |" in block
+    whole = source_block(_source(f"{HEADER}\n| CW 1 | A | B |", lead))
+    assert whole.count("| Flight |") == 1  # a chunk that has its header gets no second one
 
 
 def test_table_rows_are_sentences_for_the_extractive_answer():
