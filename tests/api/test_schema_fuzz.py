@@ -58,8 +58,15 @@ def fuzzed(tmp_path_factory, onnx_embedder) -> Iterator[tuple[str, str]]:
 
 def test_no_server_error_and_only_documented_answers(fuzzed, tmp_path):
     url, key = fuzzed
+    # Schemathesis reuses values from earlier responses in its fuzzing phase and validates
+    # them as UTF-8, which fails on the lone surrogates our hooks put into bodies on purpose:
+    # an error inside schemathesis, not an answer of ours. That one source is turned off.
+    config = tmp_path / "schemathesis.toml"
+    config.write_text("[phases.fuzzing.extra-data-sources]\nresponses = false\n")
     command = [
         str(Path(sys.executable).with_name("schemathesis")),
+        "--config-file",
+        str(config),
         "run",
         f"{url}/openapi.json",
         "--header",
