@@ -36,11 +36,11 @@ from citewell.loaders.pdf import PdfLoader
 from citewell.testing.table_questions import (
     TableQuestion,
     answered,
+    as_read,
     has_cells,
     is_hit,
     table_question_set,
 )
-from citewell.types import table_heading
 
 
 def pypdf_pages(data: bytes) -> list[str]:
@@ -72,7 +72,7 @@ def citewell_side(work: Path, files: list[Any], questions: list[TableQuestion], 
         labels = {q.row for q in questions}
         for question in questions:
             results = app.search(question.question, ["tables"], k=5)
-            texts = [_as_read(r.chunk.text, r.chunk.headings) for r in results]
+            texts = [as_read(r.chunk.text, r.chunk.headings) for r in results]
             hits += any(is_hit(question, text) for text in texts)
             cells += any(has_cells(question, text) for text in texts)
             answer = extractive_answer(question.question, results, stemmer)
@@ -81,11 +81,6 @@ def citewell_side(work: Path, files: list[Any], questions: list[TableQuestion], 
         return {"hit@5": hits / n, "cells@5": round(cells / n, 3), "extractive": correct / n}
     finally:
         app.close()
-
-
-def _as_read(text: str, headings: tuple[str, ...]) -> str:
-    lead = table_heading(headings)
-    return f"{lead}\n{text}" if lead else text
 
 
 def open_webui_side(embedder: Any, files: list[Any], questions: list[TableQuestion]):

@@ -10,8 +10,7 @@ import pytest
 from citewell.answer.extractive import extractive_answer
 from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.testing.table_questions import answered, is_hit, table_question_set
-from citewell.types import table_heading
+from citewell.testing.table_questions import answered, as_read, is_hit, table_question_set
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +29,7 @@ def test_table_questions_find_their_row(tmp_path, onnx_embedder):
         hits = correct = 0
         for question in questions:
             results = app.search(question.question, ["tables"], k=5)
-            read = [_as_read(r.chunk.text, r.chunk.headings) for r in results]
+            read = [as_read(r.chunk.text, r.chunk.headings) for r in results]
             hits += any(is_hit(question, text) for text in read)
             answer = extractive_answer(question.question, results, "english")
             correct += answered(question, answer.text, labels)
@@ -39,8 +38,3 @@ def test_table_questions_find_their_row(tmp_path, onnx_embedder):
     assert len(questions) >= 100
     assert hits / len(questions) >= 0.9
     assert correct / len(questions) >= 0.9
-
-
-def _as_read(text: str, headings: tuple[str, ...]) -> str:
-    lead = table_heading(headings)
-    return f"{lead}\n{text}" if lead else text

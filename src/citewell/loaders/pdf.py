@@ -95,8 +95,6 @@ class PdfLoader:
 def render_page(data: bytes, page: int, width: int) -> bytes:
     """Page ``page`` (from 1) as a PNG ``width`` pixels wide: what the viewer shows under a
     citation's boxes."""
-    import io as _io
-
     document = _open(data, "the file")
     try:
         if not 1 <= page <= len(document):
@@ -104,7 +102,7 @@ def render_page(data: bytes, page: int, width: int) -> bytes:
         pdf_page = document[page - 1]
         scale = width / max(1.0, pdf_page.get_size()[0])
         image = pdf_page.render(scale=min(scale, MAX_RENDER_SCALE)).to_pil()
-        out = _io.BytesIO()
+        out = io.BytesIO()
         image.save(out, format="PNG", optimize=False)
         return out.getvalue()
     finally:

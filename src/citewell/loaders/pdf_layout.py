@@ -109,12 +109,6 @@ def group_lines(segments: list[Segment]) -> list[Line]:
 Block = tuple[float, Content]  # its top, and what it holds
 
 
-def page_text(layout: PageLayout) -> str:
-    """The page read in order: tables as Markdown, columns one after the other, a blank line
-    between paragraphs."""
-    return blocks_text(page_blocks(layout)).text
-
-
 def blocks_text(blocks: list[Block]) -> Written:
     """The blocks' text, with where each line's text went and where the line sits."""
     out = Written()
@@ -229,6 +223,5 @@ __all__ = [
     "blocks_text",
     "group_lines",
     "page_blocks",
-    "page_text",
     "read_page",
 ]

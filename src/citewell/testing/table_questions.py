@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass
 
 from citewell.testing.pdf_pages import HEIGHT, Page, pdf_bytes
+from citewell.types import table_heading
 
 FILLER = (
     "The figures below were collected by the operations office from the regional teams "
@@ -58,6 +59,12 @@ def is_hit(question: TableQuestion, chunk_text: str) -> bool:
 
 def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def as_read(text: str, headings: tuple[str, ...]) -> str:
+    """A chunk as the LLM reads it: with the table header a chunk of later rows carries."""
+    lead = table_heading(headings)
+    return f"{lead}\n{text}" if lead else text
 
 
 def has_cells(question: TableQuestion, chunk_text: str) -> bool:
