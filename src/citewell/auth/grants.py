@@ -178,7 +178,8 @@ class GrantStore:
     def add_member(self, group: str, user_id: str) -> Group:
         with self._sessions() as session, session.begin():
             row = self._group_row(session, group)
-            session.merge(GroupMemberRow(group_id=row.id, user_id=user_id))
+            # An admin's membership: no provider's sign-in takes it away.
+            session.merge(GroupMemberRow(group_id=row.id, user_id=user_id, via=""))
         return self.get_group(group)
 
     def remove_member(self, group: str, user_id: str) -> Group:

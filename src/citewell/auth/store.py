@@ -130,6 +130,16 @@ class AuthStore:
                 raise UserNotFound(f"No user {name_or_id!r}; list them with `citewell user list`.")
             return _user(row)
 
+    def find_user(self, name: str) -> User | None:
+        """The user of this exact name, if there is one."""
+        with self._reads() as session:
+            row = session.scalar(select(UserRow).where(UserRow.name == name))
+            return None if row is None else _user(row)
+
+    def has_password(self, user_id: str) -> bool:
+        with self._reads() as session:
+            return bool(session.scalar(select(UserRow.password_hash).where(UserRow.id == user_id)))
+
     def list_users(self) -> list[User]:
         with self._reads() as session:
             return [_user(r) for r in session.scalars(select(UserRow).order_by(UserRow.name))]

@@ -16,6 +16,7 @@ from citewell.config.indexing import (
     EmbeddingSection,
     EnrichmentSection,
 )
+from citewell.config.identity import IdentitySection
 from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.reference import configuration_markdown, masked_settings
 from citewell.config.retrieval import RerankingSection, RetrievalSection
@@ -36,6 +37,7 @@ __all__ = [
     "EnrichmentSection",
     "ExtractionSection",
     "JobSection",
+    "IdentitySection",
     "LLMSection",
     "RerankingSection",
     "RetrievalSection",

@@ -20,6 +20,7 @@ from citewell.config.fields import ALL_FIELDS, CONFIG_FILE, Scopes, Section, sco
 from citewell.config.indexing import ChunkingSection, EmbeddingSection, EnrichmentSection
 from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.retrieval import RerankingSection, RetrievalSection
+from citewell.config.identity import IdentitySection
 from citewell.config.server import AccessSection, ServerSection
 from citewell.config.storage import FileStoreSection, JobSection, StorageSection
 from citewell.errors import ConfigError
@@ -38,6 +39,7 @@ SECTIONS: dict[str, type[Section]] = {
     "jobs": JobSection,
     "server": ServerSection,
     "access": AccessSection,
+    "identity": IdentitySection,
     "llm": LLMSection,
     "answering": AnsweringSection,
 }
@@ -68,6 +70,7 @@ class Settings(BaseModel):
     jobs: JobSection = Field(default_factory=JobSection)
     server: ServerSection = Field(default_factory=ServerSection)
     access: AccessSection = Field(default_factory=AccessSection)
+    identity: IdentitySection = Field(default_factory=IdentitySection)
     llm: LLMSection = Field(default_factory=LLMSection)
     answering: AnsweringSection = Field(default_factory=AnsweringSection)
 

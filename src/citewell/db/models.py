@@ -282,6 +282,39 @@ class GroupMemberRow(Base):
     user_id: Mapped[str] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True
     )
+    # "" : an admin added the member; "oidc" / "ldap" / "header": the identity provider
+    # did at a sign-in, and the next sign-in through it may take the membership away.
+    via: Mapped[str] = mapped_column(String(20), default="", server_default="")
+
+
+class IdentityRow(Base):
+    """An identity at a provider (OIDC issuer + sub, LDAP server + DN, a proxy's user name)
+    linked to the Citewell user it signs in as."""
+
+    __tablename__ = "user_identities"
+    __table_args__ = (UniqueConstraint("method", "issuer", "subject", name="uq_identity"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    method: Mapped[str] = mapped_column(String(20))  # oidc, ldap or header
+    issuer: Mapped[str] = mapped_column(String(500))
+    subject: Mapped[str] = mapped_column(String(500))
+    email: Mapped[str] = mapped_column(String(320), default="")
+    created_at: Mapped[float] = mapped_column(Float, default=time.time)
+    last_seen_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+class SignInStateRow(Base):
+    """One browser's sign-in in flight at an OpenID provider (the ``state`` it carries, with
+    the nonce and PKCE verifier), then the one-time ticket the page trades for its key.
+    Deleted when used: a second use of either finds nothing."""
+
+    __tablename__ = "sign_in_states"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)  # the state or ticket
+    kind: Mapped[str] = mapped_column(String(20))  # "state" or "ticket"
+    data: Mapped[str] = mapped_column(Text, default="")  # JSON
+    expires_at: Mapped[float] = mapped_column(Float, index=True)
 
 
 class GrantRow(Base):
