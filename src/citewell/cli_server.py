@@ -66,6 +66,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
             host=bind,
             port=listen,
             log_config=logs,
+            proxy_headers=False,  # the app reads them itself (api/peer.py)
             timeout_graceful_shutdown=30,
             timeout_keep_alive=settings.server.keep_alive_seconds,
         )
@@ -83,6 +84,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
             port=listen,
             workers=settings.server.workers,
             log_config=logs,
+            proxy_headers=False,  # the app reads them itself (api/peer.py)
             timeout_graceful_shutdown=30,
             timeout_keep_alive=settings.server.keep_alive_seconds,
         )

@@ -33,11 +33,15 @@ class Server:
 
 @contextmanager
 def run_server(
-    settings: Settings, embedder: Any, citewell: Citewell | None = None
+    settings: Settings, embedder: Any, citewell: Citewell | None = None, port: int = 0
 ) -> Iterator[str]:
     citewell = citewell or Citewell.from_settings(settings, embedder=embedder)
     config = uvicorn.Config(
-        create_app(settings, citewell), host="127.0.0.1", port=0, log_level="warning"
+        create_app(settings, citewell),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        proxy_headers=False,  # as `citewell serve`: the app reads them (api/peer.py)
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -9,7 +9,7 @@ from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
 from citewell import web
-from citewell.api import docs, errors, security
+from citewell.api import docs, errors, peer, security
 from citewell.api.deps import get_access
 from citewell.api.drain import Drain
 from citewell.api.measure import MeasureRequests
@@ -43,6 +43,7 @@ from citewell.api.trace_requests import TraceRequests
 from citewell.app import Citewell
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
+from citewell.auth.identity.methods import KeylessAccess, identity_methods
 from citewell.auth.rate_limit import rate_limiter
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
@@ -69,6 +70,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
             citewell.start_workers(shared=settings.server.workers > 1)
         async with mcp[0].running():
             yield
+        app.state.identity.close()
         citewell.close()
 
     app = FastAPI(
@@ -83,10 +85,12 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.state.citewell = citewell
     app.state.drain = drain
     engine = citewell.catalog.engine
-    app.state.auth = security.Authenticator(
-        settings, AuthStore(engine), GrantStore(engine), rate_limiter(settings, engine)
-    )
     app.state.audit = AuditLog(engine)
+    app.state.identity = identity_methods(settings.identity, settings.server.public_url, engine)
+    keyless = KeylessAccess(app.state.identity, app.state.audit)
+    app.state.auth = security.Authenticator(
+        settings, AuthStore(engine), GrantStore(engine), rate_limiter(settings, engine), keyless
+    )
     app.state.login_throttle = LoginThrottle(
         settings.access.login_failures_per_address, settings.access.login_failures_per_name
     )
@@ -97,8 +101,9 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     if tracing_on():
         app.add_middleware(TraceRequests)
     if settings.server.metrics:
-        app.add_middleware(MeasureRequests)  # outermost: refusals count too
+        app.add_middleware(MeasureRequests)  # refusals count too
         app.include_router(metrics_route.router)  # checks its readers itself
+    peer.install(app, settings.server.forwarded_allow_ips)  # outermost
     app.include_router(health.router)
     app.include_router(auth.router)  # signing in needs no key; its other routes ask for one
     app.include_router(connectors.hooks)  # forges sign their push notifications instead

@@ -15,6 +15,25 @@ from citewell.auth.grants import Grant, Group
 class LoginCreate(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     password: str = Field(min_length=1, max_length=1000)
+    method: Literal["password", "ldap"] | None = Field(
+        None,
+        description="'password': Citewell's own; 'ldap': the directory's. Default: 'password' "
+        "where password sign-in is on, else 'ldap'.",
+    )
+
+
+class TicketCreate(BaseModel):
+    ticket: str = Field(min_length=1, max_length=200)
+
+
+class SignInMethodsPublic(BaseModel):
+    """How people may sign in here (for a sign-in page)."""
+
+    password: bool
+    ldap: bool
+    oidc: str = Field(description="The OpenID provider's name for its button; '' when off.")
+    oidc_url: str = Field(description="Where the browser goes to sign in with it.")
+    trusted_header: bool
 
 
 class UserPublic(BaseModel):

@@ -12,13 +12,15 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from citewell.answer.chat import ChatPipeline
+from citewell.api.peer import peer_of
 from citewell.api.security import Authenticator
 from citewell.app import Citewell
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.engine.scoped import Scoped
-from citewell.services.accounts import AccountService, SignInService, require_admin
+from citewell.services.accounts import AccountService, require_admin
 from citewell.services.answers import AnswerService
+from citewell.services.sign_in import SignInService
 from citewell.tracing import leaf_span
 
 
@@ -54,8 +56,10 @@ async def get_access(
     auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
     with leaf_span("authenticate"):
-        held = auth.held_access(key)
-        return held if held is not None else await run_in_threadpool(auth.access, key)
+        held = auth.held_access(key, request.headers)
+        if held is not None:
+            return held
+        return await run_in_threadpool(auth.access, key, request.headers, peer_of(request))
 
 
 async def get_recheck(
@@ -66,7 +70,7 @@ async def get_recheck(
     user was revoked since), to be called again while the response runs."""
     auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
-    return partial(auth.current_access, key)
+    return partial(auth.current_access, key, dict(request.headers), peer_of(request))
 
 
 async def admin_access(access: Annotated[Access, Depends(get_access)]) -> Access:
@@ -92,11 +96,13 @@ async def get_accounts(
 
 
 async def get_sign_in(
+    request: Request,
     app: Annotated[Citewell, Depends(get_citewell)],
     auth: Annotated[Authenticator, Depends(get_authenticator)],
     audit: Annotated[AuditLog, Depends(get_audit)],
 ) -> SignInService:
-    return SignInService(auth.users, auth.grants, audit, app.settings.access)
+    methods = request.app.state.identity
+    return SignInService(auth.users, auth.grants, audit, app.settings.access, methods)
 
 
 async def get_answers(

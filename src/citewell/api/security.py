@@ -4,6 +4,7 @@ and which browser origins may read answers (CORS)."""
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -16,10 +17,12 @@ from citewell.api.errors import error_body
 from citewell.api.hygiene import CleanJsonText
 from citewell.auth.access import Access
 from citewell.auth.grants import GrantStore
+from citewell.auth.identity.methods import KeylessAccess
 from citewell.auth.rate_limit import RateLimiter
+from citewell.auth.secrets import KEY_PREFIX
 from citewell.auth.store import AuthStore
 from citewell.config import Settings
-from citewell.errors import ConfigError, ContextTooLong, Unauthenticated
+from citewell.errors import CitewellError, ConfigError, ContextTooLong, Unauthenticated
 from citewell.types import MAX_CHARS_PER_TOKEN
 
 KEY_HELP = (
@@ -48,17 +51,35 @@ def check_auth_mode(settings: Settings, host: str) -> None:
 
 
 class Authenticator:
+    """The caller's access from their API key; or, where the identity settings allow, from
+    the trusted proxy's header or the OpenID provider's access token (``keyless``)."""
+
     def __init__(
-        self, settings: Settings, users: AuthStore, grants: GrantStore, limiter: RateLimiter
+        self,
+        settings: Settings,
+        users: AuthStore,
+        grants: GrantStore,
+        limiter: RateLimiter,
+        keyless: KeylessAccess | None = None,
     ) -> None:
         self.required = settings.access.auth == "required"
         self.users = users
         self.grants = grants
         self.limiter = limiter
+        self.keyless = keyless
 
-    def access(self, plain: str | None) -> Access:
+    def access(
+        self, plain: str | None, headers: Mapping[str, str] | None = None, peer: str = ""
+    ) -> Access:
         if not self.required:
             return Access.everything()
+        user_id = self._keyless_user(plain, headers or {}, peer)
+        if user_id is not None:
+            user = self.users.get_user(user_id)
+            if user.disabled:
+                raise Unauthenticated("This account is disabled; ask an admin to enable it.")
+            self.limiter.take(user.id)
+            return self.grants.access(user)
         found = self.users.identify(plain) if plain else None
         if found is None:
             reason = "That API key is not valid (revoked, expired or mistyped). " if plain else ""
@@ -67,21 +88,51 @@ class Authenticator:
         self.limiter.take(user.id)  # per user: more keys buy no more requests
         return self.grants.access(user, key)
 
-    def current_access(self, plain: str | None) -> Access | None:
+    def _keyless_user(self, plain: str | None, headers: Mapping[str, str], peer: str) -> str | None:
+        if self.keyless is None:
+            return None
+        found = self.keyless.from_header(headers, peer)
+        if found is None and plain and not plain.startswith(KEY_PREFIX):
+            found = self.keyless.from_token(plain)
+        return found
+
+    def wants_keyless(self, plain: str | None, headers: Mapping[str, str]) -> bool:
+        """Whether this request is for ``access`` off the event loop (a header or a token
+        to check against the database or the provider)."""
+        if self.keyless is None:
+            return False
+        if self.keyless.header_name and self.keyless.header_name in headers:
+            return True
+        return bool(plain) and not str(plain).startswith(KEY_PREFIX)
+
+    def current_access(
+        self, plain: str | None, headers: Mapping[str, str] | None = None, peer: str = ""
+    ) -> Access | None:
         """What the key reaches now, for a long-lived response (an event stream) to check
         again as it goes; None once the key is revoked or expired or its user disabled.
         Takes nothing from the rate limit: the stream was counted when it was opened."""
         if not self.required:
             return Access.everything()
+        try:
+            user_id = self._keyless_user(plain, headers or {}, peer)
+        except CitewellError:
+            return None
+        if user_id is not None:
+            user = self.users.get_user(user_id)
+            return None if user.disabled else self.grants.access(user)
         found = self.users.identify(plain) if plain else None
         return None if found is None else self.grants.access(*found)
 
-    def held_access(self, plain: str | None) -> Access | None:
+    def held_access(
+        self, plain: str | None, headers: Mapping[str, str] | None = None
+    ) -> Access | None:
         """``access`` from memory alone, cheap enough for the event loop; None when any
         part of it needs the database (a new key, a reach not kept, a rate-limit claim),
         and then nothing was taken: call ``access`` in a worker thread."""
         if not self.required:
             return Access.everything()
+        if self.wants_keyless(plain, headers or {}):
+            return None
         found = self.users.held_identity(plain) if plain else None
         if found is None:
             return None

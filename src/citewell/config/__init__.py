@@ -10,13 +10,13 @@ model preset, a knowledge base or an admin at run time may override is each fiel
 
 from citewell.config.answering import AnsweringSection, LLMSection
 from citewell.config.fields import BUILTIN_BACKENDS, Scopes, Section, env_names
+from citewell.config.identity import IdentitySection
 from citewell.config.indexing import (
     ONNX_MODEL_NAMES,
     ChunkingSection,
     EmbeddingSection,
     EnrichmentSection,
 )
-from citewell.config.identity import IdentitySection
 from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.reference import configuration_markdown, masked_settings
 from citewell.config.retrieval import RerankingSection, RetrievalSection

@@ -134,6 +134,14 @@ class ServerSection(Section):
         name = {"warn": "warning", "critical": "error"}.get(name, name)
         return name or ("info" if info.field_name == "log_level" else "text")
 
+    forwarded_allow_ips: str = setting(
+        "127.0.0.1",
+        "Proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or "
+        "networks, comma-separated; '*' for any): the client address of a request through "
+        "them is the one they forward (login throttle, logs). Uvicorn's setting of the name.",
+        "FORWARDED_ALLOW_IPS",
+    )
+
     public_url: str = setting(
         "",
         "The URL people open Citewell at (e.g. https://rag.example.org), for links that "

@@ -17,10 +17,10 @@ from pydantic.fields import FieldInfo
 from citewell.config.answering import AnsweringSection, LLMSection
 from citewell.config.environment import read_config_file, read_environment
 from citewell.config.fields import ALL_FIELDS, CONFIG_FILE, Scopes, Section, scopes_of, source_of
+from citewell.config.identity import IdentitySection
 from citewell.config.indexing import ChunkingSection, EmbeddingSection, EnrichmentSection
 from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
 from citewell.config.retrieval import RerankingSection, RetrievalSection
-from citewell.config.identity import IdentitySection
 from citewell.config.server import AccessSection, ServerSection
 from citewell.config.storage import FileStoreSection, JobSection, StorageSection
 from citewell.errors import ConfigError

@@ -1,17 +1,15 @@
 """Users, groups and API keys, as one caller may see and change them: admins manage users
-and groups; everyone signs in and manages their own keys (admins may revoke anyone's).
+and groups; everyone manages their own keys (admins may revoke anyone's).
 Every operation checks the caller's access itself and writes the audit log."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore, Group
-from citewell.auth.store import SIGN_IN, ApiKey, AuthStore, KeyNotFound, User
+from citewell.auth.store import ApiKey, AuthStore, KeyNotFound, User
 from citewell.config import AccessSection
 from citewell.errors import ConfigError, Forbidden, InvalidInput
 
@@ -26,43 +24,6 @@ def require_admin(access: Access) -> Access:
             "unlimited admin key."
         )
     return access
-
-
-@dataclass(frozen=True)
-class SignedIn:
-    user: User
-    key: ApiKey
-    plain: str  # the key itself: in this answer only
-    expires_at: float
-
-
-class SignInService:
-    """Signing in with a name and password: the one operation open to callers without a key."""
-
-    def __init__(
-        self, users: AuthStore, grants: GrantStore, audit: AuditLog, settings: AccessSection
-    ) -> None:
-        self.users, self.grants, self.audit = users, grants, audit
-        self.settings = settings
-
-    def require_sign_in(self) -> None:
-        """Refuse at once where there is no signing in (auth=none)."""
-        if self.settings.auth != "required":
-            raise ConfigError("The server runs with auth=none: no sign-in needed (nor possible).")
-
-    def sign_in(self, name: str, password: str) -> SignedIn | None:
-        """A key that expires after session_hours, or None for a wrong name or password
-        (the caller counts the failure against the address)."""
-        self.require_sign_in()
-        user = self.users.authenticate(name, password)
-        if user is None:
-            return None
-        expires = time.time() + self.settings.session_hours * 3600
-        key, plain = self.users.create_key(
-            user.id, SIGN_IN, expires_at=expires, max_live=self.settings.max_keys_per_user
-        )
-        self.audit.record(self.grants.access(user, key), "user.login", "user", user.id)
-        return SignedIn(user, key, plain, expires)
 
 
 class AccountService:

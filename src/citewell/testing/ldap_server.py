@@ -14,6 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from citewell.testing.certs import TestCertificates, make_certificates
 
@@ -134,7 +135,7 @@ class LdapServer:
                 time.sleep(0.1)
         raise RuntimeError("slapd did not listen within 20 s")
 
-    def admin(self):  # type: ignore[no-untyped-def]
+    def admin(self) -> Any:
         """A connection bound as the directory's administrator."""
         import ldap3
 
@@ -157,7 +158,7 @@ class LdapServer:
             _check(connection)
         connection.unbind()
 
-    def add_person(self, person: Person, connection=None) -> None:  # type: ignore[no-untyped-def]
+    def add_person(self, person: Person, connection: Any = None) -> None:
         own = connection or self.admin()
         attributes = {
             "uid": person.uid,
@@ -168,6 +169,15 @@ class LdapServer:
         }
         own.add(person.dn, ["inetOrgPerson"], attributes)
         _check(own)
+
+    def add_to_group(self, uid: str, group: str) -> None:
+        import ldap3
+
+        connection = self.admin()
+        change = {"member": [(ldap3.MODIFY_ADD, [f"uid={uid},{PEOPLE}"])]}
+        connection.modify(group_dn(group), change)
+        _check(connection)
+        connection.unbind()
 
     def remove_from_group(self, uid: str, group: str) -> None:
         import ldap3
@@ -195,6 +205,6 @@ class LdapServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _check(connection) -> None:  # type: ignore[no-untyped-def]
+def _check(connection: Any) -> None:
     if connection.result["result"] != 0:
         raise RuntimeError(f"the LDAP server refused a change: {connection.result}")

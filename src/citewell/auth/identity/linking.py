@@ -22,6 +22,7 @@ class IdentityConflict(Conflict):
 
 @dataclass(frozen=True)
 class Linked:
+    method: str
     user: User
     created: bool  # the user was made at this sign-in
     groups: GroupChange | None  # None: group_management is off
@@ -66,7 +67,7 @@ class IdentityLinker:
             groups = self.store.set_groups(
                 user.id, identity.method, names, self.settings.group_creation
             )
-        return Linked(self.users.get_user(user.id), created, groups, changed)
+        return Linked(identity.method, self.users.get_user(user.id), created, groups, changed)
 
     def _first_sign_in(self, identity: ExternalIdentity) -> tuple[User, bool]:
         """Link to the password-less user an admin made under this name, or make one."""

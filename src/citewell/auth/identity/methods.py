@@ -1,0 +1,153 @@
+"""The sign-in methods a server offers, built once at start-up from the ``identity``
+settings, and what lets a request in without a Citewell key: the trusted proxy's header
+and the provider's access tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+
+from citewell.auth.access import Access
+from citewell.auth.audit import AuditLog
+from citewell.auth.identity.header import TrustedHeader
+from citewell.auth.identity.ldap import LdapDirectory
+from citewell.auth.identity.linking import IdentityLinker, Linked
+from citewell.auth.identity.oidc import OidcClient
+from citewell.auth.identity.store import IdentityStore
+from citewell.auth.identity.types import ExternalIdentity
+from citewell.auth.store import AuthStore
+from citewell.config import IdentitySection
+
+CALLBACK = "/api/v1/auth/oidc/callback"
+HEADER_FRESH = 300.0  # seconds a proxy's person is trusted without a new look in the database
+MAX_REMEMBERED = 10_000
+
+
+@dataclass
+class IdentityMethods:
+    settings: IdentitySection
+    store: IdentityStore
+    linker: IdentityLinker
+    ldap: LdapDirectory | None = None
+    oidc: OidcClient | None = None
+    header: TrustedHeader | None = None
+
+    @property
+    def password(self) -> bool:
+        return self.settings.password_sign_in
+
+    def close(self) -> None:
+        if self.oidc is not None:
+            self.oidc.close()
+
+
+def identity_methods(settings: IdentitySection, public_url: str, engine: Engine) -> IdentityMethods:
+    """The methods the settings turn on (a wrong setting fails the start, saying which)."""
+    store = IdentityStore(engine)
+    methods = IdentityMethods(settings, store, IdentityLinker(AuthStore(engine), store, settings))
+    if settings.ldap_url:
+        methods.ldap = LdapDirectory(settings)
+    if settings.oidc_issuer:
+        redirect = settings.oidc_redirect_uri or public_url.rstrip("/") + CALLBACK
+        methods.oidc = OidcClient(settings, redirect)
+    if settings.trusted_header:
+        methods.header = TrustedHeader(settings)
+    return methods
+
+
+class RecentPeople:
+    """Who recently came through the proxy header or with an access token, by a digest of
+    what they presented, until ``until``: spares the database a write on every request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[str, float]] = {}
+
+    @staticmethod
+    def digest(*parts: str) -> str:
+        return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+    def get(self, digest: str) -> str | None:
+        with self._lock:
+            found = self._seen.get(digest)
+        return found[0] if found is not None and found[1] > time.time() else None
+
+    def put(self, digest: str, user_id: str, until: float) -> None:
+        with self._lock:
+            if len(self._seen) >= MAX_REMEMBERED:
+                self._seen.clear()
+            self._seen[digest] = (user_id, until)
+
+
+def record_sign_in(audit: AuditLog, linked: Linked) -> None:
+    """The audit trail of one sign-in through a provider: the user made, their role and
+    groups changed, and the sign-in itself with its method."""
+    actor = Access(linked.user, frozenset(), frozenset())
+    user = linked.user
+    if linked.created:
+        audit.record(actor, "user.create", "user", user.id, name=user.name, via=linked.method)
+    if linked.role_changed:
+        audit.record(actor, "user.update", "user", user.id, role=user.role, via=linked.method)
+    if linked.groups is not None and (linked.groups.added or linked.groups.removed):
+        audit.record(
+            actor,
+            "user.groups",
+            "user",
+            user.id,
+            added=list(linked.groups.added),
+            removed=list(linked.groups.removed),
+            via=linked.method,
+        )
+    audit.record(actor, "user.login", "user", user.id, method=linked.method)
+
+
+class KeylessAccess:
+    """The user behind a trusted header or a provider's access token (None: neither).
+    A sign-in is recorded when the person is looked up anew (at most every few minutes)."""
+
+    def __init__(self, methods: IdentityMethods, audit: AuditLog) -> None:
+        self.methods, self.audit = methods, audit
+        self.recent = RecentPeople()
+
+    @property
+    def header_name(self) -> str:
+        return self.methods.header.header if self.methods.header is not None else ""
+
+    def from_header(self, headers: Mapping[str, str], peer: str) -> str | None:
+        """The user id of the proxy's person."""
+        header = self.methods.header
+        identity = header.identity(headers, peer) if header is not None else None
+        if identity is None:
+            return None
+        return self._remembered(identity, identity.subject, ",".join(identity.groups))
+
+    def from_token(self, token: str) -> str | None:
+        """For a provider's JWT access token, when those are accepted (None otherwise)."""
+        oidc = self.methods.oidc
+        if oidc is None or not self.methods.settings.oidc_access_tokens:
+            return None
+        digest = RecentPeople.digest("token", token)
+        known = self.recent.get(digest)
+        if known is not None:
+            return known
+        claims = oidc.verify_access_token(token)
+        linked = self.methods.linker.link(oidc.identity(claims))
+        record_sign_in(self.audit, linked)
+        until = min(float(claims["exp"]), time.time() + HEADER_FRESH)
+        self.recent.put(digest, linked.user.id, until)
+        return linked.user.id
+
+    def _remembered(self, identity: ExternalIdentity, *parts: str) -> str:
+        digest = RecentPeople.digest(identity.method, *parts)
+        known = self.recent.get(digest)
+        if known is not None:
+            return known
+        linked = self.methods.linker.link(identity)
+        record_sign_in(self.audit, linked)
+        self.recent.put(digest, linked.user.id, time.time() + HEADER_FRESH)
+        return linked.user.id

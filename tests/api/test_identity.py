@@ -1,0 +1,396 @@
+"""Signing in with the company's identity, against real parts: Debian's slapd (started here
+with StartTLS and a throwaway CA), the npm oidc-provider under Node, and requests through a
+trusted proxy address and from another one (127.0.0.2). The directory's groups become
+Citewell groups whose grants decide what each person reads; a change in the directory
+changes that at the next sign-in."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import httpx
+import pytest
+
+from citewell.app import Citewell
+from citewell.auth import AuthStore
+from citewell.config import Settings
+from citewell.testing.ldap_server import ADMIN_DN, ADMIN_PASSWORD, PEOPLE, LdapServer, Person
+from citewell.testing.oidc_server import API_AUDIENCE, OidcPerson, OidcServer, _free_port
+from tests.api.conftest import run_server
+
+SECRET = "Pelicanquartz"  # a word only the engineering KB has
+PROXY_USER, PROXY_GROUPS = "X-Forwarded-User", "X-Forwarded-Groups"
+
+
+@dataclass
+class World:
+    url: str
+    app: Citewell
+    ldap: LdapServer
+    oidc: OidcServer
+    admin: str
+    kb: dict[str, Any]
+
+    def client(
+        self, key: str = "", headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> httpx.Client:
+        sent = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(
+            base_url=self.url, headers={**sent, **(headers or {})}, timeout=60, **kwargs
+        )
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, onnx_embedder) -> Iterator[World]:
+    ldap = LdapServer()
+    ldap.start()
+    ldap.seed(
+        [
+            Person("alice", "alice-ldap-pass", "Alice Liddell", ("engineering", "staff")),
+            Person("bob", "bob-ldap-pass", "Bob Marley", ("staff",)),
+        ]
+    )
+    port = _free_port()
+    oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
+    oidc.set_people(
+        [
+            OidcPerson("erin", "erin-idp-pass", "erin@example.org", ["engineering"]),
+            OidcPerson("frank", "frank-idp-pass", "frank@example.org", ["sales"]),
+        ]
+    )
+    oidc.start()
+    settings = Settings.load(
+        data_dir=tmp_path_factory.mktemp("identity"),
+        login_failures_per_address=4,
+        sign_up=True,
+        admin_groups="citewell-admins",
+        ldap_url=ldap.url,
+        ldap_ca_file=str(ldap.certificates.ca),
+        ldap_bind_dn=ADMIN_DN,
+        ldap_bind_password=ADMIN_PASSWORD,
+        ldap_search_base=PEOPLE,
+        oidc_issuer=oidc.issuer,
+        oidc_client_id=oidc.client_id,
+        oidc_scopes="openid email profile groups",
+        oidc_provider_name="Example IdP",
+        oidc_access_tokens=True,
+        oidc_audience=API_AUDIENCE,
+        public_url=f"http://127.0.0.1:{port}",
+        trusted_header=PROXY_USER,
+        trusted_groups_header=PROXY_GROUPS,
+        trusted_proxies="127.0.0.1",
+    )
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    users = AuthStore(app.catalog.engine)
+    root = users.create_user("root", role="admin")
+    admin = users.create_key(root.id, "tests")[1]
+    try:
+        with run_server(settings, onnx_embedder, app, port=port) as url:
+            world = World(url, app, ldap, oidc, admin, {})
+            with world.client(admin) as client:
+                world.kb = client.post("/api/v1/knowledge", json={"name": "eng-docs"}).json()
+                text = {"name": "plan.md", "content": f"# Plan\n\nProject {SECRET} ships in May."}
+                assert client.post(f"/api/v1/knowledge/{world.kb['id']}/text", json=text).is_success
+                assert client.post("/api/v1/groups", json={"name": "engineering"}).is_success
+                grant = {"principal": "group:engineering", "permission": "read"}
+                assert client.put(
+                    f"/api/v1/knowledge/{world.kb['id']}/grants", json=grant
+                ).is_success
+            yield world
+    finally:
+        oidc.stop()
+        ldap.stop()
+
+
+def _ldap_login(w: World, name: str, password: str) -> httpx.Response:
+    with w.client() as anonymous:
+        body = {"name": name, "password": password, "method": "ldap"}
+        return anonymous.post("/api/v1/auth/login", json=body)
+
+
+def _reads_kb(w: World, key: str = "", **kwargs: Any) -> bool:
+    """Whether this caller finds the engineering KB's secret by search."""
+    query = {"query": "When does the project ship?", "collection_names": [w.kb["id"]], "k": 3}
+    with w.client(key, **kwargs) as client:
+        found = client.post("/api/v1/retrieval/query/collection", json=query)
+    assert found.status_code in (200, 404), found.text
+    return found.status_code == 200 and SECRET in found.text
+
+
+def _users(w: World) -> set[str]:
+    with w.client(w.admin) as admin:
+        return {u["name"] for u in admin.get("/api/v1/users").json()}
+
+
+def _logins(w: World) -> list[tuple[str, str]]:
+    with w.client(w.admin) as admin:
+        events = admin.get("/api/v1/audit", params={"action": "user.login"}).json()
+    return [(e["actor"], e["detail"].get("method", "")) for e in events]
+
+
+# --- LDAP ------------------------------------------------------------------------------------
+def test_ldap_sign_in_brings_the_directory_groups_and_their_grants(world: World) -> None:
+    signed = _ldap_login(world, "alice", "alice-ldap-pass")
+    assert signed.status_code == 200, signed.text
+    key = signed.json()["api_key"]
+    assert _reads_kb(world, key)
+    with world.client(key) as alice:
+        me = alice.get("/api/v1/auth/me").json()
+    assert me["user"]["name"] == "alice" and me["user"]["role"] == "user"
+    with world.client(world.admin) as admin:
+        groups = {g["name"]: g["members"] for g in admin.get("/api/v1/groups").json()}
+    assert "alice" in groups["engineering"]
+    assert "staff" not in groups  # group_creation is off: no Citewell group, left out
+    assert ("alice", "ldap") in _logins(world)
+
+    bob = _ldap_login(world, "bob", "bob-ldap-pass")
+    assert bob.status_code == 200, bob.text
+    assert not _reads_kb(world, bob.json()["api_key"])
+
+
+def test_leaving_a_directory_group_takes_the_access_away_at_the_next_sign_in(world: World) -> None:
+    world.ldap.add_person(Person("dave", "dave-ldap-pass", "Dave Grohl"))
+    world.ldap.add_to_group("dave", "engineering")
+    first = _ldap_login(world, "dave", "dave-ldap-pass").json()["api_key"]
+    assert _reads_kb(world, first)
+    world.ldap.remove_from_group("dave", "engineering")
+    second = _ldap_login(world, "dave", "dave-ldap-pass")
+    assert second.status_code == 200
+    assert not _reads_kb(world, second.json()["api_key"])
+    assert not _reads_kb(world, first)  # the grant went with the group, for every key
+    with world.client(world.admin) as admin:
+        changes = admin.get("/api/v1/audit", params={"action": "user.groups"}).json()
+    assert any(e["actor"] == "dave" and e["detail"]["removed"] == ["engineering"] for e in changes)
+
+
+@pytest.mark.parametrize(
+    ("name", "password"),
+    [
+        ("alice", "wrong-password"),
+        ("*)(uid=*", "alice-ldap-pass"),  # filter metacharacters match nobody
+        ("*", "alice-ldap-pass"),
+        ("nobody-here", "whatever-pass"),
+    ],
+)
+def test_ldap_refusals_create_nothing(world: World, name: str, password: str) -> None:
+    before = _users(world)
+    refused = _ldap_login(world, name, password)
+    assert refused.status_code == 401, refused.text
+    assert refused.json()["code"] == "unauthenticated"
+    assert _users(world) == before
+
+
+def test_the_login_throttle_counts_ldap_failures(world: World) -> None:
+    world.ldap.add_person(Person("gina", "gina-ldap-pass", "Gina Smith"))
+    statuses = [_ldap_login(world, "gina", "not-her-password").status_code for _ in range(5)]
+    assert statuses[:4] == [401] * 4 and statuses[4] == 429
+    assert _ldap_login(world, "gina", "gina-ldap-pass").status_code == 429  # even the right one
+
+
+# --- the trusted proxy header ----------------------------------------------------------------
+def test_the_trusted_header_signs_in_from_the_proxy_only(world: World) -> None:
+    headers = {PROXY_USER: "henry@example.org", PROXY_GROUPS: "engineering,sales"}
+    # 127.0.0.1 is the proxy; X-Forwarded-For names the person's own address, not the proxy.
+    with world.client(headers={**headers, "X-Forwarded-For": "10.9.8.7"}) as proxied:
+        me = proxied.get("/api/v1/auth/me")
+    assert me.status_code == 200, me.text
+    assert me.json()["user"]["name"] == "henry@example.org"
+    assert _reads_kb(world, headers=headers)
+    assert ("henry@example.org", "header") in _logins(world)
+
+    before = _users(world)
+    elsewhere = httpx.HTTPTransport(local_address="127.0.0.2")
+    spoofed = {PROXY_USER: "root", "X-Forwarded-For": "127.0.0.1"}
+    with world.client(headers=spoofed, transport=elsewhere) as outsider:
+        refused = outsider.get("/api/v1/auth/me")
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["code"] == "untrusted_identity_header"
+    assert _users(world) == before
+
+
+# --- OpenID Connect ----------------------------------------------------------------------------
+def _through_provider(w: World, browser: httpx.Client, person: str, password: str) -> str:
+    """Follow the sign-in through the provider's login page; the callback's URL."""
+    start = browser.get("/api/v1/auth/oidc/login", params={"return_to": "/#/chat"})
+    assert start.status_code == 302, start.text
+    page = browser.get(start.headers["location"], follow_redirects=True)
+    uid = re.search(r"/interaction/([^/\"]+)/login", page.text)
+    assert uid, page.text
+    answer = browser.post(
+        f"{w.oidc.issuer}/interaction/{uid.group(1)}/login",
+        data={"username": person, "password": password},
+    )
+    location = answer.headers["location"]
+    while not location.startswith(w.url):
+        answer = browser.get(urljoin(w.oidc.issuer, location))
+        location = answer.headers["location"]
+    return location
+
+
+def _page_values(response: httpx.Response) -> tuple[str, dict[str, str]]:
+    fragment = urlsplit(response.headers["location"]).fragment
+    view, _, query = fragment.partition("?")
+    return view, {k: v[0] for k, v in parse_qs(query).items()}
+
+
+def test_oidc_sign_in_from_the_provider_login_page(world: World) -> None:
+    with world.client() as browser:
+        callback = _through_provider(world, browser, "erin", "erin-idp-pass")
+        landed = browser.get(callback)
+        view, values = _page_values(landed)
+        assert view == "/signed-in" and values["next"] == "/chat"
+        session = browser.post("/api/v1/auth/oidc/ticket", json={"ticket": values["ticket"]})
+        assert session.status_code == 200, session.text
+        again = browser.post("/api/v1/auth/oidc/ticket", json={"ticket": values["ticket"]})
+        assert again.status_code == 401  # one use only
+        replayed = browser.get(callback)  # the same state and code a second time
+    assert _page_values(replayed)[0] == "/sign-in"
+    assert _page_values(replayed)[1]["code"] == "identity_refused"
+    key = session.json()["api_key"]
+    assert session.json()["user"]["name"] == "erin"
+    assert _reads_kb(world, key)
+    assert ("erin", "oidc") in _logins(world)
+    with world.client(key) as erin:
+        assert erin.post("/api/v1/auth/logout").status_code == 204
+        assert erin.get("/api/v1/auth/me").status_code == 401
+
+
+def test_oidc_groups_change_at_the_next_sign_in(world: World) -> None:
+    people = list(world.oidc.people.values())
+    for person in people:
+        if person.username == "frank":
+            person.groups = ["engineering"]
+    world.oidc.set_people(people)
+    with world.client() as browser:
+        values = _page_values(
+            browser.get(_through_provider(world, browser, "frank", "frank-idp-pass"))
+        )[1]
+        key = browser.post("/api/v1/auth/oidc/ticket", json={"ticket": values["ticket"]}).json()[
+            "api_key"
+        ]
+    assert _reads_kb(world, key)
+    for person in people:
+        if person.username == "frank":
+            person.groups = ["sales"]
+    world.oidc.set_people(people)
+    with world.client() as browser:
+        values = _page_values(
+            browser.get(_through_provider(world, browser, "frank", "frank-idp-pass"))
+        )[1]
+        assert browser.post(
+            "/api/v1/auth/oidc/ticket", json={"ticket": values["ticket"]}
+        ).is_success
+    assert not _reads_kb(world, key)
+
+
+def test_a_return_url_to_another_host_is_refused(world: World) -> None:
+    with world.client() as browser:
+        for target in ("https://evil.example/", "//evil.example/#/kbs", "/\\evil.example"):
+            refused = browser.get("/api/v1/auth/oidc/login", params={"return_to": target})
+            assert refused.status_code == 400, (target, refused.text)
+            assert refused.json()["code"] == "invalid_input"
+
+
+def test_a_callback_with_a_state_never_issued_is_refused(world: World) -> None:
+    before = _users(world)
+    with world.client() as browser:
+        landed = browser.get("/api/v1/auth/oidc/callback", params={"code": "x", "state": "made-up"})
+    assert _page_values(landed)[1]["code"] == "identity_refused"
+    assert _users(world) == before
+
+
+# --- the provider's access tokens on the API -----------------------------------------------
+def _service_token(w: World) -> str:
+    answer = httpx.post(
+        f"{w.oidc.issuer}/token",
+        data={"grant_type": "client_credentials", "resource": API_AUDIENCE, "scope": "openid"},
+        auth=(w.oidc.service_id, w.oidc.service_secret),
+    )
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["access_token"])
+
+
+def test_a_service_calls_the_api_with_the_providers_access_token(world: World) -> None:
+    token = _service_token(world)
+    with world.client(token) as service:
+        me = service.get("/api/v1/auth/me")
+    assert me.status_code == 200, me.text
+    assert me.json()["user"]["name"] == world.oidc.service_id
+    assert not _reads_kb(world, token)  # no groups: nothing granted
+
+
+def test_access_tokens_the_provider_did_not_sign_are_refused(world: World) -> None:
+    from joserfc.jwk import RSAKey
+
+    now = int(time.time())
+    claims = {
+        "iss": world.oidc.issuer,
+        "aud": API_AUDIENCE,
+        "sub": "erin",
+        "iat": now,
+        "exp": now + 600,
+    }
+    other = RSAKey.generate_key(2048, parameters={"kid": "test-key-1"})
+    forged = [
+        world.oidc.sign(claims, key=other),  # same key id, another key
+        world.oidc.sign({**claims, "aud": "someone-else"}),
+        world.oidc.sign({**claims, "iss": "http://127.0.0.1:1"}),
+        world.oidc.sign({**claims, "exp": now - 3600}),
+        _unsigned(claims),
+    ]
+    for token in forged:
+        with world.client(token) as caller:
+            refused = caller.get("/api/v1/auth/me")
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["code"] == "identity_refused"
+
+
+def _unsigned(claims: dict[str, Any]) -> str:
+    """A JWT with alg 'none' and no signature."""
+    import base64
+    import json
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+
+
+def test_id_tokens_failing_a_check_are_refused(world: World) -> None:
+    from joserfc.jwk import RSAKey
+
+    from citewell.auth.identity.oidc import OidcClient
+    from citewell.auth.identity.types import IdentityRefused
+
+    settings = world.app.settings.identity
+    client = OidcClient(settings, "http://127.0.0.1:1/callback")
+    now = int(time.time())
+    claims = {
+        "iss": world.oidc.issuer,
+        "aud": settings.oidc_client_id,
+        "sub": "erin",
+        "nonce": "nonce-of-this-sign-in",
+        "iat": now,
+        "exp": now + 600,
+    }
+    assert client.verify_id_token(world.oidc.sign(claims), "nonce-of-this-sign-in")["sub"] == "erin"
+    other = RSAKey.generate_key(2048, parameters={"kid": "test-key-1"})
+    refused = {
+        "another key": (world.oidc.sign(claims, key=other), claims["nonce"]),
+        "alg none": (_unsigned(claims), claims["nonce"]),
+        "wrong aud": (world.oidc.sign({**claims, "aud": API_AUDIENCE}), claims["nonce"]),
+        "wrong iss": (world.oidc.sign({**claims, "iss": "https://idp.example"}), claims["nonce"]),
+        "expired": (world.oidc.sign({**claims, "exp": now - 3600}), claims["nonce"]),
+        "replayed nonce": (world.oidc.sign(claims), "nonce-of-another-sign-in"),
+        "no nonce": (world.oidc.sign({k: v for k, v in claims.items() if k != "nonce"}), ""),
+    }
+    for case, (token, nonce) in refused.items():
+        with pytest.raises(IdentityRefused):
+            client.verify_id_token(token, nonce)
+            pytest.fail(f"{case} was accepted")
+    client.close()
