@@ -56,11 +56,12 @@ const provider = new Provider(config.issuer, {
 });
 
 function page(uid, message = "") {
-  return `<!doctype html><title>Example IdP</title><h1>Example identity provider</h1>
+  return `<!doctype html><title>Example IdP</title><link rel="icon" href="data:,">
+<h1>Example identity provider</h1>
 <p class="error">${message}</p>
 <form method="post" action="/interaction/${uid}/login">
 <label>Username <input name="username" autocomplete="username"></label>
-<label>Password <input name="password" type="password"></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"></label>
 <button type="submit">Continue</button></form>`;
 }
 

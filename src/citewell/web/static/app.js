@@ -6,7 +6,7 @@ import { chatView } from "./views/chat.js";
 import { kbListView, kbView } from "./views/kbs.js";
 import { keysView } from "./views/keys.js";
 import { searchView } from "./views/search.js";
-import { signInView } from "./views/signin.js";
+import { finishProviderSignIn, signInView } from "./views/signin.js";
 import { viewerView } from "./views/viewer.js";
 
 const routes = [
@@ -57,12 +57,26 @@ async function render() {
   leaving.abort();
   leaving = new AbortController();
   const main = document.getElementById("main");
-  if (!session.me && !(await whoAmI())) {
-    showChrome();
-    clear(main, signInView(async () => { await whoAmI(); location.hash = "#/kbs"; await render(); }));
+  const { path, params } = parse(location.hash || "#/kbs");
+  if (path === "#/signed-in") { // back from the identity provider with a one-time ticket
+    session.me = null;
+    try {
+      await finishProviderSignIn(params); // moves on to the view the person came from
+    } catch (error) {
+      notice(error.message, "error");
+      location.replace("#/kbs");
+    }
     return;
   }
-  const { path, params } = parse(location.hash || "#/kbs");
+  if (!session.me && !(await whoAmI())) {
+    showChrome();
+    const refused = path === "#/sign-in";
+    const back = refused ? `#${params.get("next") || "/kbs"}` : location.hash || "#/kbs";
+    const error = refused ? params.get("error") || "" : "";
+    const done = async () => { await whoAmI(); location.hash = back === "#/sign-in" ? "#/kbs" : back; await render(); };
+    clear(main, await signInView(done, { back, error }));
+    return;
+  }
   const route = routes.find(([pattern]) => pattern.test(path));
   if (!route) {
     location.replace("#/kbs");
@@ -91,7 +105,12 @@ async function render() {
   }
 }
 
-document.getElementById("sign-out").addEventListener("click", () => {
+document.getElementById("sign-out").addEventListener("click", async () => {
+  try {
+    await api("/api/v1/auth/logout", { method: "POST" }); // the session key stops working
+  } catch {
+    // signed out here either way
+  }
   remember("");
   session.me = null;
   location.hash = "#/kbs";
