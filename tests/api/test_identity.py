@@ -394,3 +394,22 @@ def test_id_tokens_failing_a_check_are_refused(world: World) -> None:
             client.verify_id_token(token, nonce)
             pytest.fail(f"{case} was accepted")
     client.close()
+
+
+def test_mcp_tools_follow_the_directory_groups_too(world: World) -> None:
+    """An agent behind the proxy reads what its person's groups may, through MCP."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def search(groups: str) -> str:
+        headers = {PROXY_USER: "ivan@example.org", PROXY_GROUPS: groups}
+        http = httpx2.AsyncClient(headers=headers, timeout=60)
+        async with Client(streamable_http_client(f"{world.url}/mcp", http_client=http)) as client:
+            result = await client.call_tool("search", {"query": "When does the project ship?"})
+        return str(result.structured_content)
+
+    assert SECRET in anyio.run(search, "engineering")
+    # A new set of groups is a new sign-in through the proxy: the access follows at once.
+    assert SECRET not in anyio.run(search, "sales")

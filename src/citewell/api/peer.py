@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-PEER = "citewell.peer"
+from citewell.auth.identity.header import PEER
 
 
 class KeepPeer:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from citewell.answer.chat import ChatPipeline
 from citewell.app import Citewell
 from citewell.auth.access import Access
+from citewell.auth.identity.header import PEER
 from citewell.config import Settings
 from citewell.errors import CitewellError
 from citewell.mcp_server.events import RecentEvents
@@ -63,11 +65,16 @@ class OriginCheck:
 
 
 class Keys(Protocol):
-    """How API keys are checked (the HTTP API's Authenticator)."""
+    """How API keys (or a trusted proxy's header, or an identity provider's token) are
+    checked: the HTTP API's Authenticator."""
 
-    def access(self, plain: str | None) -> Access: ...
+    def access(
+        self, plain: str | None, headers: Mapping[str, str] | None = None, peer: str = ""
+    ) -> Access: ...
 
-    def held_access(self, plain: str | None) -> Access | None: ...
+    def held_access(
+        self, plain: str | None, headers: Mapping[str, str] | None = None
+    ) -> Access | None: ...
 
 
 class MCPEndpoint:
@@ -107,8 +114,10 @@ class MCPEndpoint:
         try:
             plain = (key.strip() if scheme.lower() == "bearer" else "") or None
             # From memory on the event loop when it can be (most requests), as the API does.
-            held = self.keys.held_access(plain)
-            access = held if held is not None else await run_in_threadpool(self.keys.access, plain)
+            held = self.keys.held_access(plain, headers)
+            peer = scope.get(PEER) or (scope.get("client") or ("",))[0]
+            check = partial(self.keys.access, plain, headers, peer)
+            access = held if held is not None else await run_in_threadpool(check)
         except CitewellError as exc:
             extra = {"www-authenticate": "Bearer"} if exc.status == 401 else {}
             await _answer(send, exc.status, {"detail": str(exc), "code": exc.code}, extra)

@@ -11,6 +11,9 @@ from citewell.config import IdentitySection
 from citewell.errors import Forbidden
 
 ISSUER = "proxy"
+# Where the ASGI scope keeps the address that connected (api/peer.py puts it there), before
+# X-Forwarded-For from a proxy rewrites the client address.
+PEER = "citewell.peer"
 
 
 class UntrustedHeader(Forbidden):
