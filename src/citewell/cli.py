@@ -185,7 +185,7 @@ def ask(
         )
 
 
-from citewell.cli_auth import group, key, share, user  # noqa: E402 (in their own module)
+from citewell.cli_auth import group, identity, key, share, user  # noqa: E402 (in their own module)
 from citewell.cli_config import config  # noqa: E402
 from citewell.cli_connectors import connector, sync  # noqa: E402
 from citewell.cli_eval import evaluate  # noqa: E402
@@ -202,6 +202,7 @@ main.add_command(sync)
 main.add_command(connector)
 main.add_command(config)
 main.add_command(user)
+main.add_command(identity)
 main.add_command(key)
 main.add_command(group)
 main.add_command(share)

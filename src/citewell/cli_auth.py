@@ -241,3 +241,31 @@ def group_list() -> None:
         groups = GrantStore(_store()[0].engine).list_groups()
     for g in groups:
         click.echo(f"{g.name}\t{g.id}\t{', '.join(g.members)}")
+
+
+@click.group()
+def identity() -> None:
+    """Sign-in through the company's identity provider (LDAP, OpenID Connect, a proxy)."""
+
+
+@identity.command(name="sync")
+def identity_sync() -> None:
+    """Look every LDAP user up in the directory again now: those gone (or filtered out) are
+    disabled, which stops their API keys; the others' groups and role follow the directory.
+    The server does this every ldap_sync_minutes by itself."""
+    from citewell.auth.identity.methods import identity_methods
+    from citewell.auth.identity.sync import sync_directory
+
+    root = click.get_current_context().find_root()
+    settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
+    if not settings.identity.ldap_url:
+        raise click.ClickException("No directory is set up (ldap_url); nothing to check.")
+    with _errors():
+        store = _store()[0]
+        methods = identity_methods(settings.identity, settings.server.public_url, store.engine)
+        report = sync_directory(methods, store, AuditLog(store.engine))
+    click.echo(
+        f"Checked {report.checked} directory users; disabled: "
+        f"{', '.join(report.disabled) or 'none'}; groups or role changed: "
+        f"{', '.join(report.changed) or 'none'}."
+    )

@@ -185,6 +185,37 @@ def test_ldap_refusals_create_nothing(world: World, name: str, password: str) ->
     assert _users(world) == before
 
 
+def test_the_directory_check_stops_the_keys_of_people_who_left(world: World) -> None:
+    from click.testing import CliRunner
+
+    from citewell.cli import main
+
+    world.ldap.add_person(Person("kim", "kim-ldap-pass", "Kim Deal"))
+    world.ldap.add_to_group("kim", "engineering")
+    session = _ldap_login(world, "kim", "kim-ldap-pass").json()["api_key"]
+    with world.client(session) as kim:
+        lasting = kim.post("/api/v1/auth/keys", json={"name": "script"}).json()["key"]
+    assert _reads_kb(world, lasting)
+    world.ldap.remove_person("kim")
+    s = world.app.settings
+    env = {
+        "CITEWELL_LDAP_URL": s.identity.ldap_url,
+        "CITEWELL_LDAP_CA_FILE": s.identity.ldap_ca_file,
+        "CITEWELL_LDAP_BIND_DN": s.identity.ldap_bind_dn,
+        "CITEWELL_LDAP_BIND_PASSWORD": s.identity.ldap_bind_password,
+        "CITEWELL_LDAP_SEARCH_BASE": s.identity.ldap_search_base,
+        "CITEWELL_DATABASE_URL": s.storage.database_url,
+    }
+    ran = CliRunner().invoke(
+        main, ["--data-dir", str(s.storage.data_dir), "identity", "sync"], env=env
+    )
+    assert ran.exit_code == 0, ran.output
+    assert "disabled: kim;" in ran.output
+    with world.client(lasting) as script:
+        assert script.get("/api/v1/auth/me").status_code == 401  # every key of hers stopped
+    assert _ldap_login(world, "kim", "kim-ldap-pass").status_code == 401
+
+
 def test_the_login_throttle_counts_ldap_failures(world: World) -> None:
     world.ldap.add_person(Person("gina", "gina-ldap-pass", "Gina Smith"))
     statuses = [_ldap_login(world, "gina", "not-her-password").status_code for _ in range(5)]
@@ -413,3 +444,27 @@ def test_mcp_tools_follow_the_directory_groups_too(world: World) -> None:
     assert SECRET in anyio.run(search, "engineering")
     # A new set of groups is a new sign-in through the proxy: the access follows at once.
     assert SECRET not in anyio.run(search, "sales")
+
+
+def test_password_sign_in_can_be_turned_off(world: World, tmp_path, onnx_embedder) -> None:
+    s = world.app.settings.identity
+    settings = Settings.load(
+        data_dir=tmp_path,
+        password_sign_in=False,
+        sign_up=True,
+        ldap_url=s.ldap_url,
+        ldap_ca_file=s.ldap_ca_file,
+        ldap_bind_dn=s.ldap_bind_dn,
+        ldap_bind_password=s.ldap_bind_password,
+        ldap_search_base=s.ldap_search_base,
+    )
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    AuthStore(app.catalog.engine).create_user("olga", "olga-local-password")
+    with run_server(settings, onnx_embedder, app) as url, httpx.Client(base_url=url) as client:
+        offered = client.get("/api/v1/auth/methods").json()
+        assert offered["password"] is False and offered["ldap"] is True
+        local = {"name": "olga", "password": "olga-local-password", "method": "password"}
+        refused = client.post("/api/v1/auth/login", json=local)
+        assert refused.status_code == 403 and "LDAP" in refused.json()["detail"]
+        directory = {"name": "alice", "password": "alice-ldap-pass"}  # method: LDAP by default
+        assert client.post("/api/v1/auth/login", json=directory).status_code == 200

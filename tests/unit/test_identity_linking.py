@@ -31,7 +31,7 @@ def _members(engine, group: str) -> tuple[str, ...]:  # type: ignore[no-untyped-
 
 def test_without_sign_up_only_people_an_admin_made_get_in(database) -> None:
     linker = _linker(database)
-    with pytest.raises(SignUpClosed, match="citewell user create ana"):
+    with pytest.raises(SignUpClosed, match="citewell user create ana --no-password"):
         linker.link(_person("ana"))
     assert AuthStore(database).find_user("ana") is None
     made = AuthStore(database).create_user("ana")  # by an admin, no password

@@ -44,6 +44,7 @@ from citewell.app import Citewell
 from citewell.auth.audit import AuditLog
 from citewell.auth.grants import GrantStore
 from citewell.auth.identity.methods import KeylessAccess, identity_methods
+from citewell.auth.identity.sync import DirectorySync
 from citewell.auth.rate_limit import rate_limiter
 from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
@@ -68,8 +69,10 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
             settings.jobs.serve_job_worker
         ):  # queued ingest jobs, including any a restart interrupted
             citewell.start_workers(shared=settings.server.workers > 1)
+        directory.start()
         async with mcp[0].running():
             yield
+        directory.stop()
         app.state.identity.close()
         citewell.close()
 
@@ -88,6 +91,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.state.audit = AuditLog(engine)
     app.state.identity = identity_methods(settings.identity, settings.server.public_url, engine)
     keyless = KeylessAccess(app.state.identity, app.state.audit)
+    directory = DirectorySync(app.state.identity, AuthStore(engine), app.state.audit)
     app.state.auth = security.Authenticator(
         settings, AuthStore(engine), GrantStore(engine), rate_limiter(settings, engine), keyless
     )

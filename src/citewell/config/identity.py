@@ -188,6 +188,15 @@ class IdentitySection(Section):
 
     ldap_group_base: str = setting("", "Where groups are searched (empty: ldap_search_base).")
 
+    ldap_sync_minutes: float = setting(
+        60.0,
+        "How often the server looks every LDAP user up again: someone gone from the "
+        "directory (or no longer matching ldap_search_filter) is disabled, which stops their "
+        "API keys; the others' groups and role follow the directory. 0: only at sign-in and "
+        "`citewell identity sync`.",
+        ge=0,
+    )
+
     # --- a reverse proxy that signs people in -------------------------------------------------
     trusted_header: str = setting(
         "",

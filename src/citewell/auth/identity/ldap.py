@@ -65,10 +65,22 @@ class LdapDirectory:
             raise IdentityRefused("Wrong name or password.")
         return self._identity(entry)
 
-    def lookup(self, name: str) -> ExternalIdentity | None:
-        """The person as the directory has them now (for a sync), None if gone or filtered."""
-        entry = self.find(name)
-        return None if entry is None else self._identity(entry)
+    def lookup(self, dn: str) -> ExternalIdentity | None:
+        """The person at ``dn`` as the directory has them now (for a sync): None when the
+        entry is gone or no longer matches ldap_search_filter (disabled, moved out)."""
+        import ldap3
+
+        s = self.settings
+        attributes = [s.ldap_username_attribute, s.ldap_email_attribute]
+        if not s.ldap_group_filter:
+            attributes.append(s.ldap_groups_attribute)
+        connection = self._service()
+        try:
+            connection.search(dn, s.ldap_search_filter, ldap3.BASE, attributes=attributes)
+            found = [r for r in connection.response or [] if r.get("type") == "searchResEntry"]
+            return self._identity(self._entry(connection, found[0])) if found else None
+        finally:
+            connection.unbind()
 
     def find(self, name: str) -> Entry | None:
         from ldap3.utils.conv import escape_filter_chars

@@ -82,7 +82,7 @@ class IdentityLinker:
         elif not self.settings.sign_up:
             raise SignUpClosed(
                 f"{identity.name!r} has no Citewell account; ask an admin to make one "
-                f"(`citewell user create {identity.name}`) or to turn sign_up on."
+                f"(`citewell user create {identity.name} --no-password`) or to turn sign_up on."
             )
         else:
             user, created = self.users.create_user(identity.name), True
