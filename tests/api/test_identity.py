@@ -21,6 +21,7 @@ from citewell.auth import AuthStore
 from citewell.config import Settings
 from citewell.testing.ldap_server import ADMIN_DN, ADMIN_PASSWORD, PEOPLE, LdapServer, Person
 from citewell.testing.oidc_server import API_AUDIENCE, OidcPerson, OidcServer, _free_port
+from citewell.testing.reverse_proxy import NginxProxy
 from tests.api.conftest import run_server
 
 SECRET = "Pelicanquartz"  # a word only the engineering KB has
@@ -224,18 +225,33 @@ def test_the_login_throttle_counts_ldap_failures(world: World) -> None:
 
 
 # --- the trusted proxy header ----------------------------------------------------------------
-def test_the_trusted_header_signs_in_from_the_proxy_only(world: World) -> None:
-    headers = {PROXY_USER: "henry@example.org", PROXY_GROUPS: "engineering,sales"}
-    # 127.0.0.1 is the proxy; X-Forwarded-For names the person's own address, not the proxy.
-    with world.client(headers={**headers, "X-Forwarded-For": "10.9.8.7"}) as proxied:
-        me = proxied.get("/api/v1/auth/me")
-    assert me.status_code == 200, me.text
-    assert me.json()["user"]["name"] == "henry@example.org"
-    assert _reads_kb(world, headers=headers)
-    assert ("henry@example.org", "header") in _logins(world)
+def test_signing_in_through_a_real_reverse_proxy(world: World) -> None:
+    """nginx signs people in (basic auth) and names them in headers it sets itself."""
+    people = {"henry": "henry-proxy-pass", "iris": "iris-proxy-pass"}
+    proxy = NginxProxy(world.url, people, {"henry": "engineering,sales"})
+    proxy.start()
+    try:
+        henry = httpx.Client(base_url=proxy.url, auth=("henry", "henry-proxy-pass"), timeout=60)
+        # What a client sends under the proxy's header names is replaced by the proxy.
+        with henry:
+            me = henry.get("/api/v1/auth/me", headers={PROXY_USER: "root"})
+            assert me.status_code == 200, me.text
+            assert me.json()["user"]["name"] == "henry"
+            query = {"query": "When does the project ship?", "collection_names": [world.kb["id"]]}
+            assert SECRET in henry.post("/api/v1/retrieval/query/collection", json=query).text
+        with httpx.Client(base_url=proxy.url, auth=("iris", "iris-proxy-pass")) as iris:
+            assert iris.get("/api/v1/auth/me").json()["user"]["name"] == "iris"
+            assert iris.get(f"/api/v1/knowledge/{world.kb['id']}").status_code == 404
+        with httpx.Client(base_url=proxy.url, headers={PROXY_USER: "root"}) as stranger:
+            assert stranger.get("/api/v1/auth/me").status_code == 401  # the proxy's own refusal
+    finally:
+        proxy.stop()
+    assert ("henry", "header") in _logins(world)
 
+
+def test_the_trusted_header_from_another_address_is_refused(world: World) -> None:
     before = _users(world)
-    elsewhere = httpx.HTTPTransport(local_address="127.0.0.2")
+    elsewhere = httpx.HTTPTransport(local_address="127.0.0.2")  # not a trusted proxy
     spoofed = {PROXY_USER: "root", "X-Forwarded-For": "127.0.0.1"}
     with world.client(headers=spoofed, transport=elsewhere) as outsider:
         refused = outsider.get("/api/v1/auth/me")

@@ -47,6 +47,12 @@ def test_a_user_with_a_password_is_never_taken_over(database) -> None:
         _linker(database, sign_up=True).link(_person("root"))
 
 
+def test_an_admin_account_is_never_taken_over(database) -> None:
+    AuthStore(database).create_user("admin", role="admin")  # the first start's, no password
+    with pytest.raises(IdentityConflict):
+        _linker(database, sign_up=True).link(_person("admin"))
+
+
 def test_sign_up_makes_the_user_once(database) -> None:
     linker = _linker(database, sign_up=True)
     first = linker.link(_person("ben"))

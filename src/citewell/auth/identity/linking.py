@@ -73,10 +73,14 @@ class IdentityLinker:
         """Link to the password-less user an admin made under this name, or make one."""
         existing = self.users.find_user(identity.name)
         if existing is not None:
-            if self.users.has_password(existing.id) or self.store.identities(existing.id):
+            # Never an account that signs in another way, nor an admin: a directory entry
+            # that happens to be called 'admin' must not become the server's admin.
+            taken = self.users.has_password(existing.id) or self.store.identities(existing.id)
+            if taken or existing.is_admin:
                 raise IdentityConflict(
-                    f"A Citewell user named {identity.name!r} exists and signs in another way; "
-                    "an admin can rename it (or delete it) so this sign-in can make its own."
+                    f"A Citewell user named {identity.name!r} exists and signs in another way "
+                    "(or is an admin, which a sign-in never takes over); an admin can rename "
+                    "it so this sign-in makes its own, or use admin_groups for admins."
                 )
             user, created = existing, False
         elif not self.settings.sign_up:
