@@ -484,3 +484,15 @@ def test_password_sign_in_can_be_turned_off(world: World, tmp_path, onnx_embedde
         assert refused.status_code == 403 and "LDAP" in refused.json()["detail"]
         directory = {"name": "alice", "password": "alice-ldap-pass"}  # method: LDAP by default
         assert client.post("/api/v1/auth/login", json=directory).status_code == 200
+
+
+def test_a_rotated_signing_key_is_fetched_when_a_token_names_it(world: World) -> None:
+    from citewell.auth.identity.oidc import OidcClient
+
+    client = OidcClient(world.app.settings.identity, "http://127.0.0.1:1/cb", refetch_after=0)
+    now = int(time.time())
+    claims = {"iss": world.oidc.issuer, "aud": API_AUDIENCE, "sub": "erin", "exp": now + 600}
+    assert client.verify_access_token(world.oidc.sign(claims))["sub"] == "erin"
+    world.oidc.rotate_key()  # the provider publishes a new key (and still the old one)
+    assert client.verify_access_token(world.oidc.sign(claims))["sub"] == "erin"
+    client.close()

@@ -66,6 +66,7 @@ class OidcServer:
         from joserfc.jwk import RSAKey
 
         self.key = RSAKey.generate_key(2048, parameters={"kid": "test-key-1", "use": "sig"})
+        self.retired: list[Any] = []  # keys still published after a rotation
 
     @property
     def issuer(self) -> str:
@@ -97,7 +98,7 @@ class OidcServer:
             "issuer": self.issuer,
             "port": self.port,
             "clients": clients,
-            "jwks": {"keys": [self.key.as_dict(private=True)]},
+            "jwks": {"keys": [k.as_dict(private=True) for k in (self.key, *self.retired)]},
             "cookie_key": secrets.token_urlsafe(24),
             "people_file": str(self.root / "people.json"),
             "api_audience": API_AUDIENCE,
@@ -111,11 +112,13 @@ class OidcServer:
         shutil.copy(SCRIPT, self.root / "provider.mjs")
         if not (self.root / "people.json").exists():
             self.set_people([])
-        config = self.root / "config.json"
-        config.write_text(json.dumps(self._config()))
-        log = (self.root / "provider.log").open("wb")
+        (self.root / "config.json").write_text(json.dumps(self._config()))
+        self._launch()
+
+    def _launch(self) -> None:
+        log = (self.root / "provider.log").open("ab")
         self.process = subprocess.Popen(
-            ["node", str(self.root / "provider.mjs"), str(config)],
+            ["node", str(self.root / "provider.mjs"), str(self.root / "config.json")],
             cwd=self.root,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -135,6 +138,18 @@ class OidcServer:
                 time.sleep(0.1)
         raise RuntimeError("oidc-provider did not listen within 30 s")
 
+    def rotate_key(self) -> None:
+        """A new signing key, the old one still published (as providers rotate): the
+        provider restarts on the same port with both."""
+        from joserfc.jwk import RSAKey
+
+        kid = f"test-key-{len(self.retired) + 2}"
+        self.retired.insert(0, self.key)
+        self.key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig"})
+        self._halt()
+        (self.root / "config.json").write_text(json.dumps(self._config()))
+        self._launch()
+
     def log(self) -> str:
         return (self.root / "provider.log").read_text(errors="replace")
 
@@ -147,6 +162,10 @@ class OidcServer:
         return jwt.encode(header, claims, chosen)
 
     def stop(self) -> None:
+        self._halt()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _halt(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -154,4 +173,3 @@ class OidcServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.root, ignore_errors=True)

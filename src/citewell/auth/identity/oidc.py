@@ -66,7 +66,9 @@ def claim(claims: dict[str, Any], path: str) -> Any:
 
 
 class OidcClient:
-    def __init__(self, settings: IdentitySection, redirect_uri: str) -> None:
+    def __init__(
+        self, settings: IdentitySection, redirect_uri: str, refetch_after: float = REFETCH_AFTER
+    ) -> None:
         issuer = settings.oidc_issuer
         if not issuer.startswith("https://") and not is_loopback_url(issuer):
             raise ConfigError(
@@ -82,6 +84,7 @@ class OidcClient:
         self._metadata: dict[str, Any] | None = None
         self._keys: Any = None
         self._keys_at = 0.0
+        self.refetch_after = refetch_after
 
     # --- the provider's metadata and keys ----------------------------------------------
     def metadata(self) -> dict[str, Any]:
@@ -111,7 +114,7 @@ class OidcClient:
         from joserfc.jwk import KeySet
 
         with self._lock:
-            stale = time.monotonic() - self._keys_at > REFETCH_AFTER
+            stale = time.monotonic() - self._keys_at > self.refetch_after
             if self._keys is None or (fresh and stale):
                 uri = (self._metadata or {}).get("jwks_uri", "")
                 self._keys = KeySet.import_key_set(self._get(uri))  # type: ignore[arg-type]
