@@ -91,11 +91,15 @@ class OidcClient:
         with self._lock:
             if self._metadata is None:
                 found = self._get(f"{self.issuer}/.well-known/openid-configuration")
-                if found.get("issuer") != self.issuer:
+                named = str(found.get("issuer", ""))
+                if named.rstrip("/") != self.issuer:
                     raise ConfigError(
-                        f"The provider calls itself {found.get('issuer')!r}, not oidc_issuer "
+                        f"The provider calls itself {named!r}, not oidc_issuer "
                         f"{self.issuer!r}; set oidc_issuer to its issuer exactly."
                     )
+                self.issuer = (
+                    named  # tokens carry it as the provider spells it (Authentik: a final /)
+                )
                 self._metadata = found
             return self._metadata
 
