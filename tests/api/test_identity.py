@@ -123,6 +123,17 @@ def _reads_kb(w: World, key: str = "", **kwargs: Any) -> bool:
     return found.status_code == 200 and SECRET in found.text
 
 
+def _chat_answer(w: World, key: str) -> str:
+    """The chat's answer about the engineering KB, or the refusal's text."""
+    body = {
+        "model": "citewell-extractive",
+        "messages": [{"role": "user", "content": "When does the project ship?"}],
+        "knowledge_collections": [w.kb["id"]],
+    }
+    with w.client(key) as client:
+        return client.post("/api/v1/rag/chat/completions", json=body).text
+
+
 def _users(w: World) -> set[str]:
     with w.client(w.admin) as admin:
         return {u["name"] for u in admin.get("/api/v1/users").json()}
@@ -149,9 +160,12 @@ def test_ldap_sign_in_brings_the_directory_groups_and_their_grants(world: World)
     assert "staff" not in groups  # group_creation is off: no Citewell group, left out
     assert ("alice", "ldap") in _logins(world)
 
+    assert SECRET in _chat_answer(world, key)  # chat (extractive here: no LLM) reads it too
+
     bob = _ldap_login(world, "bob", "bob-ldap-pass")
     assert bob.status_code == 200, bob.text
     assert not _reads_kb(world, bob.json()["api_key"])
+    assert SECRET not in _chat_answer(world, bob.json()["api_key"])
 
 
 def test_leaving_a_directory_group_takes_the_access_away_at_the_next_sign_in(world: World) -> None:
