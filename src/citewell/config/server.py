@@ -221,7 +221,7 @@ class AccessSection(Section):
         10,
         "Failed sign-ins a minute for one name from one address before that address must "
         "wait (429). The address is the client's, or X-Forwarded-For from a proxy that "
-        "uvicorn trusts (FORWARDED_ALLOW_IPS, 127.0.0.1 by default).",
+        "forwarded_allow_ips names (127.0.0.1 by default).",
     )
 
     login_failures_per_name: int = setting(
