@@ -16,7 +16,7 @@ TIMEOUT = 10  # seconds to connect and to wait for an answer
 
 
 class DirectoryUnavailable(CitewellError):
-    status = 503
+    status = 502
     code = "directory_unavailable"
 
 

@@ -36,7 +36,7 @@ ASYMMETRIC = (
 
 
 class ProviderUnavailable(CitewellError):
-    status = 503
+    status = 502
     code = "identity_provider_unavailable"
 
 
