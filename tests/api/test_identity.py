@@ -263,6 +263,18 @@ def test_signing_in_through_a_real_reverse_proxy(world: World) -> None:
     assert ("henry", "header") in _logins(world)
 
 
+def test_a_disabled_person_is_refused_at_once_through_the_proxy(world: World) -> None:
+    headers = {PROXY_USER: "jack@example.org"}
+    with world.client(headers=headers) as jack:
+        assert jack.get("/api/v1/auth/me").status_code == 200
+        assert jack.get("/api/v1/auth/me").status_code == 200  # now answered from memory
+        with world.client(world.admin) as admin:
+            changed = admin.patch("/api/v1/users/jack@example.org", json={"disabled": True})
+            assert changed.status_code == 200, changed.text
+        refused = jack.get("/api/v1/auth/me")
+    assert refused.status_code == 401, refused.text
+
+
 def test_the_trusted_header_from_another_address_is_refused(world: World) -> None:
     before = _users(world)
     elsewhere = httpx.HTTPTransport(local_address="127.0.0.2")  # not a trusted proxy

@@ -56,7 +56,7 @@ async def get_access(
     auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
     with leaf_span("authenticate"):
-        held = auth.held_access(key, request.headers)
+        held = auth.held_access(key, request.headers, peer_of(request))
         if held is not None:
             return held
         return await run_in_threadpool(auth.access, key, request.headers, peer_of(request))

@@ -75,7 +75,7 @@ class Authenticator:
             return Access.everything()
         user_id = self._keyless_user(plain, headers or {}, peer)
         if user_id is not None:
-            user = self.users.get_user(user_id)
+            user = self.users.kept_user(user_id)
             if user.disabled:
                 raise Unauthenticated("This account is disabled; ask an admin to enable it.")
             self.limiter.take(user.id)
@@ -124,7 +124,7 @@ class Authenticator:
         return None if found is None else self.grants.access(*found)
 
     def held_access(
-        self, plain: str | None, headers: Mapping[str, str] | None = None
+        self, plain: str | None, headers: Mapping[str, str] | None = None, peer: str = ""
     ) -> Access | None:
         """``access`` from memory alone, cheap enough for the event loop; None when any
         part of it needs the database (a new key, a reach not kept, a rate-limit claim),
@@ -132,12 +132,26 @@ class Authenticator:
         if not self.required:
             return Access.everything()
         if self.wants_keyless(plain, headers or {}):
-            return None
+            return self._held_keyless(plain, headers or {}, peer)
         found = self.users.held_identity(plain) if plain else None
         if found is None:
             return None
         user, key = found
         access = self.grants.held_access(user, key)
+        if access is None or not self.limiter.take_held(user.id):
+            return None
+        return access
+
+    def _held_keyless(
+        self, plain: str | None, headers: Mapping[str, str], peer: str
+    ) -> Access | None:
+        """``held_access`` for a person seen lately through the proxy or with this token."""
+        assert self.keyless is not None
+        user_id = self.keyless.held(plain, headers, peer)
+        user = self.users.held_user(user_id) if user_id is not None else None
+        if user is None or user.disabled:
+            return None
+        access = self.grants.held_access(user)
         if access is None or not self.limiter.take_held(user.id):
             return None
         return access

@@ -102,6 +102,7 @@ class AuthStore:
         self._by_digest: ChangeCache[str, tuple[User, ApiKey] | None] = ChangeCache(
             change_counter(engine)
         )
+        self._by_id: ChangeCache[str, User] = ChangeCache(change_counter(engine))
 
     # --- users ----------------------------------------------------------------------
     def create_user(self, name: str, password: str = "", role: str = "user") -> User:
@@ -129,6 +130,15 @@ class AuthStore:
             if row is None:
                 raise UserNotFound(f"No user {name_or_id!r}; list them with `citewell user list`.")
             return _user(row)
+
+    def kept_user(self, user_id: str) -> User:
+        """``get_user`` by id, kept in memory until the users table changes (every request
+        through a trusted proxy or with a provider's token asks)."""
+        return self._by_id.get(user_id, lambda: self.get_user(user_id))
+
+    def held_user(self, user_id: str) -> User | None:
+        """``kept_user`` from memory alone (None: not kept)."""
+        return self._by_id.peek(user_id)
 
     def find_user(self, name: str) -> User | None:
         """The user of this exact name, if there is one."""

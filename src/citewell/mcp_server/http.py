@@ -73,7 +73,7 @@ class Keys(Protocol):
     ) -> Access: ...
 
     def held_access(
-        self, plain: str | None, headers: Mapping[str, str] | None = None
+        self, plain: str | None, headers: Mapping[str, str] | None = None, peer: str = ""
     ) -> Access | None: ...
 
 
@@ -114,8 +114,8 @@ class MCPEndpoint:
         try:
             plain = (key.strip() if scheme.lower() == "bearer" else "") or None
             # From memory on the event loop when it can be (most requests), as the API does.
-            held = self.keys.held_access(plain, headers)
             peer = scope.get(PEER) or (scope.get("client") or ("",))[0]
+            held = self.keys.held_access(plain, headers, peer)
             check = partial(self.keys.access, plain, headers, peer)
             access = held if held is not None else await run_in_threadpool(check)
         except CitewellError as exc:

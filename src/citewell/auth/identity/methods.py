@@ -22,6 +22,7 @@ from citewell.auth.identity.store import IdentityStore
 from citewell.auth.identity.types import ExternalIdentity
 from citewell.auth.store import AuthStore
 from citewell.config import IdentitySection
+from citewell.errors import CitewellError
 
 CALLBACK = "/api/v1/auth/oidc/callback"
 HEADER_FRESH = 300.0  # seconds a proxy's person is trusted without a new look in the database
@@ -117,6 +118,25 @@ class KeylessAccess:
     @property
     def header_name(self) -> str:
         return self.methods.header.header if self.methods.header is not None else ""
+
+    def held(self, plain: str | None, headers: Mapping[str, str], peer: str) -> str | None:
+        """The user id of a person seen lately through the header or with this token, from
+        memory alone (None: ask ``from_header`` / ``from_token``)."""
+        header = self.methods.header
+        if header is not None and header.header in headers:
+            try:
+                identity = header.identity(headers, peer)
+            except CitewellError:
+                return None  # the full check refuses it, with its reason
+            if identity is None:
+                return None
+            digest = RecentPeople.digest(
+                identity.method, identity.subject, ",".join(identity.groups)
+            )
+            return self.recent.get(digest)
+        if plain and self.methods.oidc is not None and self.methods.settings.oidc_access_tokens:
+            return self.recent.get(RecentPeople.digest("token", plain))
+        return None
 
     def from_header(self, headers: Mapping[str, str], peer: str) -> str | None:
         """The user id of the proxy's person."""
