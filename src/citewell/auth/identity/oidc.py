@@ -17,6 +17,7 @@ import httpx
 from citewell.auth.identity.types import ExternalIdentity, IdentityRefused
 from citewell.config import IdentitySection
 from citewell.errors import CitewellError, ConfigError
+from citewell.tracing.client import traced
 
 TIMEOUT = 10.0
 REFETCH_AFTER = 60.0  # seconds between fetches of the keys for an unknown key id
@@ -79,7 +80,7 @@ class OidcClient:
                 "OIDC sign-in needs oidc_client_id (Citewell's client at the provider)."
             )
         self.settings, self.issuer, self.redirect_uri = settings, issuer, redirect_uri
-        self._http = httpx.Client(timeout=TIMEOUT, follow_redirects=False)
+        self._http = httpx.Client(timeout=TIMEOUT, follow_redirects=False, transport=traced())
         self._lock = threading.Lock()
         self._metadata: dict[str, Any] | None = None
         self._keys: Any = None
@@ -172,6 +173,7 @@ class OidcClient:
             code_challenge_method="S256",
             token_endpoint_auth_method="client_secret_basic" if s.oidc_client_secret else "none",
             timeout=TIMEOUT,
+            transport=traced(),
         )
 
     # --- tokens -----------------------------------------------------------------------------
