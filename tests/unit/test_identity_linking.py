@@ -117,3 +117,28 @@ def test_a_state_is_taken_once(database) -> None:
     assert store.take_state("s1", "state") is None
     store.put_state("s2", "state", {}, -1)  # already expired
     assert store.take_state("s2", "state") is None
+
+
+def test_a_bad_ldap_filter_fails_the_start() -> None:
+    from citewell.auth.identity.ldap import LdapDirectory
+    from citewell.errors import ConfigError
+
+    settings = Settings(
+        ldap_url="ldaps://ldap.example.org",
+        ldap_bind_dn="cn=svc,dc=example,dc=org",
+        ldap_search_filter="(&(objectClass=person)",
+    ).identity
+    with pytest.raises(ConfigError, match="ldap_search_filter is not a valid LDAP filter"):
+        LdapDirectory(settings)
+
+
+def test_plain_ldap_and_anonymous_search_need_saying_so() -> None:
+    from citewell.auth.identity.ldap import LdapDirectory
+    from citewell.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="in the clear"):
+        LdapDirectory(
+            Settings(ldap_url="ldap://h", ldap_start_tls=False, ldap_bind_dn="x").identity
+        )
+    with pytest.raises(ConfigError, match="service account"):
+        LdapDirectory(Settings(ldap_url="ldaps://h").identity)

@@ -47,6 +47,7 @@ class LdapDirectory:
                 "LDAP sign-in needs a service account to search with (ldap_bind_dn, "
                 "ldap_bind_password), or ldap_allow_anonymous where the directory allows it."
             )
+        _check_filters(settings)
         tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=settings.ldap_ca_file or None)
         self.server = ldap3.Server(url, use_ssl=self.ldaps, tls=tls, connect_timeout=TIMEOUT)
 
@@ -166,6 +167,27 @@ class LdapDirectory:
             return bool(connection.bind())
         finally:
             connection.unbind()
+
+
+def _check_filters(settings: IdentitySection) -> None:
+    """A filter the directory would refuse fails the start, not each sign-in."""
+    from ldap3.core.exceptions import LDAPInvalidFilterError
+    from ldap3.operation.search import parse_filter
+
+    filters = {
+        "ldap_search_filter": f"(&{settings.ldap_search_filter}(uid=x))",
+        "ldap_group_filter": settings.ldap_group_filter.replace("{dn}", "cn=x"),
+    }
+    for name, text in filters.items():
+        if not text:
+            continue
+        try:
+            parse_filter(text, None, True, True, None, False)
+        except LDAPInvalidFilterError as exc:
+            raise ConfigError(
+                f"{name} is not a valid LDAP filter ({text!r}); write it like "
+                "(objectClass=person), parentheses balanced."
+            ) from exc
 
 
 def _one(value: Any) -> str:

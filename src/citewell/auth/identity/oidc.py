@@ -20,6 +20,7 @@ from citewell.errors import CitewellError, ConfigError
 from citewell.tracing.client import traced
 
 TIMEOUT = 10.0
+REQUIRED_METADATA = ("authorization_endpoint", "token_endpoint", "jwks_uri")
 REFETCH_AFTER = 60.0  # seconds between fetches of the keys for an unknown key id
 LEEWAY = 60  # seconds of clock difference allowed on exp / iat
 ASYMMETRIC = (
@@ -98,9 +99,14 @@ class OidcClient:
                         f"The provider calls itself {named!r}, not oidc_issuer "
                         f"{self.issuer!r}; set oidc_issuer to its issuer exactly."
                     )
-                self.issuer = (
-                    named  # tokens carry it as the provider spells it (Authentik: a final /)
-                )
+                missing = [k for k in REQUIRED_METADATA if not found.get(k)]
+                if missing:
+                    raise ConfigError(
+                        f"The provider's discovery document lacks {', '.join(missing)}; is "
+                        f"oidc_issuer ({self.issuer}) an OpenID Connect provider?"
+                    )
+                # Tokens carry the issuer as the provider spells it (Authentik: a final /).
+                self.issuer = named
                 self._metadata = found
             return self._metadata
 
