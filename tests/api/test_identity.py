@@ -19,8 +19,9 @@ import pytest
 from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.testing.ldap_server import ADMIN_DN, ADMIN_PASSWORD, PEOPLE, LdapServer, Person
-from citewell.testing.oidc_server import API_AUDIENCE, OidcPerson, OidcServer, _free_port
+from citewell.testing.ldap_server import LdapServer, Person
+from citewell.testing.oidc_server import API_AUDIENCE, OidcPerson, OidcServer
+from citewell.testing.processes import free_port
 from citewell.testing.reverse_proxy import NginxProxy
 from tests.api.conftest import run_server
 
@@ -56,7 +57,7 @@ def world(tmp_path_factory, onnx_embedder) -> Iterator[World]:
             Person("bob", "bob-ldap-pass", "Bob Marley", ("staff",)),
         ]
     )
-    port = _free_port()
+    port = free_port()
     oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
     oidc.set_people(
         [
@@ -70,18 +71,10 @@ def world(tmp_path_factory, onnx_embedder) -> Iterator[World]:
         login_failures_per_address=4,
         sign_up=True,
         admin_groups="citewell-admins",
-        ldap_url=ldap.url,
-        ldap_ca_file=str(ldap.certificates.ca),
-        ldap_bind_dn=ADMIN_DN,
-        ldap_bind_password=ADMIN_PASSWORD,
-        ldap_search_base=PEOPLE,
-        oidc_issuer=oidc.issuer,
-        oidc_client_id=oidc.client_id,
-        oidc_scopes="openid email profile groups",
-        oidc_provider_name="Example IdP",
+        **ldap.settings(),
+        **oidc.settings(f"http://127.0.0.1:{port}"),
         oidc_access_tokens=True,
         oidc_audience=API_AUDIENCE,
-        public_url=f"http://127.0.0.1:{port}",
         trusted_header=PROXY_USER,
         trusted_groups_header=PROXY_GROUPS,
         trusted_proxies="127.0.0.1",
@@ -333,32 +326,26 @@ def test_oidc_sign_in_from_the_provider_login_page(world: World) -> None:
         assert erin.get("/api/v1/auth/me").status_code == 401
 
 
+def _provider_session(w: World, person: str, password: str, groups: list[str]) -> str:
+    """The key of a sign-in through the provider by ``person``, now in ``groups`` there."""
+    people = list(w.oidc.people.values())
+    for each in people:
+        if each.username == person:
+            each.groups = groups
+    w.oidc.set_people(people)
+    with w.client() as browser:
+        landed = browser.get(_through_provider(w, browser, person, password))
+        ticket = _page_values(landed)[1]["ticket"]
+        session = browser.post("/api/v1/auth/oidc/ticket", json={"ticket": ticket})
+    assert session.status_code == 200, session.text
+    return str(session.json()["api_key"])
+
+
 def test_oidc_groups_change_at_the_next_sign_in(world: World) -> None:
-    people = list(world.oidc.people.values())
-    for person in people:
-        if person.username == "frank":
-            person.groups = ["engineering"]
-    world.oidc.set_people(people)
-    with world.client() as browser:
-        values = _page_values(
-            browser.get(_through_provider(world, browser, "frank", "frank-idp-pass"))
-        )[1]
-        key = browser.post("/api/v1/auth/oidc/ticket", json={"ticket": values["ticket"]}).json()[
-            "api_key"
-        ]
-    assert _reads_kb(world, key)
-    for person in people:
-        if person.username == "frank":
-            person.groups = ["sales"]
-    world.oidc.set_people(people)
-    with world.client() as browser:
-        values = _page_values(
-            browser.get(_through_provider(world, browser, "frank", "frank-idp-pass"))
-        )[1]
-        assert browser.post(
-            "/api/v1/auth/oidc/ticket", json={"ticket": values["ticket"]}
-        ).is_success
-    assert not _reads_kb(world, key)
+    first = _provider_session(world, "frank", "frank-idp-pass", ["engineering"])
+    assert _reads_kb(world, first)
+    _provider_session(world, "frank", "frank-idp-pass", ["sales"])
+    assert not _reads_kb(world, first)
 
 
 def test_a_return_url_to_another_host_is_refused(world: World) -> None:

@@ -11,8 +11,9 @@ import pytest
 from citewell.app import Citewell
 from citewell.auth import AuthStore
 from citewell.config import Settings
-from citewell.testing.ldap_server import ADMIN_DN, ADMIN_PASSWORD, PEOPLE, LdapServer, Person
-from citewell.testing.oidc_server import OidcPerson, OidcServer, _free_port
+from citewell.testing.ldap_server import LdapServer, Person
+from citewell.testing.oidc_server import OidcPerson, OidcServer
+from citewell.testing.processes import free_port
 from tests.api.conftest import run_server
 from tests.browser.conftest import Site
 
@@ -22,7 +23,7 @@ def site(tmp_path_factory, onnx_embedder) -> Iterator[Site]:
     ldap = LdapServer()
     ldap.start()
     ldap.seed([Person("lena", "lena-ldap-pass", "Lena Olin", ("engineering",))])
-    port = _free_port()
+    port = free_port()
     oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
     oidc.set_people(
         [
@@ -33,16 +34,8 @@ def site(tmp_path_factory, onnx_embedder) -> Iterator[Site]:
     oidc.start()
     settings = Settings.load(
         data_dir=tmp_path_factory.mktemp("identity-web"),
-        ldap_url=ldap.url,
-        ldap_ca_file=str(ldap.certificates.ca),
-        ldap_bind_dn=ADMIN_DN,
-        ldap_bind_password=ADMIN_PASSWORD,
-        ldap_search_base=PEOPLE,
-        oidc_issuer=oidc.issuer,
-        oidc_client_id=oidc.client_id,
-        oidc_scopes="openid email profile groups",
-        oidc_provider_name="Example IdP",
-        public_url=f"http://127.0.0.1:{port}",
+        **ldap.settings(),
+        **oidc.settings(f"http://127.0.0.1:{port}"),
     )
     assert not settings.identity.sign_up  # only people an admin made get in
     app = Citewell.from_settings(settings, embedder=onnx_embedder)

@@ -5,18 +5,15 @@ on, and seeded with people and groups through ``ldap3``. As root, slapd runs as 
 
 from __future__ import annotations
 
-import os
-import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from citewell.testing.certs import TestCertificates, make_certificates
+from citewell.testing.processes import free_port, log_of, run_as_unprivileged, stop, wait_listening
 
 SUFFIX = "dc=example,dc=org"
 ADMIN_DN = f"cn=admin,{SUFFIX}"
@@ -40,12 +37,6 @@ class Person:
 
 def group_dn(name: str) -> str:
     return f"cn={name},{GROUPS}"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _config(root: Path, certificates: TestCertificates) -> str:
@@ -78,8 +69,8 @@ class LdapServer:
     offered); ``ldaps_url``: LDAP over TLS. ``certificates.ca`` is the CA to trust."""
 
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="citewell-ldap-")))
-    port: int = field(default_factory=_free_port)
-    tls_port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
+    tls_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
@@ -100,7 +91,7 @@ class LdapServer:
         (self.root / "db").mkdir()
         config = self.root / "slapd.conf"
         config.write_text(_config(self.root, self.certificates))
-        user = self._unprivileged()
+        user = run_as_unprivileged(self.root)
         urls = f"{self.url}/ {self.ldaps_url}/"
         log = (self.root / "slapd.log").open("wb")
         self.process = subprocess.Popen(
@@ -109,31 +100,17 @@ class LdapServer:
             stderr=subprocess.STDOUT,
             user=user,
         )
-        self._wait()
+        wait_listening(self.process, self.port, "slapd", log_of(self.root / "slapd.log"))
 
-    def _unprivileged(self) -> str | None:
-        """As root: hand the folder to ``nobody``, who runs slapd."""
-        if os.geteuid() != 0:
-            return None
-        entry = pwd.getpwnam("nobody")
-        for path in [self.root, *self.root.rglob("*")]:
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-        self.root.chmod(0o700)
-        return "nobody"
-
-    def _wait(self) -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                log = (self.root / "slapd.log").read_text(errors="replace")
-                raise RuntimeError(f"slapd stopped at start:\n{log}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("slapd did not listen within 20 s")
+    def settings(self) -> dict[str, str]:
+        """Citewell's settings for signing in against this directory (StartTLS, its CA)."""
+        return {
+            "ldap_url": self.url,
+            "ldap_ca_file": str(self.certificates.ca),
+            "ldap_bind_dn": ADMIN_DN,
+            "ldap_bind_password": ADMIN_PASSWORD,
+            "ldap_search_base": PEOPLE,
+        }
 
     def admin(self) -> Any:
         """A connection bound as the directory's administrator."""
@@ -195,13 +172,7 @@ class LdapServer:
         connection.unbind()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -8,22 +8,16 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from citewell.testing.processes import free_port, stop, wait_listening
+
 SCRIPT = Path(__file__).with_name("oidc") / "provider.mjs"
 API_AUDIENCE = "urn:citewell:api"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def node_folder() -> Path:
@@ -58,7 +52,7 @@ class OidcServer:
     service_id: str = "reporting-service"
     service_secret: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="citewell-oidc-")))
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     people: dict[str, OidcPerson] = field(default_factory=dict)
 
@@ -71,6 +65,16 @@ class OidcServer:
     @property
     def issuer(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def settings(self, public_url: str) -> dict[str, str]:
+        """Citewell's settings for signing in with this provider, served at ``public_url``."""
+        return {
+            "oidc_issuer": self.issuer,
+            "oidc_client_id": self.client_id,
+            "oidc_scopes": "openid email profile groups",
+            "oidc_provider_name": "Example IdP",
+            "public_url": public_url,
+        }
 
     def set_people(self, people: list[OidcPerson]) -> None:
         self.people = {p.username: p for p in people}
@@ -123,20 +127,7 @@ class OidcServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        self._wait()
-
-    def _wait(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"oidc-provider stopped at start:\n{self.log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("oidc-provider did not listen within 30 s")
+        wait_listening(self.process, self.port, "oidc-provider", self.log, seconds=30)
 
     def rotate_key(self) -> None:
         """A new signing key, the old one still published (as providers rotate): the
@@ -166,10 +157,4 @@ class OidcServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _halt(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)

@@ -5,21 +5,13 @@ headers it sets itself, as oauth2-proxy or Authelia behind nginx do. As root, it
 
 from __future__ import annotations
 
-import os
-import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from citewell.testing.processes import free_port, log_of, run_as_unprivileged, stop, wait_listening
 
 
 def _config(root: Path, port: int, upstream: str, groups: dict[str, str]) -> str:
@@ -66,7 +58,7 @@ class NginxProxy:
     people: dict[str, str]
     groups: dict[str, str] = field(default_factory=dict)
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="citewell-nginx-")))
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -81,38 +73,13 @@ class NginxProxy:
         (self.root / "people").write_text("\n".join(lines) + "\n")
         config = self.root / "nginx.conf"
         config.write_text(_config(self.root, self.port, self.upstream, self.groups))
-        user = None
-        if os.geteuid() == 0:
-            entry = pwd.getpwnam("nobody")
-            for path in [self.root, *self.root.iterdir()]:
-                os.chown(path, entry.pw_uid, entry.pw_gid)
-            user = "nobody"
+        user = run_as_unprivileged(self.root)
         command = [nginx, "-e", str(self.root / "error.log"), "-c", str(config)]
         self.process = subprocess.Popen(
             [*command, "-g", "daemon off;"], stderr=subprocess.DEVNULL, user=user
         )
-        self._wait()
-
-    def _wait(self) -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                log = (self.root / "error.log").read_text(errors="replace")
-                raise RuntimeError(f"nginx stopped at start:\n{log}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("nginx did not listen within 20 s")
+        wait_listening(self.process, self.port, "nginx", log_of(self.root / "error.log"))
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)
         shutil.rmtree(self.root, ignore_errors=True)
