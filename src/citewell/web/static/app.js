@@ -77,6 +77,7 @@ async function render() {
     clear(main, await signInView(done, { back, error }));
     return;
   }
+  if (path === "#/sign-in" && params.get("error")) notice(`Signing in did not work: ${params.get("error")}`, "error");
   const route = routes.find(([pattern]) => pattern.test(path));
   if (!route) {
     location.replace("#/kbs");
