@@ -62,7 +62,12 @@ class LdapDirectory:
         if not name or not password:  # an empty password is an anonymous bind: never a sign-in
             raise IdentityRefused("Wrong name or password.")
         entry = self.find(name)
-        if entry is None or not self._binds(entry.dn, password):
+        # An unknown name binds too (as a DN nobody has), so the answer takes as long as
+        # for a wrong password and does not tell which names the directory holds.
+        dn = (
+            entry.dn if entry is not None else f"cn=no-such-person,{self.settings.ldap_search_base}"
+        )
+        if not self._binds(dn, password) or entry is None:
             raise IdentityRefused("Wrong name or password.")
         return self._identity(entry)
 
