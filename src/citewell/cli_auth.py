@@ -262,7 +262,7 @@ def identity_sync() -> None:
         raise click.ClickException("No directory is set up (ldap_url); nothing to check.")
     with _errors():
         store = _store()[0]
-        methods = identity_methods(settings.identity, settings.server.public_url, store.engine)
+        methods = identity_methods(settings.identity, settings.server.public_url, store)
         report = sync_directory(methods, store, AuditLog(store.engine))
     click.echo(
         f"Checked {report.checked} directory users; disabled: "

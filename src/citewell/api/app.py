@@ -89,11 +89,12 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     app.state.drain = drain
     engine = citewell.catalog.engine
     app.state.audit = AuditLog(engine)
-    app.state.identity = identity_methods(settings.identity, settings.server.public_url, engine)
+    user_store = AuthStore(engine)
+    app.state.identity = identity_methods(settings.identity, settings.server.public_url, user_store)
     keyless = KeylessAccess(app.state.identity, app.state.audit)
-    directory = DirectorySync(app.state.identity, AuthStore(engine), app.state.audit)
+    directory = DirectorySync(app.state.identity, user_store, app.state.audit)
     app.state.auth = security.Authenticator(
-        settings, AuthStore(engine), GrantStore(engine), rate_limiter(settings, engine), keyless
+        settings, user_store, GrantStore(engine), rate_limiter(settings, engine), keyless
     )
     app.state.login_throttle = LoginThrottle(
         settings.access.login_failures_per_address, settings.access.login_failures_per_name

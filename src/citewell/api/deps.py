@@ -55,11 +55,12 @@ async def get_access(
     back costs more than the answer."""
     auth: Authenticator = request.app.state.auth
     key = credentials.credentials if credentials is not None else None
+    peer = peer_of(request)
     with leaf_span("authenticate"):
-        held = auth.held_access(key, request.headers, peer_of(request))
+        held = auth.held_access(key, request.headers, peer)
         if held is not None:
             return held
-        return await run_in_threadpool(auth.access, key, request.headers, peer_of(request))
+        return await run_in_threadpool(auth.access, key, request.headers, peer)
 
 
 async def get_recheck(

@@ -19,7 +19,6 @@ from citewell.auth.access import Access
 from citewell.auth.grants import GrantStore
 from citewell.auth.identity.methods import KeylessAccess
 from citewell.auth.rate_limit import RateLimiter
-from citewell.auth.secrets import KEY_PREFIX
 from citewell.auth.store import AuthStore
 from citewell.config import Settings
 from citewell.errors import CitewellError, ConfigError, ContextTooLong, Unauthenticated
@@ -89,21 +88,12 @@ class Authenticator:
         return self.grants.access(user, key)
 
     def _keyless_user(self, plain: str | None, headers: Mapping[str, str], peer: str) -> str | None:
-        if self.keyless is None:
-            return None
-        found = self.keyless.from_header(headers, peer)
-        if found is None and plain and not plain.startswith(KEY_PREFIX):
-            found = self.keyless.from_token(plain)
-        return found
+        return None if self.keyless is None else self.keyless.user_id(plain, headers, peer)
 
     def wants_keyless(self, plain: str | None, headers: Mapping[str, str]) -> bool:
         """Whether this request is for ``access`` off the event loop (a header or a token
         to check against the database or the provider)."""
-        if self.keyless is None:
-            return False
-        if self.keyless.header_name and self.keyless.header_name in headers:
-            return True
-        return bool(plain) and not str(plain).startswith(KEY_PREFIX)
+        return self.keyless is not None and self.keyless.applies(plain, headers)
 
     def current_access(
         self, plain: str | None, headers: Mapping[str, str] | None = None, peer: str = ""
@@ -118,7 +108,7 @@ class Authenticator:
         except CitewellError:
             return None
         if user_id is not None:
-            user = self.users.get_user(user_id)
+            user = self.users.kept_user(user_id)
             return None if user.disabled else self.grants.access(user)
         found = self.users.identify(plain) if plain else None
         return None if found is None else self.grants.access(*found)

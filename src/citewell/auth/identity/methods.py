@@ -10,8 +10,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy.engine import Engine
-
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.auth.identity.header import TrustedHeader
@@ -20,6 +18,7 @@ from citewell.auth.identity.linking import IdentityLinker, Linked
 from citewell.auth.identity.oidc import OidcClient
 from citewell.auth.identity.store import IdentityStore
 from citewell.auth.identity.types import ExternalIdentity
+from citewell.auth.secrets import KEY_PREFIX
 from citewell.auth.store import AuthStore
 from citewell.config import IdentitySection
 from citewell.errors import CitewellError
@@ -47,10 +46,12 @@ class IdentityMethods:
             self.oidc.close()
 
 
-def identity_methods(settings: IdentitySection, public_url: str, engine: Engine) -> IdentityMethods:
+def identity_methods(
+    settings: IdentitySection, public_url: str, users: AuthStore
+) -> IdentityMethods:
     """The methods the settings turn on (a wrong setting fails the start, saying which)."""
-    store = IdentityStore(engine)
-    methods = IdentityMethods(settings, store, IdentityLinker(AuthStore(engine), store, settings))
+    store = IdentityStore(users.engine)
+    methods = IdentityMethods(settings, store, IdentityLinker(users, store, settings))
     if settings.ldap_url:
         methods.ldap = LdapDirectory(settings)
     if settings.oidc_issuer:
@@ -85,9 +86,8 @@ class RecentPeople:
             self._seen[digest] = (user_id, until)
 
 
-def record_sign_in(audit: AuditLog, linked: Linked) -> None:
-    """The audit trail of one sign-in through a provider: the user made, their role and
-    groups changed, and the sign-in itself with its method."""
+def record_changes(audit: AuditLog, linked: Linked) -> None:
+    """What a provider changed: the user made, their role, their groups."""
     actor = Access(linked.user, frozenset(), frozenset())
     user = linked.user
     if linked.created:
@@ -104,7 +104,22 @@ def record_sign_in(audit: AuditLog, linked: Linked) -> None:
             removed=list(linked.groups.removed),
             via=linked.method,
         )
-    audit.record(actor, "user.login", "user", user.id, method=linked.method)
+
+
+def record_sign_in(audit: AuditLog, linked: Linked) -> None:
+    """The audit trail of one sign-in through a provider: its changes, then the sign-in
+    itself with its method."""
+    record_changes(audit, linked)
+    actor = Access(linked.user, frozenset(), frozenset())
+    audit.record(actor, "user.login", "user", linked.user.id, method=linked.method)
+
+
+def _header_digest(identity: ExternalIdentity) -> str:
+    return RecentPeople.digest(identity.method, identity.subject, ",".join(identity.groups))
+
+
+def _token_digest(token: str) -> str:
+    return RecentPeople.digest("token", token)
 
 
 class KeylessAccess:
@@ -115,59 +130,55 @@ class KeylessAccess:
         self.methods, self.audit = methods, audit
         self.recent = RecentPeople()
 
-    @property
-    def header_name(self) -> str:
-        return self.methods.header.header if self.methods.header is not None else ""
+    def _has_header(self, headers: Mapping[str, str]) -> bool:
+        header = self.methods.header
+        return header is not None and header.header in headers
+
+    def _is_token(self, plain: str | None) -> bool:
+        """A bearer that is no Citewell key, where the provider's tokens are accepted."""
+        accepted = self.methods.oidc is not None and self.methods.settings.oidc_access_tokens
+        return accepted and bool(plain) and not str(plain).startswith(KEY_PREFIX)
+
+    def applies(self, plain: str | None, headers: Mapping[str, str]) -> bool:
+        """Whether this request comes through the proxy's header or with a provider token."""
+        return self._has_header(headers) or self._is_token(plain)
 
     def held(self, plain: str | None, headers: Mapping[str, str], peer: str) -> str | None:
         """The user id of a person seen lately through the header or with this token, from
-        memory alone (None: ask ``from_header`` / ``from_token``)."""
-        header = self.methods.header
-        if header is not None and header.header in headers:
+        memory alone (None: ask ``user_id``)."""
+        if self._has_header(headers):
             try:
-                identity = header.identity(headers, peer)
+                identity = self.methods.header.identity(headers, peer)  # type: ignore[union-attr]
             except CitewellError:
                 return None  # the full check refuses it, with its reason
-            if identity is None:
-                return None
-            digest = RecentPeople.digest(
-                identity.method, identity.subject, ",".join(identity.groups)
-            )
-            return self.recent.get(digest)
-        if plain and self.methods.oidc is not None and self.methods.settings.oidc_access_tokens:
-            return self.recent.get(RecentPeople.digest("token", plain))
-        return None
+            return None if identity is None else self.recent.get(_header_digest(identity))
+        return self.recent.get(_token_digest(str(plain))) if self._is_token(plain) else None
 
-    def from_header(self, headers: Mapping[str, str], peer: str) -> str | None:
-        """The user id of the proxy's person."""
+    def user_id(self, plain: str | None, headers: Mapping[str, str], peer: str) -> str | None:
+        """The user id behind the proxy's header, else behind the provider token (None:
+        the request carries neither: an API key decides)."""
         header = self.methods.header
         identity = header.identity(headers, peer) if header is not None else None
-        if identity is None:
-            return None
-        return self._remembered(identity, identity.subject, ",".join(identity.groups))
+        if identity is not None:
+            return self._remembered(identity, _header_digest(identity))
+        return self._from_token(str(plain)) if self._is_token(plain) else None
 
-    def from_token(self, token: str) -> str | None:
-        """For a provider's JWT access token, when those are accepted (None otherwise)."""
-        oidc = self.methods.oidc
-        if oidc is None or not self.methods.settings.oidc_access_tokens:
-            return None
-        digest = RecentPeople.digest("token", token)
+    def _from_token(self, token: str) -> str:
+        digest = _token_digest(token)
         known = self.recent.get(digest)
         if known is not None:
             return known
+        oidc = self.methods.oidc
+        assert oidc is not None
         claims = oidc.verify_access_token(token)
-        linked = self.methods.linker.link(oidc.identity(claims))
-        record_sign_in(self.audit, linked)
         until = min(float(claims["exp"]), time.time() + HEADER_FRESH)
-        self.recent.put(digest, linked.user.id, until)
-        return linked.user.id
+        return self._remembered(oidc.identity(claims), digest, until)
 
-    def _remembered(self, identity: ExternalIdentity, *parts: str) -> str:
-        digest = RecentPeople.digest(identity.method, *parts)
+    def _remembered(self, identity: ExternalIdentity, digest: str, until: float = 0.0) -> str:
         known = self.recent.get(digest)
         if known is not None:
             return known
         linked = self.methods.linker.link(identity)
         record_sign_in(self.audit, linked)
-        self.recent.put(digest, linked.user.id, time.time() + HEADER_FRESH)
+        self.recent.put(digest, linked.user.id, until or time.time() + HEADER_FRESH)
         return linked.user.id

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
-from citewell.auth.identity.linking import IdentityLinker
-from citewell.auth.identity.methods import IdentityMethods, record_sign_in
+from citewell.auth.identity.methods import IdentityMethods, record_changes
 from citewell.auth.store import AuthStore
 from citewell.errors import CitewellError
 
@@ -46,9 +45,9 @@ def sync_directory(methods: IdentityMethods, users: AuthStore, audit: AuditLog) 
             )
             report.disabled.append(user.name)
             continue
-        again = IdentityLinker(users, methods.store, methods.settings).link(now)
+        again = methods.linker.link(now)
         if again.role_changed or (again.groups and (again.groups.added or again.groups.removed)):
-            record_sign_in(audit, again)
+            record_changes(audit, again)  # a check, not a sign-in: no user.login
             report.changed.append(user.name)
     return report
 
