@@ -127,9 +127,10 @@ def main() -> None:
     parser.add_argument("--cached", action="store_true", help="Repeat queries across rounds.")
     parser.add_argument(
         "--on",
-        choices=["both", "metrics", "tracing"],
+        choices=["both", "metrics", "tracing", "none"],
         default="both",
-        help="What the measured side turns on (the other side has both off).",
+        help="What the measured side turns on (the other side has both off); none: both "
+        "sides alike, to see what the machine's noise alone gives.",
     )
     parser.add_argument(
         "--sample", type=float, default=1.0, help="Share of traces kept (OTEL_TRACES_SAMPLER)."
@@ -151,7 +152,12 @@ def main() -> None:
         }
     tracing = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{sink_port}", **sampler}
     metrics_off = {"CITEWELL_METRICS": "false"}
-    on = {"both": tracing, "metrics": {}, "tracing": {**tracing, **metrics_off}}[args.on]
+    on = {
+        "both": tracing,
+        "metrics": {},
+        "tracing": {**tracing, **metrics_off},
+        "none": metrics_off,
+    }[args.on]
     envs = {"off": metrics_off, "on": on}
     key = bench_key(args.data_dir, kb)  # before the copies, so both know it
     servers, bases = {}, {}

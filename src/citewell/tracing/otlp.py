@@ -17,7 +17,10 @@ from typing import Any
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
-from opentelemetry.trace import SpanContext
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, Status
+
+from citewell.tracing.leaves import SCOPE, Record, SpanBundle, expanded
 
 log = logging.getLogger(__name__)
 
@@ -29,27 +32,33 @@ _fixed32 = struct.Struct("<I").pack
 
 
 class LeanOtlpExporter(OTLPSpanExporter):
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    """Exports the SDK's spans and Citewell's span bundles (``tracing.leaves``)."""
+
+    def export(self, spans: Sequence[ReadableSpan | SpanBundle]) -> SpanExportResult:
         client = getattr(self, "_client", None)
         if client is None or not hasattr(client, "export") or self._shutdown:
-            return super().export(spans)
+            return super().export(expanded(spans))
         try:
             data = encode_spans(spans)
         except Exception:  # a value the lean encoder does not know: the SDK's path
             log.debug("lean OTLP encoding failed; using the SDK's", exc_info=True)
-            return super().export(spans)
+            return super().export(expanded(spans))
         return SpanExportResult.SUCCESS if client.export(data).success else SpanExportResult.FAILURE
 
 
-def encode_spans(spans: Iterable[ReadableSpan]) -> bytes:
+def encode_spans(spans: Iterable[ReadableSpan | SpanBundle]) -> bytes:
     """An ExportTraceServiceRequest: spans grouped by resource, then by scope."""
     # by identity: a Resource hashes by serialising itself to JSON, and every span of a
     # process shares the provider's one resource
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
     for span in spans:
-        resource, scope = span.resource, span.instrumentation_scope
+        scope: InstrumentationScope | None
+        if isinstance(span, SpanBundle):
+            resource, scope, encoded = span.resource, SCOPE, _bundle(span)
+        else:
+            resource, scope, encoded = span.resource, span.instrumentation_scope, [_span(span)]
         by_scope = groups.setdefault(id(resource), (resource, {}))[1]
-        by_scope.setdefault(id(scope), (scope, []))[1].append(_span(span))
+        by_scope.setdefault(id(scope), (scope, []))[1].extend(encoded)
     out = bytearray()
     for resource, by_scope in groups.values():
         body = bytearray()
@@ -90,22 +99,52 @@ def _span(span: ReadableSpan) -> bytes:
         body += _text(3, ",".join(f"{k}={v}" for k, v in own.trace_state.items()))
     if parent is not None:
         body += b"\x22\x08" + parent.span_id.to_bytes(8, "big")
-    body += _text(5, span.name) + _KINDS[span.kind.value]
+    body += _name(span.name) + _KINDS[span.kind.value]
     body += b"\x39" + _fixed64(span.start_time or 0) + b"\x41" + _fixed64(span.end_time or 0)
     body += _attributes(9, span.attributes or {}) + _counts(10, span.dropped_attributes)
     if span.events:
         body += _events(span) + _counts(12, span.dropped_events)
     if span.links:
         body += _links(span) + _counts(14, span.dropped_links)
-    status = span.status
-    if status.description or status.status_code.value:
-        body += _field(
-            15, _text(2, status.description or "") + _counts(3, status.status_code.value)
-        )
-    else:
-        body += b"\x7a\x00"  # an empty Status, as the SDK writes it
     flags: bytes = _FLAGS[parent is not None and parent.is_remote]
-    return body + flags
+    return body + _status(span.status) + flags
+
+
+def _bundle(bundle: SpanBundle) -> list[bytes]:
+    """A bundle's spans share a trace id and state: written once, joined to each span."""
+    context = bundle.context
+    ids = b"\x0a\x10" + context.trace_id.to_bytes(16, "big") + b"\x12\x08"
+    state = b""
+    if context.trace_state:
+        state = _text(3, ",".join(f"{k}={v}" for k, v in context.trace_state.items()))
+    return [_record(ids, state, record) for record in bundle.records]
+
+
+def _record(ids: bytes, state: bytes, record: Record) -> bytes:
+    name, span_id, parent, remote, kind, start, end, attributes, status = record
+    body = ids + span_id.to_bytes(8, "big") + state
+    if parent:
+        body += b"\x22\x08" + parent.to_bytes(8, "big")
+    body += _name(name) + _KINDS[kind.value] + b"\x39" + _fixed64(start) + b"\x41" + _fixed64(end)
+    if attributes:
+        body += _attributes(9, attributes)
+    return body + _status(status) + _FLAGS[remote]
+
+
+def _name(name: str) -> bytes:
+    """Field 5: names come from a small set (stages, route templates), encoded once."""
+    encoded = _NAMES.get(name)
+    if encoded is None:
+        encoded = _text(5, name)
+        if len(_NAMES) < MAX_KEYS:
+            _NAMES[name] = encoded
+    return encoded
+
+
+def _status(status: Status) -> bytes:
+    if status.description or status.status_code.value:
+        return _field(15, _text(2, status.description or "") + _counts(3, status.status_code.value))
+    return b"\x7a\x00"  # an empty Status, as the SDK writes it
 
 
 _KINDS = [bytes((0x30, kind + 1)) for kind in range(5)]  # the proto's start at UNSPECIFIED
@@ -153,6 +192,7 @@ def _attributes(number: int, attributes: Mapping[str, Any]) -> bytes:
 
 
 _KEYS: dict[str, bytes] = {}  # attribute keys come from a small fixed set: encoded once
+_NAMES: dict[str, bytes] = {}
 MAX_KEYS = 4096
 
 
