@@ -11,7 +11,13 @@ both off. ``--sample 0.1`` keeps one trace in ten (OTEL_TRACES_SAMPLER), as busy
    the pairs' on/off ratios, since the machine's own drift over a run is larger than
    what is measured. Each round's queries carry a tag of their own, so none is answered
    from the query-embedding cache (``--cached`` sends the same queries every round: what
-   a search costs beyond its embedding, where the overhead's share is largest).
+   a search costs beyond its embedding, where the overhead's share is largest). The
+   server's time in the kernel is reported apart.
+
+On this shared 2-core machine a pair's ratio wanders by ±15 %; many short rounds
+(``--seconds 3 --rounds 30``) give a steadier median, ``--on none`` (both sides off) shows
+what the noise alone gives, and ``--pin`` puts the servers on one CPU and the load
+generator on the other, so they do not take time from each other.
 
     cd benchmarks && ../.venv/bin/python observability_overhead.py --data-dir /tmp/scifact \
         --work /tmp/overhead --queries 300 --clients 8 --seconds 10 --rounds 10
@@ -23,6 +29,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
 import shutil
 import statistics
@@ -87,9 +94,10 @@ def saturation(
         asyncio.run(load(base, key, kb, queries, args.clients, 10, None, False, tag=warm))
     rates: dict[str, list[float]] = {"off": [], "on": []}
     cpu: dict[str, list[float]] = {"off": [], "on": []}
+    system: dict[str, list[float]] = {"off": [], "on": []}
     for round_ in range(args.rounds):
         for side in random.sample(["off", "on"], 2):
-            before = cpu_seconds(servers[side].pid)
+            before, kernel = cpu_seconds(servers[side].pid), system_seconds(servers[side].pid)
             # every query new to the server's embedding cache, unless --cached
             tag = "c" if args.cached else f"{side}{round_}x"
             done = asyncio.run(
@@ -99,24 +107,37 @@ def saturation(
             )
             rates[side].append(done["done_per_s"])
             cpu[side].append((cpu_seconds(servers[side].pid) - before) * 1000 / done["requests"])
+            kernel = system_seconds(servers[side].pid) - kernel
+            system[side].append(kernel * 1000 / done["requests"])
     return {
         "saturation_per_s": _paired(rates),
         "server_cpu_ms_per_request": _paired(cpu),
+        "of_which_kernel_ms_per_request": _paired(system),
         "rounds": {"per_s": rates, "cpu_ms": {k: [round(x, 2) for x in v] for k, v in cpu.items()}},
     }
 
 
+def system_seconds(pid: int) -> float:
+    """The server's CPU time in the kernel (sockets, threads waking), all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / os.sysconf("SC_CLK_TCK")
+
+
 def _paired(values: dict[str, list[float]]) -> dict[str, Any]:
-    ratios = [on / off for on, off in zip(values["on"], values["off"], strict=True)]
+    pairs = zip(values["on"], values["off"], strict=True)
+    ratios = [on / off for on, off in pairs if off] or [float("nan")]
     return {
         "off_median": round(statistics.median(values["off"]), 2),
         "on_median": round(statistics.median(values["on"]), 2),
         "ratio_on_off_median_of_pairs": round(statistics.median(ratios), 3),
+        "ratio_on_off_of_means": round(
+            statistics.fmean(values["on"]) / statistics.fmean(values["off"]), 3
+        ),
         "ratios": [round(r, 3) for r in ratios],
     }
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--work", type=Path, required=True)
@@ -135,7 +156,19 @@ def main() -> None:
     parser.add_argument(
         "--sample", type=float, default=1.0, help="Share of traces kept (OTEL_TRACES_SAMPLER)."
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="Servers on CPU 0, this load generator and the receiver on CPU 1: no "
+        "contention between them (Linux).",
+    )
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    if args.pin:
+        os.sched_setaffinity(0, {1})  # the receiver, spawned next, inherits it
     app, data, kb = open_scifact_index(args.data_dir)
     app.close()
     queries = [q for _, q in sorted(data.queries.items())]
@@ -162,6 +195,8 @@ def main() -> None:
     key = bench_key(args.data_dir, kb)  # before the copies, so both know it
     servers, bases = {}, {}
     try:
+        if args.pin:
+            os.sched_setaffinity(0, {0})  # the servers, started next, inherit it
         for side, extra in envs.items():
             data_dir = args.work / side
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -170,6 +205,8 @@ def main() -> None:
             env = {**extra, "CITEWELL_RATE_LIMIT_PER_MINUTE": "0"}
             servers[side] = start_server(data_dir, port, [], env)
             bases[side] = f"http://127.0.0.1:{port}"
+        if args.pin:
+            os.sched_setaffinity(0, {1})
         report: dict[str, Any] = {"latency": latency(bases, key, kb, queries[: args.queries])}
         report.update(saturation(bases, servers, key, kb, queries, args))
         report["span_bytes_exported"] = received.value
