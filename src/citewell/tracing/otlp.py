@@ -18,7 +18,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, Status
+from opentelemetry.trace import SpanContext, Status, TraceState
 
 from citewell.tracing.leaves import SCOPE, Record, SpanBundle, expanded
 
@@ -95,8 +95,7 @@ def _span(span: ReadableSpan) -> bytes:
         + b"\x12\x08"
         + own.span_id.to_bytes(8, "big")
     )
-    if own.trace_state:
-        body += _text(3, ",".join(f"{k}={v}" for k, v in own.trace_state.items()))
+    body += _trace_state(own.trace_state)
     if parent is not None:
         body += b"\x22\x08" + parent.span_id.to_bytes(8, "big")
     body += _name(span.name) + _KINDS[span.kind.value]
@@ -114,9 +113,7 @@ def _bundle(bundle: SpanBundle) -> list[bytes]:
     """A bundle's spans share a trace id and state: written once, joined to each span."""
     context = bundle.context
     ids = b"\x0a\x10" + context.trace_id.to_bytes(16, "big") + b"\x12\x08"
-    state = b""
-    if context.trace_state:
-        state = _text(3, ",".join(f"{k}={v}" for k, v in context.trace_state.items()))
+    state = _trace_state(context.trace_state)
     return [_record(ids, state, record) for record in bundle.records]
 
 
@@ -129,6 +126,11 @@ def _record(ids: bytes, state: bytes, record: Record) -> bytes:
     if attributes:
         body += _attributes(9, attributes)
     return body + _status(status) + _FLAGS[remote]
+
+
+def _trace_state(state: TraceState) -> bytes:
+    """Field 3, in W3C's header form ("" when there is none)."""
+    return _text(3, ",".join(f"{k}={v}" for k, v in state.items())) if state else b""
 
 
 def _name(name: str) -> bytes:
