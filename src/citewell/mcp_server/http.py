@@ -2,7 +2,8 @@
 resumable streams), behind two checks of its own. The Origin and Host headers, against DNS
 rebinding: a browser page elsewhere must not drive a local server (mcp_allowed_origins).
 Then the API key, as on every API route; the caller's access rides on the request to the
-tools (``scope["state"]``), so each tool call is answered for that key."""
+tools (``scope["state"]``), so each tool call is answered for that key, and a session and
+its resumable streams belong to the key that opened it (mcp_server.events)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from functools import partial
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
@@ -24,7 +24,7 @@ from citewell.auth.access import Access
 from citewell.auth.identity.header import PEER
 from citewell.config import Settings
 from citewell.errors import CitewellError
-from citewell.mcp_server.events import RecentEvents
+from citewell.mcp_server.events import CallerSessions, SessionEvents, caller_token
 from citewell.mcp_server.server import Caller, build_mcp_server
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -85,10 +85,10 @@ class MCPEndpoint:
         self.public_url = app.settings.server.public_url.rstrip("/")
         server = build_mcp_server(app, chat, self._caller)
         settings = app.settings.server
-        self.sessions = StreamableHTTPSessionManager(
+        self.sessions = CallerSessions(
             app=server._lowlevel_server,  # the SDK's own way to serve an MCPServer
             stateless=settings.mcp_stateless or settings.workers > 1,
-            event_store=RecentEvents(),  # streams resume after a dropped connection
+            event_store=SessionEvents(),  # each session's streams resume after a dropped connection
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
@@ -124,6 +124,7 @@ class MCPEndpoint:
             return
         base = self.public_url or f"{scope.get('scheme', 'http')}://{headers.get('host', '')}"
         scope.setdefault("state", {})[STATE_KEY] = Caller(access, base)
+        scope["user"] = caller_token(access)  # the session is bound to this caller
         await self.sessions.handle_request(scope, receive, send)
 
 
