@@ -34,7 +34,14 @@ OPTIONS = (
     "depth",
     "max_pages",
 )
-CREDENTIALS = ("token", "username", "webhook_secret", "access_key_id", "secret_access_key")
+CREDENTIALS = (
+    "token",
+    "username",
+    "ssh_key",
+    "webhook_secret",
+    "access_key_id",
+    "secret_access_key",
+)
 
 
 @dataclass(frozen=True)
