@@ -1,6 +1,8 @@
 """Connectors over the HTTP API of a server with keys: a folder under the allow-list synced
 on the server's own job worker, status and counts, credentials that never come back, a
-signed push webhook, and another user who cannot see or touch any of it."""
+signed push webhook, and another user who cannot see or touch any of it. Folders are granted
+to users and groups; a writer of a shared KB may pause and sync the owner's connector but
+not re-aim it; no grant reaches the data dir."""
 
 from __future__ import annotations
 
@@ -30,13 +32,18 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[tuple[KeyedServ
     )
     (allowed / "team" / "policies").mkdir()
     (allowed / "team" / "policies" / "travel.txt").write_text("Trains are booked two weeks ahead.")
-    data = tmp_path_factory.mktemp("connector-server")
+    (allowed / "sales").mkdir()
+    (allowed / "sales" / "prices.md").write_text("# Prices\n\nA Zebrafinch badge costs 4 euros.")
+    outer = tmp_path_factory.mktemp("server-home")  # granted to all; holds the data dir
+    data = outer / "data"
+    (data / "notes").mkdir(parents=True)  # beside the data dir's own content, inside it
+    grants = f"{allowed}=alice, {allowed / 'sales'}=@sales, {outer}=*"
     with keyed_server(
         data,
         onnx_embedder,
         fake_llm,
-        ("alice", "bob"),
-        connector_allowed_paths=str(allowed),
+        ("alice", "bob", "carol"),
+        connector_allowed_paths=grants,
         connector_watch=False,  # each sync here is asked for; watching: test_folder_watch
     ) as server:
         yield server, allowed
@@ -209,3 +216,77 @@ def test_deleting_a_connector_keeps_or_removes_its_files(world) -> None:
             assert gone.status_code == 200 and gone.json()["files_removed"] == 2 - left
             assert len(alice.get(f"/api/v1/knowledge/{kb['id']}").json()["files"]) == left
             assert alice.get(base).status_code == 404
+
+
+def _connector(client: httpx.Client, kb: str, target: str, **extra: Any) -> httpx.Response:
+    return client.post(f"/api/v1/knowledge/{kb}/connectors", json={"target": target} | extra)
+
+
+def test_folders_are_granted_to_users_and_groups_checked_at_every_sync(world) -> None:
+    server, allowed = world
+    with server.client("bob") as bob, server.client("admin") as admin:
+        kb = bob.post("/api/v1/knowledge", json={"name": "bob-folders"}).json()["id"]
+        team = _connector(bob, kb, str(allowed / "team"), kind="folder")  # alice's grant only
+        missing = _connector(bob, kb, str(allowed / "team" / "nowhere"), kind="folder")
+        assert team.status_code == missing.status_code == 403, team.text
+        assert team.json()["code"] == missing.json()["code"]  # nothing says it exists
+        assert _connector(bob, kb, str(allowed / "sales"), kind="folder").status_code == 403
+        assert admin.post("/api/v1/groups", json={"name": "sales"}).status_code == 201
+        joined = admin.post("/api/v1/groups/sales/members", json={"user": "bob"})
+        assert joined.status_code == 201, joined.text
+        made = _connector(bob, kb, str(allowed / "sales"), kind="folder")
+        assert made.status_code == 201, made.text
+        base = f"/api/v1/knowledge/{kb}/connectors/{made.json()['id']}"
+        assert wait_synced(bob, base)["status"]["added"] == 1
+        assert admin.delete("/api/v1/groups/sales/members/bob").status_code in (200, 204)
+        runs_before = time.time()
+        assert bob.post(f"{base}/sync").status_code == 202
+        after = wait_synced(bob, base, runs_before)["status"]
+        assert after["state"] == "failed" and "connector_allowed_paths" in after["message"]
+
+
+def test_no_grant_reaches_the_data_dir(world) -> None:
+    server, _ = world
+    data = server.settings.storage.data_dir
+    with server.client("alice") as alice:
+        kb = alice.post("/api/v1/knowledge", json={"name": "data-dir"}).json()["id"]
+        for target in (data.parent, data, data / "notes"):
+            for options in ({}, {"include": "files/*.txt"}):
+                refused = _connector(alice, kb, str(target), kind="folder", options=options)
+                assert refused.status_code == 403, (target, refused.text)
+                assert "data" in refused.json()["detail"]
+        as_git = _connector(alice, kb, f"file://{data}", kind="git")
+        assert as_git.status_code == 403
+
+
+def test_a_writer_may_pause_and_sync_but_not_re_aim_the_owners_connector(world) -> None:
+    server, allowed = world
+    with server.client("alice") as alice, server.client("carol") as carol:
+        kb = alice.post("/api/v1/knowledge", json={"name": "shared-sync"}).json()["id"]
+        shared = alice.put(
+            f"/api/v1/knowledge/{kb}/grants",
+            json={"principal": "user:carol", "permission": "write"},
+        )
+        assert shared.status_code == 200, shared.text
+        made = _connector(
+            alice, kb, str(allowed / "team"), kind="folder", options={"exclude": "policies/"}
+        ).json()
+        base = f"/api/v1/knowledge/{kb}/connectors/{made['id']}"
+        for change in (
+            {"options": {}},  # drops the owner's exclude globs
+            {"options": {"exclude": "policies/", "include": "*.txt"}},
+            {"credentials": {"token": "carols-own"}},
+        ):
+            refused = carol.patch(base, json=change)
+            assert refused.status_code == 403 and refused.json()["code"] == "forbidden", change
+        assert alice.get(base).json()["options"] == {"exclude": "policies/"}
+        for change in ({"paused": True}, {"paused": False}, {"interval": 7200}):
+            assert carol.patch(base, json=change).status_code == 200, change
+        unchanged = carol.patch(base, json={"options": {"exclude": "policies/"}, "interval": 3600})
+        assert unchanged.status_code == 200  # the same options, sent back as the page does
+        assert carol.post(f"{base}/sync").status_code == 202
+        mine = alice.patch(base, json={"options": {}})
+        assert mine.status_code == 200 and mine.json()["options"] == {}
+    with server.client("admin") as admin:
+        by_admin = admin.patch(base, json={"options": {"exclude": "x/"}})
+        assert by_admin.status_code == 200

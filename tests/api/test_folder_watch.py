@@ -23,7 +23,7 @@ def world(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[tuple[KeyedServ
     (shares / "notes" / "first.md").write_text("The first note mentions the Albatross plan.")
     data = tmp_path_factory.mktemp("watch-server")
     with keyed_server(
-        data, onnx_embedder, fake_llm, ("alice",), connector_allowed_paths=str(shares)
+        data, onnx_embedder, fake_llm, ("alice",), connector_allowed_paths=f"{shares}=alice"
     ) as server:
         yield server, shares
 

@@ -182,10 +182,14 @@ class ConnectorSection(Section):
 
     connector_allowed_paths: str = setting(
         "",
-        "Comma-separated folders on the server's disk that connectors made over the API may "
-        "read (folder connectors, and git repositories given as a local path). Empty: none; "
-        "only the local operator (the CLI without a server) syncs other folders. Symlinks "
-        "that lead out of an allowed folder are not followed.",
+        "Folders on the server's disk that connectors made over the API may read (folder "
+        "connectors, and git repositories given as a local path), and for whom: comma-"
+        "separated entries PATH=WHO, where WHO is '*' (every user) or user names and @group "
+        "names separated by '|', e.g. '/srv/sales=@sales|alice, /srv/public=*'. A bare PATH "
+        "is for admins only. A connector reads with its owner's grants, checked at every "
+        "sync. Empty: none; only the local operator (the CLI without a server) syncs other "
+        "folders. No connector reads a folder holding or inside the data dir, whatever the "
+        "grants; symlinks that lead out of a folder are not followed.",
     )
 
     connector_interval: float = setting(

@@ -32,16 +32,28 @@ class Listing:
 
 
 @dataclass(frozen=True)
+class Reader:
+    """Whom a connector reads for (its owner): the folders granted in
+    ``connector_allowed_paths`` name users and groups."""
+
+    name: str
+    groups: frozenset[str] = frozenset()
+    admin: bool = False
+
+
+@dataclass(frozen=True)
 class SyncRequest:
     """What to list: ``target`` (a folder, a repository URL), kind-specific ``options``
     (branch, sub-path, include and exclude globs), decrypted ``credentials``, the cursor the
-    last sync ended at, and ``trusted``: the local operator, whom no allow-list limits."""
+    last sync ended at, ``trusted``: the local operator, whom no allow-list limits, and
+    ``reader``: the owner it reads for (None: nobody, so no granted folder)."""
 
     target: str
     options: Mapping[str, str] = field(default_factory=dict)
     credentials: Mapping[str, str] = field(default_factory=dict)
     cursor: str = ""
     trusted: bool = False
+    reader: Reader | None = None
 
 
 @runtime_checkable

@@ -3,51 +3,25 @@
 Its entries are the supported files under it (hidden entries skipped), with ``include`` and
 ``exclude`` globs and ``.gitignore``/``.citewellignore`` files applied as git does. A file's
 version is its size and modification time, so a sync reads only files that changed. Only
-folders under ``connector_allowed_paths`` may be read unless the local operator asks, and a
-symlink whose target is outside the folder is refused, never followed.
+folders granted to the connector's owner may be read unless the local operator asks
+(``folder_grants``), and a symlink whose target is outside the folder is refused, never
+followed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pathspec
 
 from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.errors import Forbidden, InvalidInput
+from citewell.connectors.folder_grants import FolderGrants, inside
+from citewell.errors import InvalidInput
 from citewell.loaders import supported_extensions
 
 IGNORE_FILES = (".gitignore", ".citewellignore")
-
-
-def allowed_roots(setting: str) -> tuple[Path, ...]:
-    """``connector_allowed_paths`` as resolved folders."""
-    return tuple(Path(p.strip()).expanduser().resolve() for p in setting.split(",") if p.strip())
-
-
-def inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def check_local_path(target: str, allowed: Sequence[Path], trusted: bool) -> Path:
-    """The folder ``target`` names, resolved, if it may be read (else InvalidInput for a
-    bad path, Forbidden for one outside the allow-list; both say what to do)."""
-    if not target or "\0" in target:
-        raise InvalidInput("Name a folder on the server, e.g. /srv/docs.")
-    path = Path(target).expanduser()
-    if not path.is_absolute():
-        raise InvalidInput(f"{target!r} is not an absolute path; name the folder from '/'.")
-    resolved = path.resolve()
-    if not trusted and not any(inside(resolved, root) for root in allowed):
-        raise Forbidden(
-            f"{target!r} is not under a folder that connectors may read; an admin lists such "
-            "folders in the setting connector_allowed_paths."
-        )
-    if not resolved.is_dir():
-        raise InvalidInput(f"{target!r} is not a folder on the server; check the path.")
-    return resolved
 
 
 def _spec(patterns: str) -> pathspec.GitIgnoreSpec | None:
@@ -131,14 +105,14 @@ class FolderWalk:
 class FolderSource:
     """A folder on the server's disk, for ``citewell ingest --source folder`` and connectors."""
 
-    def __init__(self, allowed: Sequence[Path]) -> None:
-        self.allowed = tuple(allowed)
+    def __init__(self, grants: FolderGrants) -> None:
+        self.grants = grants
 
     def check(self, request: SyncRequest) -> None:
-        check_local_path(request.target, self.allowed, request.trusted)
+        self.grants.check(request.target, request)
 
     def listing(self, request: SyncRequest) -> Listing:
-        root = check_local_path(request.target, self.allowed, request.trusted)
+        root = self.grants.check(request.target, request)
         walk = FolderWalk(
             root, request.options.get("include", ""), request.options.get("exclude", "")
         )

@@ -4,7 +4,7 @@ The server keeps a bare clone per repository and branch in its data dir and fetc
 before each sync. Entries are the tree's files (``git ls-tree``); a file's version is its
 blob id, so a sync reads only blobs that changed, and a renamed file keeps its id (and its
 embeddings). Remote URLs must be https, http, git or ssh, to a host the SSRF guard lets
-through; a local path (or ``file://``) only under ``connector_allowed_paths``. Credentials
+through; a local path (or ``file://``) only where a folder connector may read. Credentials
 (a token) travel in git's environment, never on a command line.
 
 git connects by itself, so the guard's answer is pinned for it: the host is resolved and
@@ -23,14 +23,14 @@ import re
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.connectors.folder import check_local_path
+from citewell.connectors.folder_grants import FolderGrants
 from citewell.errors import FetchFailed, InvalidInput
 from citewell.fetch.guard import AddressGuard
 from citewell.loaders import supported_extensions
@@ -57,14 +57,14 @@ class Connection:
     account_ssh: bool = False
 
 
-def _repository(target: str, allowed: Sequence[Path], trusted: bool) -> tuple[str, str]:
+def _repository(target: str, grants: FolderGrants, request: SyncRequest) -> tuple[str, str]:
     """(what git clones, the host to check or ""); raises for what may not be cloned."""
     if not target or target.startswith("-") or "\0" in target or TRANSPORT.match(target):
         raise InvalidInput(f"{target!r} is not a repository URL git may clone.")
     scheme = urlsplit(target).scheme.lower()
     if scheme == "file" or (not scheme and target.startswith(("/", "~"))):
         path = urlsplit(target).path if scheme == "file" else target
-        return str(check_local_path(path, allowed, trusted)), ""
+        return str(grants.check(path, request)), ""
     if SCP_LIKE.match(target):
         return target, target.split("@", 1)[1].split(":", 1)[0]
     if scheme not in REMOTE_SCHEMES:
@@ -81,11 +81,11 @@ def _repository(target: str, allowed: Sequence[Path], trusted: bool) -> tuple[st
 class GitSource:
     """Repositories through the ``git`` command, cloned under ``cache``."""
 
-    def __init__(self, cache: Path, allowed: Sequence[Path], guard: AddressGuard) -> None:
-        self.cache, self.allowed, self.guard = cache, tuple(allowed), guard
+    def __init__(self, cache: Path, grants: FolderGrants, guard: AddressGuard) -> None:
+        self.cache, self.grants, self.guard = cache, grants, guard
 
     def check(self, request: SyncRequest) -> None:
-        url, host = _repository(request.target, self.allowed, request.trusted)
+        url, host = _repository(request.target, self.grants, request)
         if host:
             self._address(host, url)
         if _is_ssh(url) and not request.trusted and not request.credentials.get("ssh_key"):
@@ -114,7 +114,7 @@ class GitSource:
     def connection(self, request: SyncRequest) -> Connection:
         """What git is given for ``request``: the checked address pinned, no redirects."""
         self.check(request)
-        url, host = _repository(request.target, self.allowed, request.trusted)
+        url, host = _repository(request.target, self.grants, request)
         if not host:
             return Connection(url, url)
         address = self._address(host, url)

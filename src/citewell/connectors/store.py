@@ -12,8 +12,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
+from citewell.connectors.entries import Reader
 from citewell.connectors.secrets import CredentialBox
-from citewell.db.models import ConnectorRow
+from citewell.db.models import ConnectorRow, GroupMemberRow, GroupRow, UserRow
 from citewell.errors import NameTaken
 
 MAX_ERRORS = 50  # per-item errors kept with a run's status
@@ -146,6 +147,23 @@ class ConnectorStore:
             query = query.where(ConnectorRow.kb_id.in_(list(kb_ids)))
         with self._sessions() as session:
             return [_connector(r) for r in session.scalars(query)]
+
+    def reader(self, user_id: str) -> Reader | None:
+        """The user a connector reads for, with their groups now (None: no such user, or
+        disabled: their connectors read no granted folder). A connector made with
+        authentication off has no owner and reads as an admin (as everyone was then)."""
+        if not user_id:
+            return Reader("", admin=True)
+        with self._sessions() as session:
+            user = session.get(UserRow, user_id)
+            if user is None or user.disabled:
+                return None
+            groups = session.scalars(
+                select(GroupRow.name)
+                .join(GroupMemberRow, GroupMemberRow.group_id == GroupRow.id)
+                .where(GroupMemberRow.user_id == user_id)
+            )
+            return Reader(user.name, frozenset(groups), user.role == "admin")
 
     def credentials(self, connector_id: str) -> dict[str, str]:
         with self._sessions() as session:

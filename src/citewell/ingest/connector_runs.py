@@ -60,6 +60,7 @@ class ConnectorRuns:
             self.store.credentials(connector.id),
             cursor,
             trusted=connector.local,
+            reader=self.store.reader(connector.created_by),
         )
 
     def remove(self, connector: Connector, delete_files: bool) -> int:

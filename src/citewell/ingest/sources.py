@@ -17,7 +17,8 @@ from typing import Protocol
 
 from citewell.config import Settings
 from citewell.connectors import Listing, Syncable, SyncRequest
-from citewell.connectors.folder import FolderSource, allowed_roots
+from citewell.connectors.folder import FolderSource
+from citewell.connectors.folder_grants import FolderGrants
 from citewell.connectors.git import GitSource
 from citewell.connectors.s3 import S3Source
 from citewell.connectors.webdav import WebDavSource
@@ -138,15 +139,24 @@ class ListedSource:
             yield SourceItem(key=entry.path, name=name, read=entry.read, url=entry.url)
 
 
+def folder_grants(settings: Settings) -> FolderGrants:
+    """connector_allowed_paths, and the data dir (and a SQLite database elsewhere), which
+    no connector reads."""
+    protected = [settings.storage.data_dir]
+    database = settings.storage.database_url
+    if database.startswith("sqlite:///") and database[len("sqlite:///") :]:
+        protected.append(Path(database[len("sqlite:///") :]))
+    return FolderGrants.parse(settings.connectors.connector_allowed_paths, protected)
+
+
 def folder_source(settings: Settings) -> FolderSource:
-    return FolderSource(allowed_roots(settings.connectors.connector_allowed_paths))
+    return FolderSource(folder_grants(settings))
 
 
 def git_source(settings: Settings) -> GitSource:
     """Repositories cloned under the data dir; remote hosts pass the URL fetches' guard."""
-    allowed = allowed_roots(settings.connectors.connector_allowed_paths)
     cache = settings.storage.data_dir / "connectors" / "git"
-    return GitSource(cache, allowed, fetch_guard(settings))
+    return GitSource(cache, folder_grants(settings), fetch_guard(settings))
 
 
 def webdav_source(settings: Settings) -> WebDavSource:

@@ -1,6 +1,12 @@
 """Connectors as one caller sees them: only writers of a KB see and manage its connectors
 (another KB's connector answers like a missing one); credentials go in and never come out;
-a folder outside ``connector_allowed_paths`` is refused unless the local operator asks."""
+a folder not granted to the caller in ``connector_allowed_paths`` is refused unless the
+local operator asks.
+
+A connector acts for its owner (it reads with the owner's folder grants and credentials),
+so only the owner or an admin may change what it reads, where it connects and with which
+credentials (``options``, ``credentials``); any writer of the KB may pause it, resume it,
+sync it now, change its interval or delete it."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from citewell.connectors import SyncRequest
 from citewell.connectors.store import Connector, SyncStatus
 from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
-from citewell.errors import ConnectorNotFound, InvalidInput
+from citewell.errors import ConnectorNotFound, Forbidden, InvalidInput
 from citewell.ingest.connector_runs import syncable
 from citewell.ingest.sources import SourceContext
 from citewell.ingest.sync import SyncTally
@@ -110,7 +116,7 @@ class ConnectorService:
         target_kb = self.view.writable_kb(kb)
         options = _checked(spec.options or {}, OPTIONS, "options")
         credentials = _checked(spec.credentials or {}, CREDENTIALS, "credentials")
-        self._check_source(spec.kind, spec.target, options)
+        self._check_source(spec.kind, spec.target, options, credentials)
         name = spec.name or spec.target.rstrip("/").rsplit("/", 1)[-1] or spec.kind
         return self.store.create(
             target_kb.id,
@@ -135,9 +141,15 @@ class ConnectorService:
     ) -> Connector:
         found = self.get(kb, connector_id)
         changes: dict[str, object] = {}
-        if options is not None:
-            changes["options"] = _checked(options, OPTIONS, "options")
-            self._check_source(found.kind, found.target, changes["options"], found.local)  # type: ignore[arg-type]
+        checked = None if options is None else _checked(options, OPTIONS, "options")
+        if (checked is not None and checked != dict(found.options)) or credentials is not None:
+            self._check_owner(found)
+        if checked is not None:
+            changes["options"] = checked
+            stored = self.store.credentials(found.id) if credentials is None else credentials
+            self._check_source(
+                found.kind, found.target, checked, stored, found.local, found.created_by
+            )
         if interval is not None:
             changes["interval"] = self._interval(interval)
         if paused is not None:
@@ -146,6 +158,16 @@ class ConnectorService:
         updated = self.store.update(found.id, sealed, **changes)
         assert updated is not None
         return updated
+
+    def _check_owner(self, connector: Connector) -> None:
+        user = self.view.access.user
+        if self.local or user is None or user.is_admin or user.id == connector.created_by:
+            return
+        raise Forbidden(
+            "Only the connector's owner or an admin may change what it reads, where it "
+            "connects and its credentials (it reads with its owner's access). You may pause "
+            "it, sync it, change its interval, or make a connector of your own."
+        )
 
     def sync_now(self, kb: str, connector_id: str) -> Job:
         """Queue a sync now (or answer the one queued or running)."""
@@ -171,7 +193,13 @@ class ConnectorService:
         return interval
 
     def _check_source(
-        self, kind: str, target: str, options: Mapping[str, str], local: bool | None = None
+        self,
+        kind: str,
+        target: str,
+        options: Mapping[str, str],
+        credentials: Mapping[str, str],
+        local: bool | None = None,
+        owner: str | None = None,
     ) -> None:
         parts = urlsplit(target)
         if "://" in target and (parts.username or parts.password):
@@ -180,7 +208,9 @@ class ConnectorService:
                 "target is shown to every writer of the KB."
             )
         context = SourceContext(self.app.settings, self.app.web)
-        request = SyncRequest(target, options, trusted=self.local if local is None else local)
+        trusted = self.local if local is None else local
+        reader = self.store.reader(self.view.access.user_id if owner is None else owner)
+        request = SyncRequest(target, options, credentials, trusted=trusted, reader=reader)
         syncable(kind, context).check(request)
 
 
