@@ -509,3 +509,26 @@ def test_a_rotated_signing_key_is_fetched_when_a_token_names_it(world: World) ->
     world.oidc.rotate_key()  # the provider publishes a new key (and still the old one)
     assert client.verify_access_token(world.oidc.sign(claims))["sub"] == "erin"
     client.close()
+
+
+def test_the_providers_words_never_reach_the_sign_in_page(world: World) -> None:
+    """A refusal names a code; the page says fixed words for it (views/signin.js)."""
+    said = "Your account is locked. Call +1 555 0100 to unlock it"
+    with world.client() as browser:
+        landed = browser.get(
+            "/api/v1/auth/oidc/callback",
+            params={"error": "access_denied", "error_description": said},
+        )
+    location = landed.headers["location"]
+    assert "555" not in location and "locked" not in location and "access_denied" not in location
+    assert _page_values(landed)[1] == {"code": "identity_provider_refused", "next": "/kbs"}
+
+
+def test_oidc_without_the_public_url_fails_the_start(world: World) -> None:
+    from citewell.errors import ConfigError
+
+    settings = world.app.settings.identity
+    with pytest.raises(ConfigError, match="public_url"):
+        from citewell.auth.identity.oidc import OidcClient
+
+        OidcClient(settings, "/api/v1/auth/oidc/callback")

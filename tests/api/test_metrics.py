@@ -88,6 +88,27 @@ def test_only_loopback_or_the_token_may_read(tmp_path, onnx_embedder):
         assert right.status_code == 200 and "citewell_http_requests_total" in right.text
 
 
+def test_with_a_token_loopback_needs_it_too(tmp_path, onnx_embedder):
+    """Behind a proxy on the same host every request is from loopback: a token set means
+    every caller sends it, and a client's X-Forwarded-For changes nothing."""
+    keyed = Settings.load(data_dir=tmp_path / "c", auth="none", metrics_token="s3cret-scrape")
+    app = Citewell.from_settings(keyed, embedder=onnx_embedder)
+    with run_server(keyed, onnx_embedder, app) as url:
+        assert httpx.get(f"{url}/metrics", timeout=30).status_code == 401
+        spoofed = {"X-Forwarded-For": "127.0.0.1"}
+        assert httpx.get(f"{url}/metrics", headers=spoofed, timeout=30).status_code == 401
+        token = {"Authorization": "Bearer s3cret-scrape"}
+        assert httpx.get(f"{url}/metrics", headers=token, timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize("value", ["*", "127.0.0.1,*"])
+def test_forwarded_headers_from_anyone_are_refused_at_start(tmp_path, value):
+    from citewell.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="may not be '\\*'"):
+        Settings.load(data_dir=tmp_path, forwarded_allow_ips=value)
+
+
 def test_every_metric_the_dashboard_and_alerts_use_exists(served):
     """docs/grafana-dashboard.json and the alerts in docs/deploy.md name only real metrics."""
     from tests.conftest import REPO

@@ -80,7 +80,7 @@ def test_a_person_without_an_account_is_told_why(page, site) -> None:
     page.goto(site.url + "/")
     _provider_login(page, "mallory", "mallory-idp-pass")
     page.get_by_role("heading", name="Sign in to Citewell").wait_for()
-    page.get_by_text("has no Citewell account").wait_for()
+    page.get_by_text("you have no Citewell account yet").wait_for()
     assert "mallory" not in {u.name for u in AuthStore(site.app.catalog.engine).list_users()}
 
 

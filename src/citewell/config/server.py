@@ -124,6 +124,18 @@ class ServerSection(Section):
         "LOG_FORMAT",
     )
 
+    @field_validator("forwarded_allow_ips", mode="after")
+    @classmethod
+    def _named_proxies(cls, value: str) -> str:
+        if "*" in value:
+            raise ValueError(
+                "forwarded_allow_ips may not be '*': any client could send X-Forwarded-For "
+                "and pass as 127.0.0.1 (reading /metrics, dodging the sign-in throttle). Name "
+                "your reverse proxies' addresses or networks, e.g. 127.0.0.1,10.0.0.0/8 "
+                "(FORWARDED_ALLOW_IPS, as Open WebUI's Docker image sets it, too)."
+            )
+        return value
+
     @field_validator("log_level", "log_format", mode="before")
     @classmethod
     def _owui_log_names(cls, value: Any, info: ValidationInfo) -> Any:
@@ -137,8 +149,9 @@ class ServerSection(Section):
     forwarded_allow_ips: str = setting(
         "127.0.0.1",
         "Proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or "
-        "networks, comma-separated; '*' for any): the client address of a request through "
-        "them is the one they forward (login throttle, logs). Uvicorn's setting of the name.",
+        "networks, comma-separated): the client address of a request through them is the "
+        "one they forward (login throttle, /metrics from loopback, logs). Uvicorn's setting "
+        "of the name. '*' is refused: any client could then claim any address.",
         "FORWARDED_ALLOW_IPS",
     )
 

@@ -79,14 +79,17 @@ def oidc_callback(
     error_description: str = "",
 ) -> RedirectResponse:
     """Where the provider sends the browser back: on to the page with a one-time ticket, or
-    with the reason the sign-in was refused."""
+    with the code of the reason the sign-in was refused. The page shows a fixed message per
+    code: no text of the provider's or the caller's reaches it (it would be shown as
+    Citewell's own words)."""
     if error:
-        return _to_page(DEFAULT_RETURN, error=error_description or error)
+        log.info("OIDC provider refused the sign-in: %s %s", error[:100], error_description[:300])
+        return _to_page(DEFAULT_RETURN, code="identity_provider_refused")
     try:
         ticket, target = accounts.finish_oidc(code, state)
     except CitewellError as exc:
         log.info("OIDC sign-in refused: %s", exc)
-        return _to_page(DEFAULT_RETURN, error=str(exc), code=exc.code)
+        return _to_page(DEFAULT_RETURN, code=exc.code)
     return _to_page(target, ticket=ticket)
 
 

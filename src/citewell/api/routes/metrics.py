@@ -1,6 +1,7 @@
-"""``GET /metrics``: Prometheus' text format. Who may read it: requests from a loopback
-address, or anyone sending ``Authorization: Bearer <metrics_token>`` when an admin set one.
-Behind a reverse proxy on the same host every request comes from loopback: set a token."""
+"""``GET /metrics``: Prometheus' text format. Who may read it: with ``metrics_token`` set,
+only callers sending ``Authorization: Bearer <metrics_token>`` (loopback too: behind a
+reverse proxy on the same host every request comes from loopback); without one, requests
+from a loopback address."""
 
 from __future__ import annotations
 
@@ -33,13 +34,13 @@ def check_reader(request: Request, token: str) -> None:
         if hmac.compare_digest(given.strip().encode(), token.encode()):
             return
         raise Unauthenticated("That is not the metrics token (metrics_token).")
-    if _from_loopback(request):
-        return
     if token:
         raise Unauthenticated(
             "Send the metrics token: Authorization: Bearer <metrics_token>.",
             {"WWW-Authenticate": "Bearer"},
         )
+    if _from_loopback(request):
+        return
     raise Forbidden(
         "/metrics answers loopback addresses only; set metrics_token to let a Prometheus "
         "elsewhere read it with that token."

@@ -80,6 +80,12 @@ class OidcClient:
             raise ConfigError(
                 "OIDC sign-in needs oidc_client_id (Citewell's client at the provider)."
             )
+        if not redirect_uri.startswith(("https://", "http://")):
+            raise ConfigError(
+                "OIDC sign-in needs the URL people open Citewell at: set public_url (e.g. "
+                "https://rag.example.org) or oidc_redirect_uri, so the provider sends them "
+                "back to Citewell and nowhere else."
+            )
         self.settings, self.issuer, self.redirect_uri = settings, issuer, redirect_uri
         self._http = httpx.Client(timeout=TIMEOUT, follow_redirects=False, transport=traced())
         self._lock = threading.Lock()

@@ -6,7 +6,7 @@ import { chatView } from "./views/chat.js";
 import { kbListView, kbView } from "./views/kbs.js";
 import { keysView } from "./views/keys.js";
 import { searchView } from "./views/search.js";
-import { finishProviderSignIn, signInView } from "./views/signin.js";
+import { finishProviderSignIn, refusal, signInView } from "./views/signin.js";
 import { viewerView } from "./views/viewer.js";
 
 const routes = [
@@ -72,12 +72,12 @@ async function render() {
     showChrome();
     const refused = path === "#/sign-in";
     const back = refused ? `#${params.get("next") || "/kbs"}` : location.hash || "#/kbs";
-    const error = refused ? params.get("error") || "" : "";
+    const code = refused ? params.get("code") || "" : "";
     const done = async () => { await whoAmI(); location.hash = back === "#/sign-in" ? "#/kbs" : back; await render(); };
-    clear(main, await signInView(done, { back, error }));
+    clear(main, await signInView(done, { back, refused: code }));
     return;
   }
-  if (path === "#/sign-in" && params.get("error")) notice(`Signing in did not work: ${params.get("error")}`, "error");
+  if (path === "#/sign-in" && params.get("code")) notice(`Signing in did not work: ${refusal(params.get("code"))}`, "error");
   const route = routes.find(([pattern]) => pattern.test(path));
   if (!route) {
     location.replace("#/kbs");

@@ -64,10 +64,25 @@ function keyForm(done) {
   });
 }
 
-/** `error`: why the provider's sign-in was refused (from the callback), shown first. */
-export async function signInView(done, { back = "#/kbs", error = "" } = {}) {
+/** Why a provider's sign-in was refused, by the callback's code: fixed words of Citewell's
+ * own, so no text in the address (which anyone can write) is shown as if Citewell said it. */
+const REFUSALS = {
+  sign_up_closed: "You signed in at your company's sign-in, but you have no Citewell account yet. Ask an admin to make one.",
+  identity_refused: "Your company's sign-in answered in a way Citewell does not accept, or took too long. Try again.",
+  identity_conflict: "Your company's sign-in names an account that is already linked to someone else. Ask an admin.",
+  identity_provider_unavailable: "Your company's sign-in could not be reached. Try again later.",
+  identity_provider_refused: "Your company's sign-in refused or was cancelled.",
+  forbidden: "This account may not sign in (it may be disabled). Ask an admin.",
+};
+
+export function refusal(code) {
+  return REFUSALS[code] || "Signing in did not work. Try again.";
+}
+
+/** `refused`: the code of why the provider's sign-in was refused (from the callback). */
+export async function signInView(done, { back = "#/kbs", refused = "" } = {}) {
   const methods = await offered();
-  if (error) notice(`Signing in did not work: ${error}`, "error");
+  if (refused) notice(`Signing in did not work: ${refusal(refused)}`, "error");
   return h("section", { class: "sign-in" }, h("h1", {}, "Sign in to Citewell"),
     providerLink(methods, back), passwordForm(methods, done), keyForm(done));
 }
