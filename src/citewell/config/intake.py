@@ -51,6 +51,27 @@ class ExtractionSection(Section):
         "be enforced and a crashing parser cannot take the server down.",
     )
 
+    render_workers: int = setting(
+        2,
+        "Worker processes that draw the viewer's page images, apart from extraction (a slow "
+        "page never holds up ingestion). One user never holds all of them, so another "
+        "user's page waits for at most one render.",
+        ge=1,
+    )
+
+    render_timeout: float = setting(
+        10.0,
+        "Seconds one page image may take to draw before it is stopped and refused (the "
+        "viewer then shows the extracted text).",
+        gt=0,
+    )
+
+    render_per_user: int = setting(
+        2,
+        "Page images one user may have being drawn or waiting at once; more answer 429.",
+        ge=1,
+    )
+
     max_document_chars: int = setting(
         20_000_000,
         "Largest extracted text accepted from one file, in characters (~20 MB); bigger files "

@@ -28,7 +28,7 @@ from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.connector_runs import connector_runs
 from citewell.ingest.ingestor import Ingestor
-from citewell.ingest.reading import reader_from_settings
+from citewell.ingest.reading import reader_from_settings, render_pool
 from citewell.ingest.rechunk import Rechunker
 from citewell.ingest.sources import SourceContext, SourceRequest, UploadSource, gather
 from citewell.ingest.types import IngestEstimate, ProgressCallback
@@ -69,6 +69,7 @@ class Engine:
         self.measure = budget_measure(self.embedder)  # prompt budgets and input limits
         self.retriever = retriever
         self.reader = reader or reader_from_settings(settings)
+        self.renders = render_pool(settings, self.reader)  # the viewer's page images
         self.chunk_sets = ChunkSets(catalog, live, self.enricher_for)
         self.ingestor = Ingestor(
             settings,
@@ -161,6 +162,7 @@ class Engine:
         self.web.close()
         if isinstance(self.reader, IsolatedReader | ReaderPool):
             self.reader.close()
+        self.renders.close()
 
     # --- knowledge bases ----------------------------------------------------------
     def create_kb(

@@ -164,7 +164,7 @@ class Scoped:
         record, data = self.file_original(file_id)
         if record.mime_type != "application/pdf" or not data:
             raise InvalidInput(f"{record.name} is not a PDF: only PDF pages are shown as images.")
-        return self.app.reader.render(data, page, width)
+        return self.app.renders.render(data, page, width, self.access.user_id)
 
     def _readable_links(self, file_id: str) -> list[FileLink]:
         links = self.app.catalog.links(file_ids=[file_id])

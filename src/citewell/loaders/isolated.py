@@ -45,8 +45,12 @@ class ReaderConfig:
 class IsolatedReader:
     """``read(data, name)`` like ``DocumentReader``, run in a worker process with limits."""
 
-    def __init__(self, config: ReaderConfig) -> None:
-        self.config = config
+    def __init__(
+        self, config: ReaderConfig, work: str = "text extraction", limit: str = "extract_timeout"
+    ) -> None:
+        """``work`` and ``limit``: what the worker does and the setting of its time limit,
+        for the message when it runs over."""
+        self.config, self.work, self.limit = config, work, limit
         self._context = multiprocessing.get_context("spawn")  # no fork of a threaded server
         self._lock = threading.Lock()
         self._process: Any = None
@@ -69,8 +73,8 @@ class IsolatedReader:
             if not connection.poll(self.config.timeout):
                 self._stop()
                 raise ParseError(
-                    f"{name}: text extraction took longer than {self.config.timeout:.0f} s and "
-                    "was stopped; raise extract_timeout if the file is genuinely that big."
+                    f"{name}: {self.work} took longer than {self.config.timeout:g} s and was "
+                    f"stopped; raise {self.limit} if the file is genuinely that big."
                 )
             try:
                 reply = connection.recv()

@@ -5,7 +5,9 @@ table, as the PDF 1.4 reference describes."""
 
 from __future__ import annotations
 
+import random
 import textwrap
+import zlib
 from dataclasses import dataclass, field
 
 WIDTH, HEIGHT = 612.0, 792.0  # US Letter, in points
@@ -72,8 +74,8 @@ class Page:
         return y + size
 
 
-def pdf_bytes(pages: list[Page]) -> bytes:
-    """The pages as one PDF file."""
+def pdf_bytes(pages: list[Page], compress: bool = False) -> bytes:
+    """The pages as one PDF file (``compress``: content streams deflated)."""
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"",  # the page tree, once the pages' numbers are known
@@ -83,7 +85,12 @@ def pdf_bytes(pages: list[Page]) -> bytes:
     kids = []
     for page in pages:
         stream = "\n".join(page.ops).encode("cp1252", "replace")
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        deflate = b""
+        if compress:
+            stream, deflate = zlib.compress(stream, 9), b" /Filter /FlateDecode"
+        objects.append(
+            b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(stream), deflate, stream)
+        )
         content = len(objects)
         objects.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents %d 0 R "
@@ -105,3 +112,19 @@ def pdf_bytes(pages: list[Page]) -> bytes:
         xref,
     )
     return bytes(out)
+
+
+def slow_page_pdf(paths: int = 1000, curves: int = 60) -> bytes:
+    """A PDF of a few KB whose one page takes seconds to draw: the same filled path of
+    ``curves`` random curves, ``paths`` times (about 7 s at 1200 px wide on a 2-core box
+    for the defaults), under a line of text (so it is not taken for a scan)."""
+    chance = random.Random(1)
+
+    def point() -> str:
+        return f"{chance.randint(0, int(WIDTH))} {chance.randint(0, int(HEIGHT))}"
+
+    shape = [f"{point()} m", *(f"{point()} {point()} {point()} c" for _ in range(curves)), "f*"]
+    page = Page()
+    page.text(72, 72, "A page drawn slowly: many filled curves.")
+    page.ops += shape * paths
+    return pdf_bytes([page], compress=True)
