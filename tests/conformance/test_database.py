@@ -55,6 +55,19 @@ def test_jobs_are_claimed_oldest_first_once_and_retried(database):
     assert counts == {"indexed": 1, "parsing": 4}
 
 
+def test_users_take_turns_in_the_queue(database):
+    """Bob queued 50 files before alice's one: alice's is in the next claim, and first."""
+    jobs = JobStore(database)
+    files = [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(50)]
+    bobs = jobs.enqueue("kb-bob", files, added_by="bob")
+    (alices,) = jobs.enqueue("kb-alice", [(JobStore.new_id(), "a.md", "a")], added_by="alice")
+    claimed = jobs.claim(4)
+    assert [j.added_by for j in claimed] == ["bob", "alice", "bob", "bob"]
+    assert claimed[1].id == alices.id
+    assert [j.id for j in claimed if j.added_by == "bob"] == [j.id for j in bobs[:3]]
+    assert [j.id for j in jobs.claim(3)] == [j.id for j in bobs[3:6]]  # then bob's, in order
+
+
 def test_a_killed_workers_jobs_return_to_the_queue_when_their_lease_passes(database):
     alive, killed = JobStore(database, lease_seconds=0.5), JobStore(database, lease_seconds=0.5)
     queued = alive.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(4)])

@@ -4,7 +4,6 @@ retriever, the stored files, the LLM and the document reader."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +21,7 @@ from citewell.db import ensure_schema, open_engine
 from citewell.db.schema import ensure_vector_extension
 from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.jobs import JobStore
+from citewell.jobs.turns import TurnLock
 from citewell.live_settings import LiveSettings, needs_llm, retrieval_settings
 from citewell.llm.base import LLM
 from citewell.llm.measured import measured
@@ -90,7 +90,7 @@ class Parts:
             else EmbeddingCache(data_dir / "embeddings.sqlite")
         )
         jobs = JobStore(catalog.engine, settings.jobs.job_lease_seconds)
-        lock = threading.Lock()
+        lock = TurnLock()  # uploads are not held back behind the job queue
         spaces = EmbeddingSpaces(
             settings, catalog, jobs, cache, lock, embedder, previous, switch_models
         )

@@ -52,10 +52,10 @@ class ExtractionSection(Section):
     )
 
     render_workers: int = setting(
-        2,
+        3,
         "Worker processes that draw the viewer's page images, apart from extraction (a slow "
-        "page never holds up ingestion). One user never holds all of them, so another "
-        "user's page waits for at most one render.",
+        "page never holds up ingestion). A user's pages are drawn one at a time, so the "
+        "others are free for other users (and a spare is warm when one was stopped).",
         ge=1,
     )
 

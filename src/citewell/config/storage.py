@@ -164,6 +164,14 @@ class JobSection(Section):
         "small files still make full embedding batches.",
     )
 
+    job_slice_files: int = setting(
+        8,
+        "Of the files taken at once, how many are ingested under one hold of the index's "
+        "lock. Between slices a user's upload that waits goes first, so it waits for one "
+        "slice rather than the whole batch; larger slices embed a little faster.",
+        ge=1,
+    )
+
     job_max_attempts: int = setting(
         3, "Attempts a job gets when it fails for a reason that may pass (a service down)."
     )

@@ -19,6 +19,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.errors import CitewellError, ConnectorNotFound
 from citewell.ingest.connector_runs import ConnectorRuns
 from citewell.ingest.ingestor import Ingestor
+from citewell.ingest.preload import preload
 from citewell.ingest.types import ItemEvent
 from citewell.jobs.store import Job, JobStore
 from citewell.plugins import Registry
@@ -96,7 +97,10 @@ class JobCancelled(CitewellError):
 
 
 class IngestJobs:
-    """``ingest``: staged uploads through the ingestor, one pass for the whole group."""
+    """``ingest``: staged uploads through the ingestor, job_slice_files files a pass.
+    Between passes the lock is free, and a user's upload that waits for it goes first
+    (TurnLock): so it waits for a slice, not the whole claim. The claim's files are parsed
+    and embedded first, without the lock (ingest.preload), so a slice only writes."""
 
     def __init__(self, context: JobContext) -> None:
         self.context = context
@@ -132,8 +136,13 @@ class IngestJobs:
         group: Sequence[Job],
     ) -> None:
         observer = self._observer(by_key, updates)
+        ingestor = self.context.ingestor
+        size = ingestor.settings.jobs.job_slice_files
         try:
-            self.context.ingestor.ingest(items, kb_id, observer=observer, optimize=False)
+            ready = preload(ingestor, items, kb_id) if len(items) > size else None
+            for start in range(0, len(items), size):
+                part = items[start : start + size]
+                ingestor.ingest(part, kb_id, observer=observer, optimize=False, preloaded=ready)
         except CitewellError as exc:  # a store or embedding pass failed: the unfinished retry
             updates.write()
             for job in group:

@@ -156,7 +156,9 @@ class JobRunner:
         groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
         for job in claimed:
             groups[job.operation, job.kb_id].append(job)
-        for (operation, kb_id), group in groups.items():
+        # The fewest files first: a user's single upload claimed beside another user's
+        # hundreds is not kept waiting behind all of them (the claim took users in turn).
+        for (operation, kb_id), group in sorted(groups.items(), key=lambda g: len(g[1])):
             count_jobs(operation, "taken", len(group))
             with job_span(operation, len(group)):  # a trace of its own
                 self.handlers[operation].run(kb_id, group)

@@ -22,7 +22,7 @@ from citewell.errors import CitewellError, StoreError
 from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
 from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.links import LINKS_PER_FLUSH, PendingLink, plan_links
-from citewell.ingest.run import IngestRun, Parsing, PendingFile, prepare_file
+from citewell.ingest.run import IngestRun, Parsing, PendingFile, Preloaded, prepare_file
 from citewell.ingest.sentences import SpaceWriter, sentence_rows
 from citewell.ingest.types import (
     ActiveSpace,
@@ -33,6 +33,7 @@ from citewell.ingest.types import (
     ProgressCallback,
     Reader,
 )
+from citewell.jobs.turns import TurnLock
 from citewell.sources import SourceItem
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
@@ -55,7 +56,7 @@ class Ingestor:
         storage: FileStorage,
         space: Callable[[], ActiveSpace],
         reader: Reader,
-        lock: threading.Lock | None,
+        lock: TurnLock | threading.Lock | None,
         splitter: Callable[[CachedEmbedder], Splitter],
         enricher: Callable[[], Enricher],
         sets: ChunkSets,
@@ -77,9 +78,9 @@ class Ingestor:
         self.storage = storage
         self._space = space
         # One write at a time; the embedding spaces hold it too while the active one changes.
-        self.lock = lock or threading.Lock()
+        self.lock: TurnLock | threading.Lock = lock or TurnLock()
 
-    def _parsing(self) -> Parsing:
+    def parsing(self) -> Parsing:
         """The reader as it is now (tests and the engine may swap it after construction)."""
         return Parsing(self.reader, self.rows, self.catalog.file_id)
 
@@ -108,13 +109,15 @@ class Ingestor:
         strict: bool = False,
         observer: Observer | None = None,
         optimize: bool = True,
+        preloaded: Preloaded | None = None,
     ) -> IngestReport:
         """Ingest ``items`` into ``kb``; ``observer`` hears each item's steps (the job queue
         records them; it may raise a CitewellError at 'parsing' to skip an item). The job
-        queue passes ``optimize=False`` and compacts the store itself, less often."""
+        queue passes ``optimize=False`` and compacts the store itself, less often, and what
+        it ``preloaded`` (ingest.preload) without the lock."""
         target = self.catalog.ensure_kb(kb)
         with self.lock, embedding_tenant(target.owner_id):  # the KB owner's cache, no other
-            report = self._ingest_items(items, target.id, progress, strict, observer)
+            report = self._ingest_items(items, target.id, progress, strict, observer, preloaded)
             if optimize:
                 self.writer.optimize()
             return report
@@ -126,6 +129,7 @@ class Ingestor:
         progress: ProgressCallback | None,
         strict: bool = False,
         observer: Observer | None = None,
+        preloaded: Preloaded | None = None,
     ) -> IngestReport:
         target_kb = self.catalog.ensure_kb(kb)
         run = IngestRun(
@@ -134,6 +138,7 @@ class Ingestor:
             progress,
             self.sets.targets(target_kb.id, self.embedder),
             observer=observer,
+            preloaded=preloaded,
         )
         existing = self.catalog.files_in_kb(run.kb.id)
         embedded_before = self.embedder.embedded
@@ -229,10 +234,12 @@ class Ingestor:
         known = self.catalog.file_by_sha(digest, run.kb.owner_id)  # the tenant's own only
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
-            prepare = partial(
-                prepare_file, self._parsing(), item, data, digest, run.kb.owner_id, run.targets
-            )
-            future = pool.submit(copy_context().run, prepare)  # splitters embed as the tenant
+            future = run.preloaded.parsed(item.key, digest, run.targets) if run.preloaded else None
+            if future is None:
+                prepare = partial(
+                    prepare_file, self.parsing(), item, data, digest, run.kb.owner_id, run.targets
+                )
+                future = pool.submit(copy_context().run, prepare)  # splitters embed as tenant
             run.parsing[future] = (item, digest, previous)
             return False
         file_id = (known or pending_same.record).id  # type: ignore[union-attr]

@@ -39,6 +39,23 @@ class PendingFile:
     sections: tuple[Section, ...]
 
 
+@dataclass(frozen=True)
+class Preloaded:
+    """Parsed files of a batch by item key: (the bytes' digest, the parse's future)."""
+
+    targets: tuple[ChunkTarget, ...] = ()
+    files: dict[str, tuple[str, Future[PendingFile]]] = field(default_factory=dict)
+
+    def parsed(
+        self, key: str, digest: str, targets: tuple[ChunkTarget, ...]
+    ) -> Future[PendingFile] | None:
+        """The parse of ``key``'s bytes ``digest`` into ``targets``, if it was done."""
+        found = self.files.get(key)
+        if found is None or found[0] != digest or targets != self.targets:
+            return None
+        return found[1]
+
+
 @dataclass
 class IngestRun:
     """One ingest call's state: what is being parsed, what waits to be embedded, counts."""
@@ -57,6 +74,7 @@ class IngestRun:
     counts: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     observer: Observer | None = None
+    preloaded: Preloaded | None = None  # parsed ahead of the lock (ingest.preload)
 
     def notify(
         self, key: str, state: str, file_id: str = "", error: CitewellError | None = None

@@ -91,6 +91,17 @@ def _held(condition: ColumnElement[bool], claim: str | None) -> ColumnElement[bo
     return condition if claim is None else condition & (JobRow.claim == claim)
 
 
+def in_turn(jobs: Sequence[Job]) -> list[Job]:
+    """``jobs`` (oldest first) as users take turns: each user's first, then each second..."""
+    taken: dict[str, int] = {}
+    turns = []
+    for job in jobs:
+        taken[job.added_by] = taken.get(job.added_by, 0) + 1
+        turns.append((taken[job.added_by], job.created_at, job.id))
+    order = {job_id: i for i, (*_, job_id) in enumerate(sorted(turns))}
+    return sorted(jobs, key=lambda job: order[job.id])
+
+
 class JobStore:
     def __init__(self, engine: Engine, lease_seconds: float = 30.0) -> None:
         ensure_schema(engine)
@@ -135,18 +146,22 @@ class JobStore:
         return [_job(r) for r in rows]
 
     def claim(self, limit: int, operations: Sequence[str] | None = None) -> list[Job]:
-        """Up to ``limit`` queued jobs that are due (of ``operations`` only, if given), oldest
-        first, now 'parsing' and ours."""
+        """Up to ``limit`` queued jobs that are due (of ``operations`` only, if given), now
+        'parsing' and ours. Users take turns: each user's oldest job first, then each
+        user's second oldest, and so on, so one user's thousand queued files do not hold
+        another user's single upload back by more than one job each."""
         token, now = uuid.uuid4().hex, time.time()
         condition = (JobRow.state == "queued") & (JobRow.not_before <= now)
         if operations is not None:
             condition = condition & JobRow.operation.in_(operations)
+        turn = func.row_number().over(partition_by=JobRow.added_by, order_by=JobRow.created_at)
+        ranked = select(JobRow.id, turn.label("turn")).where(condition).cte("ranked")
         due = (
             select(JobRow.id)
-            .where(condition)
-            .order_by(JobRow.created_at)
+            .join(ranked, ranked.c.id == JobRow.id)
+            .order_by(ranked.c.turn, JobRow.created_at)
             .limit(limit)
-            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite writes one at a time
+            .with_for_update(skip_locked=True, of=JobRow)  # PostgreSQL; SQLite: one writer
             # As a subquery PostgreSQL may run it again per row, ignoring the limit.
             .cte("due")
             .prefix_with("MATERIALIZED")
@@ -168,7 +183,7 @@ class JobStore:
             rows = session.scalars(
                 select(JobRow).where(JobRow.claim == token).order_by(JobRow.created_at)
             )
-            return [_job(r) for r in rows]
+            return in_turn([_job(r) for r in rows])
 
     def get(self, job_id: str) -> Job:
         with self._sessions() as session:

@@ -8,7 +8,9 @@ file). Parsers are C and Python code fed untrusted bytes: this is where that ris
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import queue
 import threading
 from dataclasses import dataclass
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from citewell.loaders import DocumentReader
 
 
+YIELDING = 10  # the niceness of a worker past yield_after
+
+
 @dataclass(frozen=True)
 class ReaderConfig:
     """What a worker needs to build its reader; plain values, so it crosses processes."""
@@ -33,6 +38,9 @@ class ReaderConfig:
     max_chars: int = 20_000_000
     timeout: float = 300.0
     memory_mb: int = 4096
+    # Seconds after which a task still running yields its CPU (niceness +10) to the server
+    # and the other workers: a page drawn for long is one built to be slow. 0: never.
+    yield_after: float = 0.0
 
     def reader(self) -> DocumentReader:
         from citewell.loaders import DocumentReader  # here: loaders/__init__ is the importer
@@ -55,6 +63,7 @@ class IsolatedReader:
         self._lock = threading.Lock()
         self._process: Any = None
         self._connection: Connection | None = None
+        self._ready = False  # the worker said it is up (its imports done)
 
     def read(self, data: bytes, name: str) -> Document:
         document: Document = self._ask(("read", data, name), name)
@@ -69,9 +78,12 @@ class IsolatedReader:
     def _ask(self, message: tuple[Any, ...], name: str) -> Any:
         with self._lock:
             connection = self._worker()
+            if not self._ready and connection.poll(self.config.timeout):
+                self._ready = connection.recv() == ("ready",)
             connection.send(message)
-            if not connection.poll(self.config.timeout):
+            if not self._answered_in_time(connection):
                 self._stop()
+                self._worker()  # its successor starts now, not on the next file's clock
                 raise ParseError(
                     f"{name}: {self.work} took longer than {self.config.timeout:g} s and was "
                     f"stopped; raise {self.limit} if the file is genuinely that big."
@@ -91,6 +103,35 @@ class IsolatedReader:
             error_class = ParseError
         raise error_class(reply[2])
 
+    def _answered_in_time(self, connection: Connection) -> bool:
+        """Wait for the worker's answer up to the time limit; past ``yield_after`` its
+        process runs at a lower priority until it answers."""
+        slow_after = self.config.yield_after
+        if not 0 < slow_after < self.config.timeout or connection.poll(slow_after):
+            return connection.poll(self.config.timeout)
+        pid = self._process.pid
+        os.setpriority(os.PRIO_PROCESS, pid, YIELDING)
+        answered = connection.poll(self.config.timeout - slow_after)
+        if answered:
+            with contextlib.suppress(OSError):  # back to normal (only root may lower it)
+                os.setpriority(os.PRIO_PROCESS, pid, 0)
+        return answered
+
+    @property
+    def warm(self) -> bool:
+        """Whether its worker process is up and waiting (the next ask waits for no start).
+        Only for a reader nobody is asking now."""
+        if self._process is None or not self._process.is_alive() or self._connection is None:
+            return False
+        if not self._ready and self._connection.poll(0):
+            self._ready = self._connection.recv() == ("ready",)
+        return self._ready
+
+    def start(self) -> None:
+        """Start its worker process now, if none runs (without waiting for it to be up)."""
+        with self._lock:
+            self._worker()
+
     def _worker(self) -> Connection:
         if self._process is None or not self._process.is_alive():
             self._stop()
@@ -100,7 +141,7 @@ class IsolatedReader:
             )
             self._process.start()
             child.close()
-            self._connection = parent
+            self._connection, self._ready = parent, False
         assert self._connection is not None
         return self._connection
 
@@ -130,7 +171,8 @@ def _serve(connection: Connection, config: ReaderConfig) -> None:
 
         limit = config.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    reader = config.reader()
+    readers: list[DocumentReader] = []  # built on the first file: a page renderer needs none
+    connection.send(("ready",))
     while True:
         try:
             message = connection.recv()
@@ -138,16 +180,22 @@ def _serve(connection: Connection, config: ReaderConfig) -> None:
             return
         if message is None:
             return
-        connection.send(_answer(reader, message))
+        connection.send(_answer(config, readers, message))
 
 
-def _answer(reader: DocumentReader, message: tuple[Any, ...]) -> tuple[Any, ...]:
+def _answer(
+    config: ReaderConfig, readers: list[DocumentReader], message: tuple[Any, ...]
+) -> tuple[Any, ...]:
     kind, data, *rest = message
     name = rest[0] if kind == "read" else f"page {rest[0]}"
     try:
         if kind == "render":
-            return ("ok", reader.render(data, rest[0], rest[1]))
-        return ("ok", reader.read(data, name))
+            from citewell.loaders.pdf import render_page
+
+            return ("ok", render_page(data, rest[0], rest[1]))
+        if not readers:
+            readers.append(config.reader())
+        return ("ok", readers[0].read(data, name))
     except CitewellError as exc:
         return ("error", type(exc).__name__, exc.message)
     except MemoryError:

@@ -19,6 +19,8 @@ from typing import Protocol
 from citewell.errors import RateLimited
 from citewell.loaders.isolated import IsolatedReader, ReaderConfig
 
+YIELD_AFTER = 1.0  # seconds: pages are drawn in well under this
+
 
 class PageRenderer(Protocol):
     def render(self, data: bytes, page: int, width: int) -> bytes: ...
@@ -81,7 +83,7 @@ class FairGate:
 
 @dataclass(frozen=True)
 class RenderLimits:
-    workers: int = 2
+    workers: int = 3
     timeout: float = 10.0
     per_user: int = 2
 
@@ -94,8 +96,9 @@ class RenderPool:
         self, config: ReaderConfig, limits: RenderLimits, inline: PageRenderer | None = None
     ) -> None:
         workers = max(1, limits.workers)
-        self.gate = FairGate(workers, limits.per_user)
-        render_config = replace(config, timeout=limits.timeout)
+        self.gate = FairGate(workers, limits.per_user, most_held=1)
+        # A page still drawing after a second takes CPU only when others leave it idle.
+        render_config = replace(config, timeout=limits.timeout, yield_after=YIELD_AFTER)
         self._inline = inline
         self._free: deque[IsolatedReader] = deque()
         self._readers: list[IsolatedReader] = []
@@ -111,8 +114,11 @@ class RenderPool:
         with self.gate.slot(user):
             if self._inline is not None:
                 return self._inline.render(data, page, width)
-            with self._lock:
-                reader = self._free.popleft()  # the gate holds as many slots as readers
+            with self._lock:  # the gate holds as many slots as readers: one is free
+                for idle in self._free:
+                    idle.start()  # all up before they are needed: a start takes seconds
+                reader = next((r for r in self._free if r.warm), self._free[0])
+                self._free.remove(reader)
             try:
                 return reader.render(data, page, width)
             finally:

@@ -29,6 +29,7 @@ from citewell.errors import ConfigError
 from citewell.ingest.chunk_rows import embed_text, sentence_table, space_table
 from citewell.ingest.sentences import SpaceWriter
 from citewell.jobs import Job, JobStore
+from citewell.jobs.turns import TurnLock
 from citewell.retrieval.retriever import SearchSpace
 from citewell.stores.base import ChunkStore, drop_store, scanning
 from citewell.stores.registry import open_chunk_store
@@ -107,7 +108,7 @@ class EmbeddingSpaces:
         catalog: Catalog,
         jobs: JobStore,
         cache: VectorCache,
-        lock: threading.Lock,
+        lock: TurnLock | threading.Lock,
         embedder: Embedder | None = None,
         known: Sequence[Embedder] = (),
         switch: bool = True,

@@ -1,0 +1,66 @@
+"""Parse, split and embed a batch of files before taking the index's lock.
+
+The job worker ingests a claimed batch in slices, each under the ingestor's lock, so that a
+user's upload waiting for the lock waits for one slice only. Slices alone would cost the
+embedder its full batches; so the batch's files are parsed and split here first, and all
+their chunks embedded in one pass (the vectors land in the embedding cache), without the
+lock. Under the lock each slice then only writes. What was prepared is used only if it
+still holds: the same bytes, and the same chunk sets (a KB's chunking may change
+meanwhile); anything else is parsed again under the lock, as without a preload.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextvars import copy_context
+from functools import partial
+from typing import TYPE_CHECKING
+
+from citewell.embedders import embedding_tenant
+from citewell.errors import CitewellError
+from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.run import PendingFile, Preloaded, prepare_file
+from citewell.sources import SourceItem
+
+if TYPE_CHECKING:
+    from citewell.ingest.ingestor import Ingestor
+
+logger = logging.getLogger(__name__)
+
+
+def preload(ingestor: Ingestor, items: Sequence[SourceItem], kb_id: str) -> Preloaded:
+    """Parse and split the items that ``kb_id`` does not hold yet, and embed their chunks
+    into the cache, as the KB's owner. Errors are kept for the ingest to report."""
+    kb = ingestor.catalog.get_kb(kb_id)
+    targets = ingestor.sets.targets(kb.id, ingestor.embedder)
+    existing = ingestor.catalog.files_in_kb(kb.id)
+    files: dict[str, tuple[str, Future[PendingFile]]] = {}
+    workers = max(1, ingestor.settings.extraction.extract_workers)
+    with embedding_tenant(kb.owner_id), ThreadPoolExecutor(workers) as pool:
+        for item in items:
+            data = item.read()
+            digest = sha256(data)
+            previous = existing.get(item.key)
+            if previous is not None and previous.sha256 == digest:
+                continue
+            if ingestor.catalog.file_by_sha(digest, kb.owner_id) is not None:
+                continue  # a link to the stored file: nothing to parse
+            parse = partial(
+                prepare_file, ingestor.parsing(), item, data, digest, kb.owner_id, targets
+            )
+            files[item.key] = (digest, pool.submit(copy_context().run, parse))
+        wait([future for _, future in files.values()])
+        _embed(ingestor, [f.result() for _, f in files.values() if f.exception() is None])
+    return Preloaded(targets, files)
+
+
+def _embed(ingestor: Ingestor, parsed: list[PendingFile]) -> None:
+    texts = [t for p in parsed for t in p.embed_texts] + [c.text for p in parsed for c in p.pairs]
+    if not texts:
+        return
+    try:
+        ingestor.embedder.embed(texts, "document")  # into the cache; written under the lock
+    except CitewellError as exc:  # e.g. an embedding server down: the ingest meets it again
+        logger.info("embedding ahead of the lock failed (%s); embedding under it", exc.message)
