@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,8 +42,37 @@ def spare_a_core() -> Iterator[None]:
         _SPARE_A_CORE.reset(token)
 
 
+_BACKGROUND: ContextVar[bool] = ContextVar("citewell_background", default=False)
+_foreground = [0]  # users' embeddings in flight (uploads), in this process
+_foreground_lock = threading.Lock()
+
+
+@contextmanager
+def background() -> Iterator[None]:
+    """Embeddings made in this block (the job worker's) leave a core free whenever a user's
+    own embedding runs beside them (``foreground``), and use every core otherwise."""
+    token = _BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
+
+
+@contextmanager
+def foreground() -> Iterator[None]:
+    """A user waits for the embeddings made in this block (an upload)."""
+    with _foreground_lock:
+        _foreground[0] += 1
+    try:
+        yield
+    finally:
+        with _foreground_lock:
+            _foreground[0] -= 1
+
+
 def sparing_a_core() -> bool:
-    return _SPARE_A_CORE.get()
+    """Whether an embedding now should leave one core free (asked again between batches)."""
+    return _SPARE_A_CORE.get() or (_BACKGROUND.get() and _foreground[0] > 0)
 
 
 def normalize(vectors: Vectors) -> Vectors:

@@ -10,7 +10,7 @@ import math
 import os
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -129,16 +129,21 @@ class OnnxEmbedder:
                 return self._encode(ids, mask, session)
         # Enough batches to keep every thread busy, however few the texts.
         lanes = max(1, self.threads - 1) if sparing_a_core() else self.threads
-        size = min(self.batch_size, math.ceil(len(texts) / lanes))
+        size = min(self.batch_size, math.ceil(len(texts) / lanes))  # batches for every lane
         batches = token_batches(lengths, size)
         run = partial(self._run_batch, ids=ids, mask=mask, lengths=lengths)
-        # Waves of ``lanes`` batches (all at once unless sparing a core): no more threads
-        # compute than that.
-        wave = lanes if lanes < self.threads else len(batches)
-        for start in range(0, len(batches), wave):
-            some = batches[start : start + wave]
-            for batch, vectors in zip(some, self._pool.map(run, some), strict=True):
-                out[batch] = vectors
+        # At most ``lanes`` batches in flight, the lanes asked again as each one ends: a
+        # background batch gives a core back as soon as a user's own embedding starts.
+        waiting = list(reversed(batches))
+        running: dict[Future[Vectors], np.ndarray] = {}
+        while waiting or running:
+            lanes = max(1, self.threads - 1) if sparing_a_core() else self.threads
+            while waiting and len(running) < lanes:
+                batch = waiting.pop()
+                running[self._pool.submit(run, batch)] = batch
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                out[running.pop(future)] = future.result()
         return out
 
     def _run_batch(

@@ -20,6 +20,7 @@ from citewell.catalog.uploads import Uploads
 from citewell.config import Settings
 from citewell.config.resolve import Choice, resolve
 from citewell.embedders import CachedEmbedder
+from citewell.embedders.base import foreground
 from citewell.engine.as_linked import describe_as_linked
 from citewell.engine.runner import JobRunner
 from citewell.enrich import Enricher
@@ -309,7 +310,8 @@ class Engine:
         one owner are one file, stored and embedded once; the link keeps ``name``."""
         (item,) = UploadSource().items(SourceRequest(name, data))
         item = replace(item, key=path or item.key, added_by=added_by)
-        report = self.ingestor.ingest([item], kb, None, strict=True)
+        with foreground():  # the job worker's embedding leaves a core to this one
+            report = self.ingestor.ingest([item], kb, None, strict=True)
         record = self.stored_file(kb, data)
         assert record is not None  # strict ingest either stored it or raised
         return record, report

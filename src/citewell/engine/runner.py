@@ -19,6 +19,7 @@ import time
 from collections import defaultdict
 
 from citewell.catalog.storage import FileStorage
+from citewell.embedders.base import background
 from citewell.engine.job_handlers import JobContext, Rechunks, Reembedder, build_handlers
 from citewell.errors import CitewellError, UpstreamError
 from citewell.ingest.connector_runs import ConnectorRuns
@@ -160,7 +161,7 @@ class JobRunner:
         # hundreds is not kept waiting behind all of them (the claim took users in turn).
         for (operation, kb_id), group in sorted(groups.items(), key=lambda g: len(g[1])):
             count_jobs(operation, "taken", len(group))
-            with job_span(operation, len(group)):  # a trace of its own
+            with job_span(operation, len(group)), background():  # a trace of its own
                 self.handlers[operation].run(kb_id, group)
         self._held = ("", ())
         if claimed:
