@@ -70,10 +70,13 @@ class AccountService:
 
     def revoke_key(self, key_id: str) -> None:
         """Revoke one of the caller's keys (admins: anyone's); another's answers as missing."""
-        key = self.users.get_key(key_id)
-        access = self.access
+        access, missing = self.access, f"No API key {key_id!r}; GET /api/v1/auth/keys lists yours."
+        try:
+            key = self.users.get_key(key_id)
+        except KeyNotFound:  # the same words as for another's key: nothing tells them apart
+            raise KeyNotFound(missing) from None
         if access.user is None or (key.user_id != access.user.id and not access.is_admin):
-            raise KeyNotFound(f"No API key {key_id!r} of yours; GET /api/v1/auth/keys lists them.")
+            raise KeyNotFound(missing)
         self.users.revoke_key(key.id)
         self.audit.record(access, "key.revoke", "api_key", key.id)
 
