@@ -16,7 +16,6 @@ import json
 import os
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,12 +26,12 @@ os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx  # noqa: E402
-import uvicorn  # noqa: E402
 from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
+from citewell.testing.asgi import served  # noqa: E402
 
 UPLOAD_BATCH = 250
 
@@ -43,18 +42,8 @@ def server(embedder: OnnxEmbedder, variant: str) -> Iterator[str]:
     changes = dict(pair.split("=", 1) for pair in variant.split(",") if pair)
     settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), auth="none", **changes)
     app = create_app(settings, Citewell.from_settings(settings, embedder=embedder))
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    while not running.started:
-        time.sleep(0.05)
-    port = running.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        running.should_exit = True
-        thread.join(timeout=60)
+    with served(app) as base:
+        yield base
 
 
 def ingest_through_api(base: str, docs: list[tuple[str, str]]) -> None:

@@ -28,13 +28,13 @@ os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx  # noqa: E402
-import uvicorn  # noqa: E402
 from common import scifact_docs, summary  # noqa: E402
 
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.auth import AuthStore  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
+from citewell.testing.asgi import served  # noqa: E402
 from citewell.testing.pdf_pages import Page, pdf_bytes, slow_page_pdf  # noqa: E402
 
 BOB_FILES = 500
@@ -50,19 +50,8 @@ def server(variant: str = "") -> Iterator[tuple[str, dict[str, str]]]:
     keys = {}
     for name in ("alice", "bob"):
         keys[name] = users.create_key(users.create_user(name).id, "bench")[1]
-    running = uvicorn.Server(
-        uvicorn.Config(create_app(settings, app), host="127.0.0.1", port=0, log_level="error")
-    )
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    while not running.started:
-        time.sleep(0.05)
-    port = running.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", keys
-    finally:
-        running.should_exit = True
-        thread.join(timeout=120)
+    with served(create_app(settings, app), "error") as base:
+        yield base, keys
 
 
 def client(base: str, key: str) -> httpx.Client:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,11 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from citewell.api.app import create_app
 from citewell.app import Citewell
 from citewell.config import Settings
+from citewell.testing.asgi import served
 from tests.fake_servers import FakeLLMService, FakeService, serve
 
 
@@ -36,26 +35,8 @@ def run_server(
     settings: Settings, embedder: Any, citewell: Citewell | None = None, port: int = 0
 ) -> Iterator[str]:
     citewell = citewell or Citewell.from_settings(settings, embedder=embedder)
-    config = uvicorn.Config(
-        create_app(settings, citewell),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        proxy_headers=False,  # as `citewell serve`: the app reads them (api/peer.py)
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served(create_app(settings, citewell), port=port) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
