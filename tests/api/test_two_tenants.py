@@ -372,13 +372,17 @@ MCP_TOOLS: dict[str, Surface] = {
     "list_files": Surface(OBJECT, ("kb",), lambda o: {"knowledge_base": o["kb"]}),
 }
 MCP_RESOURCES = {"citewell://kb/{kb}": ("kb",), "citewell://file/{file}": ("file",)}
-MCP_METHODS = {  # what the MCP server answers besides tools; sessions: test_mcp_sessions.py
-    "initialize",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/read",
-    "session and resumption",
+MCP_METHODS = {  # each request the MCP server answers, and where it is held to the rule
+    "ping": "nothing of anyone's",
+    "server/discover": "nothing of anyone's",
+    "tools/list": "test_every_surface_is_in_the_suite (the same tools for everyone)",
+    "tools/call": "test_an_mcp_tool_answers_her_object_like_a_made_up_one",
+    "resources/list": "test_mcp_resources_answer_her_objects_like_made_up_ones",
+    "resources/read": "test_mcp_resources_answer_her_objects_like_made_up_ones",
+    "resources/templates/list": "test_mcp_listings_show_nothing_of_hers",
+    "prompts/list": "test_mcp_listings_show_nothing_of_hers",
+    "prompts/get": "test_mcp_listings_show_nothing_of_hers",
+    "subscriptions/listen": "test_mcp_sessions.py (streams and resumption per session)",
 }
 VOLATILE = {"id", "created", "created_at", "updated_at", "system_fingerprint", "took_ms"}
 
@@ -436,6 +440,15 @@ def test_every_surface_is_in_the_suite(tenants: Tenants) -> None:
     assert not gone, f"the suite names routes the server no longer has: {gone}"
     tools = anyio.run(_mcp_tool_names, tenants)
     assert tools == set(MCP_TOOLS), "MCP tools and the suite's MCP_TOOLS differ"
+    assert _mcp_methods(tenants) == set(MCP_METHODS), "MCP requests and MCP_METHODS differ"
+
+
+def _mcp_methods(t: Tenants) -> set[str]:
+    """The requests the MCP server answers (the SDK's handler table)."""
+    from citewell.mcp_server.server import build_mcp_server
+
+    server = build_mcp_server(t.server.app, t.server.app.chat, lambda _: None)
+    return set(server._lowlevel_server._request_handlers)
 
 
 @pytest.mark.parametrize(
@@ -528,3 +541,20 @@ def test_mcp_resources_answer_her_objects_like_made_up_ones(tenants, template, s
         hers, invented, listed = anyio.run(_resource_answers, tenants, template, slot)
         assert hers == invented and SECRET not in hers
         assert not _traces(tenants, listed)
+
+
+async def _mcp_listings(t: Tenants) -> str:
+    async with _mcp(t, "bob") as client:
+        templates = await client.list_resource_templates()
+        prompts = await client.list_prompts()
+        answers = [templates.model_dump_json(), prompts.model_dump_json()]
+        for name in [p.name for p in prompts.prompts] or ["made-up"]:
+            try:
+                answers.append(str(await client.get_prompt(name, {})))
+            except Exception as exc:  # noqa: BLE001 - the SDK raises the server's error
+                answers.append(str(exc))
+    return " ".join(answers)
+
+
+def test_mcp_listings_show_nothing_of_hers(tenants) -> None:
+    assert not _traces(tenants, anyio.run(_mcp_listings, tenants))
