@@ -15,22 +15,54 @@ for _name, _value in (
     ("RUST_LOG", "error"),
 ):
     os.environ.setdefault(_name, _value)
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from citewell.answer.context import source_public
-from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult
-from citewell.auth.access import Access
 from citewell.cli_common import MODES, Context, click_errors, pass_app
-from citewell.llm.base import ChatMessage
-from citewell.types import ScoredChunk, SearchMode
+
+if TYPE_CHECKING:  # imported by the commands that use them: `citewell --version` needs none
+    from citewell.answer.exchange import ChatResult
+    from citewell.types import ScoredChunk
+
+# The commands of their own modules, imported when one of them runs (or for --help), so the
+# command starts without the engine, the agent and the stores it does not use.
+COMMANDS = {
+    "serve": "citewell.cli_server:serve",
+    "worker": "citewell.cli_server:worker",
+    "mcp": "citewell.cli_server:mcp",
+    "migrate": "citewell.cli_server:migrate",
+    "files": "citewell.cli_server:files",
+    "check": "citewell.cli_server:check",
+    "ingest": "citewell.cli_ingest:ingest",
+    "eval": "citewell.cli_eval:evaluate",
+    "kb": "citewell.cli_kb:kb",
+    "sync": "citewell.cli_connectors:sync",
+    "connector": "citewell.cli_connectors:connector",
+    "config": "citewell.cli_config:config",
+    "user": "citewell.cli_auth:user",
+    "identity": "citewell.cli_auth:identity",
+    "key": "citewell.cli_auth:key",
+    "group": "citewell.cli_auth:group",
+    "share": "citewell.cli_auth:share",
+}
 
 
 class CitewellGroup(click.Group):
-    """Any Citewell error a command lets through (invalid settings, met before the command's
-    own handling) is shown as its message, with no traceback."""
+    """Commands from COMMANDS are imported on demand. Any Citewell error a command lets
+    through (invalid settings, met before the command's own handling) is shown as its
+    message, with no traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS and name not in self.commands:
+            module, _, attribute = COMMANDS[name].partition(":")
+            self.add_command(getattr(import_module(module), attribute), name)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> object:
         with click_errors():
@@ -110,6 +142,8 @@ def search(
     ctx: Context, query: str, kbs: tuple[str, ...], mode: str | None, k: int | None, as_json: bool
 ) -> None:
     """Find the chunks that best match QUERY."""
+    from citewell.types import SearchMode
+
     with click_errors():
         results = ctx.app().search(query, list(kbs), SearchMode(mode) if mode else None, k)
     if as_json:
@@ -125,6 +159,7 @@ def search(
 
 def _chat_json(result: ChatResult) -> dict[str, Any]:
     """The answer with its sources in the API's shape."""
+    from citewell.answer.context import source_public
 
     prepared = result.prepared
     out: dict[str, Any] = {
@@ -158,6 +193,10 @@ def ask(
 ) -> None:
     """Answer QUESTION from the knowledge bases, with numbered sources: with the configured
     LLM (and its builtin tools in native function calling), else extractively."""
+    from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest
+    from citewell.auth.access import Access
+    from citewell.llm.base import ChatMessage
+    from citewell.types import SearchMode
 
     with click_errors():
         app = ctx.app()
@@ -183,29 +222,6 @@ def ask(
             f"  [{source.number}] {source.file_name}{page}, chars {source.start}-{source.end} "
             f"(score {source.score:.3f})"
         )
-
-
-from citewell.cli_auth import group, identity, key, share, user  # noqa: E402 (in their own module)
-from citewell.cli_config import config  # noqa: E402
-from citewell.cli_connectors import connector, sync  # noqa: E402
-from citewell.cli_eval import evaluate  # noqa: E402
-from citewell.cli_ingest import ingest  # noqa: E402
-from citewell.cli_kb import kb  # noqa: E402
-from citewell.cli_server import check, files, mcp, migrate, serve, worker  # noqa: E402
-
-for _command in (serve, worker, mcp, migrate, files, check):
-    main.add_command(_command)
-main.add_command(ingest)
-main.add_command(evaluate)
-main.add_command(kb)
-main.add_command(sync)
-main.add_command(connector)
-main.add_command(config)
-main.add_command(user)
-main.add_command(identity)
-main.add_command(key)
-main.add_command(group)
-main.add_command(share)
 
 
 if __name__ == "__main__":  # pragma: no cover
