@@ -85,9 +85,12 @@ class GitSource:
         self.cache, self.grants, self.guard = cache, grants, guard
 
     def check(self, request: SyncRequest) -> None:
+        self._checked(request)
+
+    def _checked(self, request: SyncRequest) -> tuple[str, str, str]:
+        """(what git clones, its host or "", the checked address or "") if it may be."""
         url, host = _repository(request.target, self.grants, request)
-        if host:
-            self._address(host, url)
+        address = self._address(host, url) if host else ""
         if _is_ssh(url) and not request.trusted and not request.credentials.get("ssh_key"):
             raise InvalidInput(
                 "An ssh repository needs a key of its own: put a private key the forge "
@@ -97,6 +100,7 @@ class GitSource:
         branch = request.options.get("branch", "")
         if branch and (branch.startswith("-") or not re.fullmatch(r"[\w./-]+", branch)):
             raise InvalidInput(f"{branch!r} is not a branch name.")
+        return url, host, address
 
     def _address(self, host: str, url: str) -> str:
         """The one address git will use for ``host``: every address checked, the first."""
@@ -113,11 +117,9 @@ class GitSource:
 
     def connection(self, request: SyncRequest) -> Connection:
         """What git is given for ``request``: the checked address pinned, no redirects."""
-        self.check(request)
-        url, host = _repository(request.target, self.grants, request)
+        url, host, address = self._checked(request)
         if not host:
             return Connection(url, url)
-        address = self._address(host, url)
         key = request.credentials.get("ssh_key", "")
         if _is_ssh(url):
             return Connection(

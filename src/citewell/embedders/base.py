@@ -60,14 +60,18 @@ def background() -> Iterator[None]:
 
 @contextmanager
 def foreground() -> Iterator[None]:
-    """A user waits for the embeddings made in this block (an upload)."""
-    with _foreground_lock:
-        _foreground[0] += 1
+    """A user waits for the embeddings made in this block (an upload, a fetched page), unless
+    it runs inside ``background`` (the job worker's ingests)."""
+    counted = not _BACKGROUND.get()
+    if counted:
+        with _foreground_lock:
+            _foreground[0] += 1
     try:
         yield
     finally:
-        with _foreground_lock:
-            _foreground[0] -= 1
+        if counted:
+            with _foreground_lock:
+                _foreground[0] -= 1
 
 
 def sparing_a_core() -> bool:

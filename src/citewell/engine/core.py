@@ -20,7 +20,6 @@ from citewell.catalog.uploads import Uploads
 from citewell.config import Settings
 from citewell.config.resolve import Choice, resolve
 from citewell.embedders import CachedEmbedder
-from citewell.embedders.base import foreground
 from citewell.engine.as_linked import describe_as_linked
 from citewell.engine.runner import JobRunner
 from citewell.enrich import Enricher
@@ -161,8 +160,7 @@ class Engine:
             self.election.release()  # only now may another process run the jobs
             self.election = None
         self.web.close()
-        if isinstance(self.reader, IsolatedReader | ReaderPool):
-            self.reader.close()
+        self.reader.close()
         self.renders.close()
 
     # --- knowledge bases ----------------------------------------------------------
@@ -310,8 +308,7 @@ class Engine:
         one owner are one file, stored and embedded once; the link keeps ``name``."""
         (item,) = UploadSource().items(SourceRequest(name, data))
         item = replace(item, key=path or item.key, added_by=added_by)
-        with foreground():  # the job worker's embedding leaves a core to this one
-            report = self.ingestor.ingest([item], kb, None, strict=True)
+        report = self.ingestor.ingest([item], kb, None, strict=True)
         record = self.stored_file(kb, data)
         assert record is not None  # strict ingest either stored it or raised
         return record, report
@@ -386,10 +383,10 @@ class Engine:
             self.ingestor.link(self.kb_id(kb), record.id, item)
 
     def remove_file(self, kb: str, file_id: str) -> None:
-        """Take a file out of one KB (deleting it once no KB holds it)."""
+        """Take a file out of one KB (deleted once no KB holds it); another KB's is missing."""
         kb_id = self.kb_id(kb)
-        if kb_id not in self.catalog.kbs_of_file(self.get_file(file_id).id):
-            raise FileNotFound(f"File {file_id!r} is not in knowledge base {kb!r}.")
+        if kb_id not in self.catalog.kbs_of_file(file_id):
+            raise FileNotFound(f"No file {file_id!r} in this knowledge base; list its files.")
         with self.ingestor.lock:
             self.ingestor.remove_from_kb(kb_id, file_id)
 

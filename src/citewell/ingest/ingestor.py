@@ -17,6 +17,7 @@ from citewell.catalog import Catalog, FileLink, FileRecord
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, embedding_tenant
+from citewell.embedders.base import foreground
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
@@ -116,7 +117,8 @@ class Ingestor:
         queue passes ``optimize=False`` and compacts the store itself, less often, and what
         it ``preloaded`` (ingest.preload) without the lock."""
         target = self.catalog.ensure_kb(kb)
-        with self.lock, embedding_tenant(target.owner_id):  # the KB owner's cache, no other
+        # The KB owner's cache, no other; a user's own ingest has a core the worker leaves.
+        with self.lock, embedding_tenant(target.owner_id), foreground():
             report = self._ingest_items(items, target.id, progress, strict, observer, preloaded)
             if optimize:
                 self.writer.optimize()

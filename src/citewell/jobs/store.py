@@ -22,6 +22,7 @@ from citewell.db import ensure_schema
 from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
 from citewell.jobs import holders
+from citewell.jobs.turns import in_turn
 
 RUNNING = ("parsing", "chunking", "embedding")
 FINAL = ("indexed", "failed", "cancelled")
@@ -89,17 +90,6 @@ def _job(row: JobRow) -> Job:
 def _held(condition: ColumnElement[bool], claim: str | None) -> ColumnElement[bool]:
     """``condition``, and with ``claim``: only while that claim holds the job (fencing)."""
     return condition if claim is None else condition & (JobRow.claim == claim)
-
-
-def in_turn(jobs: Sequence[Job]) -> list[Job]:
-    """``jobs`` (oldest first) as users take turns: each user's first, then each second..."""
-    taken: dict[str, int] = {}
-    turns = []
-    for job in jobs:
-        taken[job.added_by] = taken.get(job.added_by, 0) + 1
-        turns.append((taken[job.added_by], job.created_at, job.id))
-    order = {job_id: i for i, (*_, job_id) in enumerate(sorted(turns))}
-    return sorted(jobs, key=lambda job: order[job.id])
 
 
 class JobStore:

@@ -1,4 +1,4 @@
-"""A lock taken in the order it was asked for.
+"""Taking turns: jobs claimed by users in turn, and a lock taken in the order it was asked for.
 
 The ingestor's lock is held by the job worker for a slice of queued files at a time and by
 a user's upload for one file. With a plain lock the worker, releasing and asking again at
@@ -9,7 +9,35 @@ asked first is served first, so it waits for at most the slice in progress.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from types import TracebackType
+from typing import Protocol, TypeVar
+
+
+class Queued(Protocol):
+    """What taking turns reads of a job."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def added_by(self) -> str: ...
+
+    @property
+    def created_at(self) -> float: ...
+
+
+QueuedJob = TypeVar("QueuedJob", bound=Queued)
+
+
+def in_turn(jobs: Sequence[QueuedJob]) -> list[QueuedJob]:
+    """``jobs`` (oldest first) as users take turns: each user's first, then each second..."""
+    taken: dict[str, int] = {}
+    turns: dict[str, tuple[int, float]] = {}
+    for job in jobs:
+        taken[job.added_by] = taken.get(job.added_by, 0) + 1
+        turns[job.id] = (taken[job.added_by], job.created_at)
+    return sorted(jobs, key=lambda job: turns[job.id])
 
 
 class TurnLock:

@@ -49,6 +49,9 @@ class DocumentReader:
 
         return render_page(data, page, width)
 
+    def close(self) -> None:
+        """Nothing to stop: it reads in this process (the isolated readers have workers)."""
+
     def read(self, data: bytes, name: str) -> Document:
         """Detect the format and extract the text; errors are typed and say what to do."""
         if not data:
