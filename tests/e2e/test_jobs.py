@@ -133,6 +133,25 @@ def test_jobs_a_killed_worker_on_this_host_left_running_resume_at_once(app):
     assert app.jobs.get(job.id).state == "indexed"
 
 
+def test_a_worker_taking_over_clears_the_uploads_a_killed_worker_left_behind(app):
+    import socket
+    import subprocess
+
+    app.create_kb("birds")
+    finished, held = app.enqueue_uploads("birds", [DUCKS, GEESE])
+    claimed = app.jobs.claim(64)  # a worker took both, then died after the first succeeded
+    app.jobs.succeed(finished.id, "f1", claimed[0].claim)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    _held_by(app, held.id, f"{socket.gethostname()}/{dead.pid}/")
+    assert app.storage.staged(finished.id) is not None  # it died before removing the upload
+    running = runner(app)  # a worker already up, not one restarting
+    assert running.run_once()
+    assert app.jobs.get(held.id).state == "indexed"
+    assert app.storage.staged(finished.id) is None and app.storage.staged(held.id) is None
+    assert app.check().orphan_staged == []
+
+
 def test_jobs_of_a_worker_on_another_host_resume_when_its_lease_passes(tmp_path, onnx_embedder):
     settings = Settings.load(data_dir=tmp_path / "data", job_lease_seconds=3.0)
     app = Citewell.from_settings(settings, embedder=onnx_embedder)

@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 OPTIMIZE_EVERY = 8  # batches between chunk store compactions while the queue stays busy
+STAGED_SWEEP_SECONDS = 300.0  # how often finished jobs' leftover uploads are looked for
 
 
 class JobRunner:
@@ -65,6 +66,7 @@ class JobRunner:
         # The running batch: its claim token and job ids (replaced whole, never changed).
         self._held: tuple[str, tuple[str, ...]] = ("", ())
         self._swept = float("-inf")  # when expired leases were last looked for
+        self._swept_staged = time.monotonic()  # start() clears them once
         self.connectors = connectors
         self._watcher: FolderWatcher | None = None
         context = JobContext(jobs, storage, ingestor, self._failed, spaces, rechunker, connectors)
@@ -73,8 +75,7 @@ class JobRunner:
     def start(self) -> None:
         """Put jobs whose workers are gone back in the queue, then start working."""
         self._sweep()
-        for job_id in stale_staged(self.jobs, self.storage):
-            self.storage.unstage(job_id)
+        self._clear_staged()
         self._thread = threading.Thread(target=self._loop, name="citewell-jobs", daemon=True)
         self._heartbeat = threading.Thread(
             target=self._renew_leases, name="citewell-job-leases", daemon=True
@@ -127,6 +128,15 @@ class JobRunner:
         resumed = self.jobs.requeue_expired()
         if resumed:
             logger.info("queued again %d jobs whose worker stopped", resumed)
+        # A worker stopped between a job's success and its upload's removal leaves the
+        # upload behind: cleared when its jobs are taken over, and every few minutes.
+        if resumed or now - self._swept_staged >= STAGED_SWEEP_SECONDS:
+            self._swept_staged = now
+            self._clear_staged()
+
+    def _clear_staged(self) -> None:
+        for job_id in stale_staged(self.jobs, self.storage):
+            self.storage.unstage(job_id)
 
     def wake(self) -> None:
         self._wake.set()

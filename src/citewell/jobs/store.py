@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
@@ -64,27 +64,11 @@ class Job:
         return self.state in FINAL
 
 
+JOB_FIELDS = tuple(field.name for field in fields(Job))
+
+
 def _job(row: JobRow) -> Job:
-    return Job(
-        row.id,
-        row.batch_id,
-        row.kb_id,
-        row.operation,
-        row.name,
-        row.key,
-        row.state,
-        row.attempts,
-        row.max_attempts,
-        row.last_error,
-        row.error_code,
-        row.file_id,
-        row.created_at,
-        row.updated_at,
-        row.finished_at,
-        row.added_by,
-        row.lease_until,
-        row.claim,
-    )
+    return Job(**{name: getattr(row, name) for name in JOB_FIELDS})
 
 
 def _held(condition: ColumnElement[bool], claim: str | None) -> ColumnElement[bool]:
@@ -194,6 +178,16 @@ class JobStore:
             query = query.where(JobRow.state == state)
         with self._sessions() as session:
             return [_job(r) for r in session.scalars(query.limit(10_000))]
+
+    def states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """Job id → state, for those of ``job_ids`` that exist."""
+        found: dict[str, str] = {}
+        with self._sessions() as session:
+            for start in range(0, len(job_ids), 1000):  # bounded IN lists
+                part = job_ids[start : start + 1000]
+                rows = session.execute(select(JobRow.id, JobRow.state).where(JobRow.id.in_(part)))
+                found.update((job_id, state) for job_id, state in rows)
+        return found
 
     def unfinished(
         self, operation: str, key: str, states: Sequence[str] = ("queued", *RUNNING)
