@@ -52,6 +52,7 @@ from citewell.config import Settings
 from citewell.mcp_server.http import MCPEndpoint
 from citewell.services.answers import ModelList
 from citewell.tracing import tracing_on
+from citewell.version import package_version
 
 
 def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
@@ -81,7 +82,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
         docs_url=None,  # served from local files below (api/docs.py), not a CDN
         redoc_url=None,
         title="Citewell",
-        version="0.1.0",
+        version=package_version(),
         description="Answers from your documents, citing the exact passage. OpenAI-compatible "
         "chat at /v1, Open WebUI's RAG API at /api/v1/rag, management at /api/v1.",
     )

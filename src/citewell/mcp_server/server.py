@@ -36,6 +36,7 @@ from citewell.services.agent_tools import (
     Passages,
 )
 from citewell.services.answers import AnswerService, ModelList
+from citewell.version import package_version
 
 INSTRUCTIONS = (
     "Citewell answers from the user's documents and cites the exact passage. Use search to "
@@ -103,7 +104,7 @@ def build_mcp_server(app: Citewell, chat: ChatPipeline, caller_of: CallerOf) -> 
         name="citewell",
         title="Citewell",
         instructions=INSTRUCTIONS,
-        version="0.1.0",
+        version=package_version(),
         log_level="WARNING",
     )
     _add_tools(server, tools_for)
