@@ -3,7 +3,7 @@ admin), with one readable KB, with every one of the corpus's KBs readable, and w
 who may read 1,000 KBs (the long `array_has_any` list). Query vectors are computed beforehand,
 so the timings are retrieval alone; the variants run alternately per query.
 
-    python benchmarks/access_filter.py --docs 1000 --kbs 100
+    python -m benchmarks.access_filter --docs 1000 --kbs 100
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import SCIFACT, scifact_docs, summary  # noqa: E402
-from query_latency import PrecomputedQueries  # noqa: E402
-
+from benchmarks.common import SCIFACT, scifact_docs, summary  # noqa: E402
+from benchmarks.query_latency import PrecomputedQueries  # noqa: E402
 from citewell import Citewell, SearchMode, Settings  # noqa: E402
 from citewell.auth import User  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402

@@ -6,7 +6,7 @@ first N SciFact documents as N small Markdown files in batch uploads; the clock 
 the first upload to the last job indexed. Rounds alternate encoder and API on a fresh data
 dir (empty embedding cache). The figure that matters is the ratio API/encoder.
 
-    python benchmarks/api_ingest_throughput.py --docs 1000 --rounds 2
+    python -m benchmarks.api_ingest_throughput --docs 1000 --rounds 2
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx  # noqa: E402
-from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 
+from benchmarks.common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402

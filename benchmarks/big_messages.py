@@ -6,7 +6,7 @@ messages back to back, from a separate process at the lowest CPU priority (``nic
 a 2-core box the senders' own CPU would otherwise be what is measured). ``--src`` runs
 another checkout's code (e.g. a worktree of an older commit) for a side-by-side figure.
 
-    .venv/bin/python benchmarks/big_messages.py [--senders 3] [--words 800000] [--src /tmp/old/src]
+    .venv/bin/python -m benchmarks.big_messages [--senders 3] [--words 800000] [--src /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 import httpx
-from sigkill_ingest import free_port, kill, start_server
+
+from citewell.testing.processes import free_port
+from citewell.testing.served import kill, start_server
 
 SENDER = """
 import json, sys, threading, time, httpx

@@ -2,8 +2,8 @@
 re-sync with nothing changed, and one after a few renames (nothing to embed). SciFact
 abstracts as .md files in nested folders; a fresh data dir for each side.
 
-    python benchmarks/folder_sync.py --docs 1000
-    python benchmarks/folder_sync.py --docs 10000 --halves   # the issue's 10,000 files
+    python -m benchmarks.folder_sync --docs 1000
+    python -m benchmarks.folder_sync --docs 10000 --halves   # the issue's 10,000 files
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import scifact_docs, timed  # noqa: E402
-
+from benchmarks.common import scifact_docs, timed  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 

@@ -4,7 +4,7 @@ deletes and renames; timed from the push notification (the webhook's queueing of
 job) until the job is done and a search for the last added file's marker finds it. The job
 worker runs in the same process, as on a server.
 
-    python benchmarks/git_push.py --docs 300 --changes 50
+    python -m benchmarks.git_push --docs 300 --changes 50
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import scifact_docs  # noqa: E402
-
+from benchmarks.common import scifact_docs  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 from citewell.types import SearchMode  # noqa: E402

@@ -3,8 +3,8 @@
 Both run in this one process, alternating, on a fresh data dir each round (so the embedding
 cache starts empty). The figure that matters is the ratio pipeline/encoder.
 
-    python benchmarks/ingest_throughput.py --docs 1000 --rounds 3
-    python benchmarks/ingest_throughput.py --docs 300 --rounds 2 --sentence-vectors
+    python -m benchmarks.ingest_throughput --docs 1000 --rounds 3
+    python -m benchmarks.ingest_throughput --docs 300 --rounds 2 --sentence-vectors
 
 ``--sentence-vectors`` also ingests each round with ``sentence_vectors`` on (each chunk's
 sentence pairs embedded too), into another fresh data dir, and reports its docs/s beside.
@@ -23,8 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
-
+from benchmarks.common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 
 

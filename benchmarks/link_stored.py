@@ -5,7 +5,7 @@ bytes under new names are ingested into a second KB (every file is already store
 is parsed or embedded: each is a link), and the same copies renamed within the first KB (a
 sync's rename: the new path links, the old one leaves). Each round uses a fresh data dir.
 
-    python benchmarks/link_stored.py --docs 300 --rounds 3
+    python -m benchmarks.link_stored --docs 300 --rounds 3
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import scifact_docs, timed  # noqa: E402
-
+from benchmarks.common import scifact_docs, timed  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 

@@ -13,7 +13,7 @@ Needs a SciFact data dir (``--data-dir``; ingested on first use). Starts `citewe
 2. sessions: ``--sessions`` MCP sessions (each its own client and connection) searching
    back to back for ``--seconds``; calls, errors, p50/p95.
 
-    python benchmarks/mcp_search.py --data-dir /tmp/scifact --queries 200 \
+    python -m benchmarks.mcp_search --data-dir /tmp/scifact --queries 200 \
         --sessions 50 --seconds 60
 """
 
@@ -34,10 +34,11 @@ os.environ.setdefault("RUST_LOG", "error")
 
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
-from common import open_scifact_index  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from serving import bench_key, free_port, start_server  # noqa: E402
+
+from benchmarks.common import open_scifact_index  # noqa: E402
+from benchmarks.serving import bench_key, free_port, start_server  # noqa: E402
 
 SEARCH_PATH = "/api/v1/retrieval/query/collection"
 

@@ -19,7 +19,7 @@ of the 100 KBs, in three of them together and unfiltered; ANN recall@50 against 
 search with the same filter; and the time of one 256-chunk upsert of new rows and of the
 optimize after it.
 
-    python benchmarks/million.py --source /tmp/scifact --work /tmp/million \
+    python -m benchmarks.million --source /tmp/scifact --work /tmp/million \
         --sizes 10857 100000 300000 1000000
 """
 
@@ -43,8 +43,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
 import numpy as np  # noqa: E402
-from common import open_scifact_index  # noqa: E402
 
+from benchmarks.common import open_scifact_index  # noqa: E402
 from citewell.config import Settings  # noqa: E402
 from citewell.machine import memory_free_bytes  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402

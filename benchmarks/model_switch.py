@@ -24,9 +24,11 @@ import time
 from pathlib import Path
 
 import httpx
-from benchmarks.common import SCIFACT, scifact_docs
-from benchmarks.sigkill_ingest import free_port, start_server
 from tests.fake_servers import FakeService, serve
+
+from benchmarks.common import SCIFACT, scifact_docs
+from citewell.testing.processes import free_port
+from citewell.testing.served import start_server
 
 KB = "scifact"
 UPLOAD_BATCH = 250

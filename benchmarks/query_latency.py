@@ -1,7 +1,7 @@
 """Query latency on the SciFact index: hybrid (and each mode) at the default k, with the query
 embedding and without it (vectors computed beforehand), measured alternately per query.
 
-    python benchmarks/query_latency.py --data-dir /tmp/citewell-bench
+    python -m benchmarks.query_latency --data-dir /tmp/citewell-bench
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import open_scifact_index, summary  # noqa: E402
-
+from benchmarks.common import open_scifact_index, summary  # noqa: E402
 from citewell import SearchMode  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever  # noqa: E402
 

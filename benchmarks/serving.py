@@ -25,7 +25,7 @@ runs that many API processes; ``--database-url`` serves the data from PostgreSQL
 first with ``citewell migrate``; the data dir keeps the stored files). ``--skip-overhead``
 leaves out step 1.
 
-    python benchmarks/serving.py --data-dir /tmp/scifact --clients 50 --seconds 60 --rate 40
+    python -m benchmarks.serving --data-dir /tmp/scifact --clients 50 --seconds 60 --rate 40
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
 import httpx  # noqa: E402
-from common import SCIFACT, open_scifact_index  # noqa: E402
+
+from benchmarks.common import SCIFACT, open_scifact_index  # noqa: E402
 
 CLI = [sys.executable, "-m", "citewell"]
 EXTRACTIVE = "citewell-extractive"  # the model served when no LLM is configured

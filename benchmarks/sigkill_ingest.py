@@ -1,159 +1,19 @@
 """Crash test: queue many files through the API, SIGKILL the server at random moments while it
-ingests them, restart it each time, then check that every file was indexed exactly once.
+ingests them, restart it each time, then check that every file was indexed exactly once
+(the scenario is citewell.testing.crash_run; the end-to-end tests run it small).
 
-    python -m benchmarks.sigkill_ingest --files 1000 --kills 10 --seed 1
+    .venv/bin/python -m benchmarks.sigkill_ingest --files 1000 --kills 10 --seed 1
 
-Each kill takes the server's whole process group (the server and its extraction worker), as
-a crash or the OOM killer would. After the last restart the queue is run to the end; then:
-every job is indexed, the KB holds each file once, no chunk id appears twice, every file has
-the chunks its record says, and `citewell check` finds nothing. Prints a JSON summary.
+Prints a JSON summary; exits 1 when a check failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import random
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-import httpx
-
-KB = "crash-test"
-UPLOAD_BATCH = 250
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(
-    data: Path,
-    port: int,
-    env: dict[str, str] | None = None,
-    options: tuple[str, ...] = (),
-    log: Path | None = None,
-) -> subprocess.Popen[bytes]:
-    """`citewell serve` on 127.0.0.1:``port``, with ``env`` added to this environment;
-    its log lines (stderr) into ``log`` when given."""
-    command = [sys.executable, "-m", "citewell", "--data-dir", str(data), "serve", *options]
-    server = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("ab") if log is not None else subprocess.DEVNULL,
-        env={**os.environ, "CITEWELL_AUTH": "none", **(env or {})},
-        start_new_session=True,  # its own process group: the kill takes its workers too
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the server did not start (exit code {server.poll()})")
-        time.sleep(0.1)
-
-
-def kill(server: subprocess.Popen[bytes]) -> None:
-    os.killpg(server.pid, signal.SIGKILL)
-    server.wait()
-
-
-def documents(count: int) -> list[tuple[str, bytes]]:
-    return [
-        (
-            f"doc-{i:05d}.md",
-            f"# Record {i}\n\nMeasurement {i} was taken at station {i * 7}.".encode(),
-        )
-        for i in range(count)
-    ]
-
-
-def upload(base: str, docs: list[tuple[str, bytes]]) -> list[str]:
-    batches = []
-    with httpx.Client(base_url=base, timeout=300) as client:
-        client.post("/api/v1/knowledge", json={"name": KB})
-        for start in range(0, len(docs), UPLOAD_BATCH):
-            files = [("files", doc) for doc in docs[start : start + UPLOAD_BATCH]]
-            response = client.post(f"/api/v1/knowledge/{KB}/batch", files=files)
-            response.raise_for_status()
-            batches.append(response.json()["batch_id"])
-    return batches
-
-
-def finished(base: str, batches: list[str]) -> bool:
-    with httpx.Client(base_url=base, timeout=60) as client:
-        return all(client.get(f"/api/v1/jobs/batches/{b}").json()["done"] for b in batches)
-
-
-def verify(data: Path, count: int) -> dict[str, object]:
-    from citewell.app import Citewell
-    from citewell.config import Settings
-    from citewell.types import ChunkFilter
-
-    app = Citewell.from_settings(Settings.load(data_dir=data, extract_isolated=False))
-    try:
-        states = [job.state for job in app.jobs.find()]
-        files = app.files(KB)
-        table = app.store._table  # every row's id, duplicates included (LanceDB only)
-        ids = table.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist()
-        short = [
-            f.name for f in files if app.store.count(ChunkFilter(file_ids=(f.id,))) != f.chunk_count
-        ]
-        report = app.check()
-        return {
-            "jobs_indexed": states.count("indexed"),
-            "jobs_other": len(states) - states.count("indexed"),
-            "files_in_kb": len(files),
-            "distinct_names": len({f.name for f in files}),
-            "chunks": len(ids),
-            "duplicate_chunk_ids": len(ids) - len(set(ids)),
-            "files_with_wrong_chunk_count": len(short),
-            "check_problems": report.problems,
-            "ok": states.count("indexed") == len(states) == count
-            and len(files) == count
-            and len(ids) == len(set(ids))
-            and not short
-            and report.problems == 0,
-        }
-    finally:
-        app.close()
-
-
-def run(files: int, kills: int, seed: int, data: Path | None = None) -> dict[str, object]:
-    rng = random.Random(seed)
-    data = data or Path(tempfile.mkdtemp(prefix="citewell-crash-"))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    began = time.monotonic()
-    server = start_server(data, port)
-    try:
-        batches = upload(base, documents(files))
-        done_kills = 0
-        for _ in range(kills):
-            time.sleep(rng.uniform(0.2, 3.0))
-            if finished(base, batches):
-                break  # nothing left to interrupt
-            kill(server)
-            done_kills += 1
-            server = start_server(data, port)
-        while not finished(base, batches):
-            time.sleep(0.5)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
-    summary = {"files": files, "kills": done_kills, "seconds": round(time.monotonic() - began, 1)}
-    return {**summary, **verify(data, files)}
+from citewell.testing.crash_run import run
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ weaker **cells@5** only asks for the row label and the answer anywhere in one ch
 label and the answer and no other row's label. Also parse time per page, new against old,
 on the shared PDFs.
 
-    ../.venv/bin/pip install langchain-text-splitters   # the Open WebUI side only
-    cd benchmarks && ../.venv/bin/python table_questions.py --work /tmp/tables
+    .venv/bin/pip install langchain-text-splitters   # the Open WebUI side only
+    .venv/bin/python -m benchmarks.table_questions --work /tmp/tables
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import SCIFACT
 
+from benchmarks.common import SCIFACT
 from citewell import Citewell, Settings
 from citewell.answer.extractive import extractive_answer
 from citewell.loaders.pdf import PdfLoader

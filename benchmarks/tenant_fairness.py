@@ -7,7 +7,7 @@ Each round's "alone" phase starts once bob's files of the round before are all i
 A real server (uvicorn on 127.0.0.1, in this process, authentication on, default settings);
 rounds alternate alone and contended on the same server.
 
-    python benchmarks/tenant_fairness.py --rounds 2 --samples 12 [--settings job_slice_files=64]
+    python -m benchmarks.tenant_fairness --rounds 2 --samples 12 [--settings job_slice_files=64]
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import httpx  # noqa: E402
-from common import scifact_docs, summary  # noqa: E402
 
+from benchmarks.common import scifact_docs, summary  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.auth import AuthStore  # noqa: E402

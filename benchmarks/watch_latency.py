@@ -4,7 +4,7 @@ watches the folder, connector_watch), then edits one at a time — an added file
 file, a deleted file, in turn — each timed from the write until a BM25 search for the
 edit's own marker word answers accordingly.
 
-    python benchmarks/watch_latency.py --docs 300 --edits 20
+    python -m benchmarks.watch_latency --docs 300 --edits 20
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import scifact_docs  # noqa: E402
-
+from benchmarks.common import scifact_docs  # noqa: E402
 from citewell import Citewell, Settings  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 from citewell.types import SearchMode  # noqa: E402

@@ -1,9 +1,10 @@
 """SIGKILL the server while it ingests queued files, restart it, repeat; every file must end
-indexed exactly once (benchmarks/sigkill_ingest.py, a smaller run; the full one is 1,000
-files and 10 kills)."""
+indexed exactly once (citewell.testing.crash_run, a smaller run than benchmarks.sigkill_ingest:
+1,000 files and 10 kills)."""
 
 import pytest
-from benchmarks.sigkill_ingest import run
+
+from citewell.testing.crash_run import run
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,9 @@ import time
 
 import httpx
 import pytest
-from benchmarks.sigkill_ingest import free_port, start_server
+
+from citewell.testing.processes import free_port
+from citewell.testing.served import start_server
 
 pytestmark = pytest.mark.e2e
 SENT = 37

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from benchmarks.sigkill_ingest import documents, free_port, start_server
 
 from citewell.auth import AuthStore
 from citewell.config import Settings
 from citewell.db import open_engine
+from citewell.testing.processes import free_port
+from citewell.testing.served import documents, start_server
 
 pytestmark = pytest.mark.e2e
 

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from benchmarks.sigkill_ingest import documents, free_port, kill, start_server
 from sqlalchemy import text
 
 from citewell.auth import AuthStore
 from citewell.db.engine import url_engine
+from citewell.testing.processes import free_port
+from citewell.testing.served import documents, kill, start_server
 from tests.connector_helpers import S3_KEYS, moto_s3
 
 pytestmark = pytest.mark.e2e

@@ -17,12 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
-from benchmarks.sigkill_ingest import free_port, start_server
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
+from citewell.testing.processes import free_port
+from citewell.testing.served import start_server
 from tests.fake_servers import FakeLLMService, serve
 
 pytestmark = pytest.mark.e2e

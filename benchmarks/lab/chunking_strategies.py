@@ -6,7 +6,7 @@ strategies both produce (a whole short abstract, say) is embedded once; ingestio
 therefore "with the vectors other strategies already made", and the first strategy run pays
 most. The default (character) runs first, as the baseline, in the same run.
 
-    python benchmarks/chunking_strategies.py --work /tmp/strategies [--only fixed,semantic]
+    python -m benchmarks.lab.chunking_strategies --work /tmp/strategies [--only fixed,semantic]
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
 from benchmarks.common import SCIFACT
 
 

@@ -1,6 +1,6 @@
 """nDCG@10 of hybrid search at the answering depth (k=10) for several candidate_k values.
 
-    python benchmarks/tune_candidates.py --data-dir /tmp/citewell-bench
+    python -m benchmarks.lab.tune_candidates --data-dir /tmp/citewell-bench
 
 At k=10 the candidate pool of each retriever is candidate_k (the eval's k=100 hides it).
 """
@@ -16,8 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import open_scifact_index  # noqa: E402
-
+from benchmarks.common import open_scifact_index  # noqa: E402
 from citewell import SearchMode  # noqa: E402
 from citewell.evaluation.metrics import ndcg_at_k, recall_at_k  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Sweep the hybrid-fusion settings on an existing SciFact index (no re-embedding).
 
-    python benchmarks/tune_fusion.py --data-dir /tmp/citewell-bench
+    python -m benchmarks.lab.tune_fusion --data-dir /tmp/citewell-bench
 
 Prints nDCG@10 and recall@100 for each (fusion, bm25 weight, rrf k, candidate k); the
 defaults in config.py were chosen from this table (BENCHMARKS.md, "Choosing the defaults").
@@ -18,8 +18,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import open_scifact_index  # noqa: E402
-
+from benchmarks.common import open_scifact_index  # noqa: E402
 from citewell import SearchMode  # noqa: E402
 from citewell.evaluation.beir import evaluate_mode  # noqa: E402
 

@@ -8,7 +8,7 @@ with ``CITEWELL_DATABASE_URL`` set (catalog, jobs and chunks in PostgreSQL) and 
 run, the database's cache table for the other), so neither run spends 11 minutes
 embedding; the chunks, and so the scores, are the same either way.
 
-    python benchmarks/postgres_eval.py --beir ../shared/data/scifact --work /tmp/pgeval \
+    python -m benchmarks.lab.postgres_eval --beir ../shared/data/scifact --work /tmp/pgeval \
         --cache /tmp/scifact/embeddings.sqlite
 """
 

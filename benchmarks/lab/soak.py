@@ -19,7 +19,7 @@ server's log goes to ``--work``/server-1.log and server-2.log. It reports per ki
 request: count, errors, p50/p99; and memory and open files at the start and end of each
 half (after a warm-up minute), so growth shows.
 
-    python benchmarks/soak.py --scifact /tmp/scifact --work /tmp/soak --minutes 20
+    python -m benchmarks.lab.soak --scifact /tmp/scifact --work /tmp/soak --minutes 20
 """
 
 from __future__ import annotations
@@ -40,9 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.fake_servers import FakeService, serve  # noqa: E402
+from tests.fake_servers import FakeService, serve
 
 WORDS = ["heron", "lake", "alder", "colony", "fish", "dawn", "wader", "nest", "reed", "marsh"]
 
@@ -225,9 +223,7 @@ def main() -> None:
     if data.exists():
         shutil.rmtree(data)
     shutil.copytree(args.scifact, data)
-    sys.path.insert(0, str(Path(__file__).parent))
-    from common import SCIFACT
-
+    from benchmarks.common import SCIFACT
     from citewell.evaluation.beir import load_beir
 
     queries = list(load_beir(SCIFACT, "test").queries.values())

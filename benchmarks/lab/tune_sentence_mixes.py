@@ -9,7 +9,7 @@ single and best pair, and pairs with BM25 weights 0.45 and 0.55. Each row report
 and the gain over pairs alone with a 95 % bootstrap interval, on train and test. Runs on an
 index made by ``citewell eval``; pieces go through the embedding cache.
 
-    CITEWELL_SENTENCE_VECTORS=true python -m benchmarks.tune_sentence_mixes --data-dir <dir>
+    CITEWELL_SENTENCE_VECTORS=true python -m benchmarks.lab.tune_sentence_mixes --data-dir <dir>
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
 from benchmarks.common import SCIFACT
-from benchmarks.tune_sentence_vectors import Index, load_index, paired, top
+from benchmarks.lab.tune_sentence_vectors import Index, load_index, paired, top
 
 Lists = tuple[npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]], list]
 Mix = Callable[[Lists], dict[str, float]]

@@ -12,8 +12,8 @@ embeddings timed idle, then while another thread embeds documents without a paus
 public ``embed`` is used, so another revision can be measured through
 ``PYTHONPATH=<its src>``.
 
-    python benchmarks/embed_threads.py --docs 300 --rounds 3
-    python benchmarks/embed_threads.py --docs 100 --query-latency 300
+    python -m benchmarks.lab.embed_threads --docs 300 --rounds 3
+    python -m benchmarks.lab.embed_threads --docs 100 --query-latency 300
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
-from embed_batching import by_tokens  # noqa: E402
 
+from benchmarks.common import encoder_and_texts, scifact_docs, timed  # noqa: E402
+from benchmarks.lab.embed_batching import by_tokens  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 
 

@@ -6,7 +6,7 @@ get the vector index and full-text index as in production; only the second has a
 index on kb_ids. Then QUERIES searches, alternating between the two: vector and keyword, each
 filtered to one KB (as every signed-in search is) and unfiltered for reference.
 
-    python benchmarks/kb_filter_index.py --rows 100000 --kbs 100 --queries 40
+    python -m benchmarks.lab.kb_filter_index --rows 100000 --kbs 100 --queries 40
 """
 
 from __future__ import annotations

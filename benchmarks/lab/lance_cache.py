@@ -7,7 +7,7 @@ query vectors are SciFact's test queries, embedded once up front) in ``kb-all`` 
 of 100 KBs, alternating. It reports search p50/p95, what LanceDB says its caches hold and
 the process's PSS.
 
-    python benchmarks/lance_cache.py --source <SciFact data dir> \
+    python -m benchmarks.lab.lance_cache --source <SciFact data dir> \
         --lance /tmp/million/lancedb --sizes 256 1024 6144
 """
 

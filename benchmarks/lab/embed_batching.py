@@ -5,7 +5,7 @@ with the same session, alternating, ROUNDS times each; the figure is the ratio o
 Also reported: the padded tokens each order makes the encoder run (over the real ones), and
 the largest difference between the two orders' vectors.
 
-    python benchmarks/embed_batching.py --docs 300 --rounds 3
+    python -m benchmarks.lab.embed_batching --docs 300 --rounds 3
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ os.environ.setdefault("RUST_LOG", "error")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 
+from benchmarks.common import encoder_and_texts, scifact_docs, timed  # noqa: E402
 from citewell.embedders import OnnxEmbedder  # noqa: E402
 from citewell.embedders.onnx import token_batches  # noqa: E402
 

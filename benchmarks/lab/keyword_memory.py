@@ -4,7 +4,7 @@ postings the in-memory snapshot holds (stores/bm25_memory.py), alternating per q
 Reports each side's p50 over the SciFact test queries, how much of LanceDB's top 50 the
 snapshot returns, and the largest relative difference between the two scores of a chunk.
 
-    python benchmarks/keyword_memory.py --data-dir /tmp/scifact
+    python -m benchmarks.lab.keyword_memory --data-dir /tmp/scifact
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from pathlib import Path
 
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import open_scifact_index  # noqa: E402
-
+from benchmarks.common import open_scifact_index  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402
 from citewell.engine.scoped import Scoped  # noqa: E402
 from citewell.retrieval.tokenize import terms_string  # noqa: E402

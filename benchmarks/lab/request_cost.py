@@ -9,7 +9,7 @@ and what is measured is the search plus everything around it. Reported per call:
 time and CPU time of this process (all threads: the search's keyword half runs in a thread
 of its own).
 
-    cd benchmarks && ../.venv/bin/python request_cost.py --data-dir /tmp/scifact
+    .venv/bin/python -m benchmarks.lab.request_cost --data-dir /tmp/scifact
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from typing import Any
 
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import open_scifact_index  # noqa: E402
-from serving import bench_key  # noqa: E402
-
+from benchmarks.common import open_scifact_index  # noqa: E402
+from benchmarks.serving import bench_key  # noqa: E402
 from citewell.api.app import create_app  # noqa: E402
 from citewell.auth.access import Access  # noqa: E402
 from citewell.config import Settings  # noqa: E402

@@ -13,7 +13,7 @@ Every query is new to both servers' query-embedding caches (a counter word is ad
 Rate limits are off on both servers. Make a baseline tree with ``git worktree add``:
 
     git worktree add /tmp/before <commit>
-    cd benchmarks && ../.venv/bin/python serving_ab.py --data-dir /tmp/scifact \\
+    .venv/bin/python -m benchmarks.lab.serving_ab --data-dir /tmp/scifact \\
         --baseline-src /tmp/before/src --endpoint chat
 """
 
@@ -29,8 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from common import open_scifact_index
-from serving import bench_key, cpu_seconds, free_port, load, measured, request, start_server
+
+from benchmarks.common import open_scifact_index
+from benchmarks.serving import (
+    bench_key,
+    cpu_seconds,
+    free_port,
+    load,
+    measured,
+    request,
+    start_server,
+)
 
 SIDES = ("baseline", "new")
 

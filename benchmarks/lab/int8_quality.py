@@ -21,8 +21,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
-from common import SCIFACT  # noqa: E402
-
+from benchmarks.common import SCIFACT  # noqa: E402
 from citewell import Citewell, SearchMode, Settings  # noqa: E402
 from citewell.embedders.onnx import OnnxEmbedder, packaged_model_path  # noqa: E402
 from citewell.evaluation.beir import run_eval  # noqa: E402

