@@ -145,7 +145,8 @@ def search(
     from citewell.types import SearchMode
 
     with click_errors():
-        results = ctx.app().search(query, list(kbs), SearchMode(mode) if mode else None, k)
+        chosen = SearchMode(mode) if mode else None
+        results = ctx.searching().in_collections(list(kbs), query, chosen, k, None)
     if as_json:
         click.echo(json.dumps([_result_json(r, i) for i, r in enumerate(results, 1)], indent=2))
         return
@@ -194,22 +195,21 @@ def ask(
     """Answer QUESTION from the knowledge bases, with numbered sources: with the configured
     LLM (and its builtin tools in native function calling), else extractively."""
     from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest
-    from citewell.auth.access import Access
     from citewell.llm.base import ChatMessage
+    from citewell.services.local import OPERATOR
     from citewell.types import SearchMode
 
     with click_errors():
-        app = ctx.app()
-        chosen = model or app.settings.llm.llm_model or EXTRACTIVE_MODEL
+        chosen = model or ctx.app().settings.llm.llm_model or EXTRACTIVE_MODEL
         request = ChatRequest(
             model=chosen,
             messages=(ChatMessage("user", question),),
             knowledge=kbs,
             mode=SearchMode(mode) if mode else None,
             top_k=k,
-            access=Access.everything(),  # the operator, on the data dir itself
+            access=OPERATOR,  # the operator, on the data dir itself
         )
-        result = app.chat.complete(request)
+        result = ctx.answering().complete(request)
     if as_json:
         click.echo(json.dumps(_chat_json(result), indent=2, ensure_ascii=False))
         return

@@ -10,26 +10,24 @@ from contextlib import contextmanager
 from dataclasses import asdict
 
 import click
-from sqlalchemy.engine import Engine
 
-from citewell.app.assemble import AccountStores, account_stores
+from citewell.app.database import AccountDatabase, account_database
 from citewell.auth import AuthStore
-from citewell.auth.access import Access
-from citewell.auth.audit import AuditLog
-from citewell.auth.grants import GrantStore
 from citewell.config import Settings
 from citewell.errors import CitewellError
+from citewell.services.accounts import AccountService
+from citewell.services.local import kb_of, local_accounts, local_kb_sharing
 
 
-def _store() -> AccountStores:
+def _database() -> AccountDatabase:
     root = click.get_current_context().find_root()
     settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
-    return account_stores(settings)
+    return account_database(settings)
 
 
-def _audit(store: AuthStore, action: str, target_type: str, target_id: str, **detail: str) -> None:
-    """Commands run as the local operator ('local' in the audit trail)."""
-    AuditLog(store.engine).record(Access.everything(), action, target_type, target_id, **detail)
+def _accounts() -> AccountService:
+    """As the local operator: an admin, recorded as 'local' in the audit trail."""
+    return local_accounts(_database())
 
 
 @contextmanager
@@ -40,7 +38,7 @@ def _errors() -> Iterator[None]:
         raise click.ClickException(exc.message) from exc
 
 
-def announce_access(settings: Settings, engine: Engine) -> None:
+def announce_access(settings: Settings, users: AuthStore) -> None:
     """What `citewell serve` says about access at start. The first start with auth on makes
     the admin account and prints its key once (on the terminal, never in a log file)."""
     if settings.access.auth == "none":
@@ -50,7 +48,6 @@ def announce_access(settings: Settings, engine: Engine) -> None:
             err=True,
         )
         return
-    users = AuthStore(engine)
     if users.admin_count() > 0:
         return
     try:
@@ -96,9 +93,7 @@ def user() -> None:
 def user_create(name: str, admin: bool, password_stdin: bool, no_password: bool) -> None:
     password = "" if no_password else _password(password_stdin)
     with _errors():
-        store = _store()[0]
-        created = store.create_user(name, password, "admin" if admin else "user")
-        _audit(store, "user.create", "user", created.id, name=created.name, role=created.role)
+        created = _accounts().create_user(name, password, "admin" if admin else "user")
     click.echo(f"Created {created.role} {created.name} ({created.id}).")
 
 
@@ -109,17 +104,14 @@ def user_password(name: str, password_stdin: bool) -> None:
     """Set a user's password (to sign in on the web page), even while the server runs."""
     password = _password(password_stdin)
     with _errors():
-        store = _store()[0]
-        store.set_password(name, password)
-        changed = store.get_user(name)
-        _audit(store, "user.password", "user", changed.id, name=changed.name)
+        changed = _accounts().update_user(name, None, None, password)
     click.echo(f"Set the password of {changed.name}; sign in at / with it.")
 
 
 @user.command(name="list")
 @click.option("--json", "as_json", is_flag=True)
 def user_list(as_json: bool) -> None:
-    users = _store()[0].list_users()
+    users = _accounts().list_users()
     if as_json:
         click.echo(json.dumps([asdict(u) for u in users], indent=2))
         return
@@ -142,10 +134,9 @@ def key() -> None:
 def key_create(owner: str, name: str, kbs: tuple[str, ...], read_only: bool) -> None:
     """Print a new key once; only its hash is kept."""
     with _errors():
-        store, catalog = _store()
-        kb_ids = [catalog.get_kb(k).id for k in kbs]
-        record, plain = store.create_key(store.get_user(owner).id, name, kb_ids, read_only)
-        _audit(store, "key.create", "api_key", record.id, user=owner, name=name)
+        database = _database()
+        kb_ids = [kb_of(database, k).id for k in kbs]
+        record, plain = local_accounts(database).create_key_for(owner, name, kb_ids, read_only)
     click.echo(plain)
     click.echo(f"Key {record.id} ({record.prefix}…) for {owner}: shown once, keep it.", err=True)
 
@@ -155,8 +146,7 @@ def key_create(owner: str, name: str, kbs: tuple[str, ...], read_only: bool) -> 
 @click.option("--json", "as_json", is_flag=True)
 def key_list(owner: str | None, as_json: bool) -> None:
     with _errors():
-        store = _store()[0]
-        keys = store.list_keys(store.get_user(owner).id if owner else None)
+        keys = _accounts().keys(owner)
     if as_json:
         click.echo(json.dumps([asdict(k) for k in keys], indent=2))
         return
@@ -170,9 +160,7 @@ def key_list(owner: str | None, as_json: bool) -> None:
 @click.argument("key_id")
 def key_revoke(key_id: str) -> None:
     with _errors():
-        store = _store()[0]
-        revoked = store.revoke_key(key_id)
-        _audit(store, "key.revoke", "api_key", revoked.id)
+        revoked = _accounts().revoke_key(key_id)
     click.echo(f"Revoked {revoked.id} ({revoked.prefix}…).")
 
 
@@ -186,23 +174,13 @@ def share(kb: str, principal: str, write: bool, revoke: bool) -> None:
 
     KBs made from the command line have no owner, so only admins see them until shared."""
     with _errors():
-        store, catalog = _store()
-        grants = GrantStore(store.engine)
-        target = catalog.get_kb(kb)
+        database = _database()
+        target, sharing = kb_of(database, kb), local_kb_sharing(database)
         if revoke:
-            grants.revoke(target.id, principal)
-            _audit(store, "grant.revoke", "knowledge_base", target.id, principal=principal)
+            sharing.unshare(target.id, principal)
             click.echo(f"{principal} no longer has access to {target.name}.")
             return
-        grant = grants.grant(target.id, principal, "write" if write else "read")
-        _audit(
-            store,
-            "grant.set",
-            "knowledge_base",
-            target.id,
-            principal=principal,
-            permission=grant.permission,
-        )
+        _, grant = sharing.share(target.id, principal, "write" if write else "read")
     click.echo(f"{grant.principal} may now {grant.permission} {target.name}.")
 
 
@@ -215,9 +193,7 @@ def group() -> None:
 @click.argument("name")
 def group_create(name: str) -> None:
     with _errors():
-        store = _store()[0]
-        made = GrantStore(store.engine).create_group(name)
-        _audit(store, "group.create", "group", made.id, name=made.name)
+        made = _accounts().create_group(name)
     click.echo(f"Created group {made.name} ({made.id}).")
 
 
@@ -227,18 +203,16 @@ def group_create(name: str) -> None:
 def group_add(name: str, users: tuple[str, ...]) -> None:
     """Add USERS to the group NAME."""
     with _errors():
-        store = _store()[0]
-        grants = GrantStore(store.engine)
+        accounts = _accounts()
         for member in users:
-            updated = grants.add_member(name, store.get_user(member).id)
-            _audit(store, "group.add_member", "group", updated.id, user=member)
+            updated = accounts.add_member(name, member)
     click.echo(f"{updated.name}: {', '.join(updated.members)}")
 
 
 @group.command(name="list")
 def group_list() -> None:
     with _errors():
-        groups = GrantStore(_store()[0].engine).list_groups()
+        groups = _accounts().list_groups()
     for g in groups:
         click.echo(f"{g.name}\t{g.id}\t{', '.join(g.members)}")
 
@@ -261,9 +235,9 @@ def identity_sync() -> None:
     if not settings.identity.ldap_url:
         raise click.ClickException("No directory is set up (ldap_url); nothing to check.")
     with _errors():
-        store = _store()[0]
-        methods = identity_methods(settings.identity, settings.server.public_url, store)
-        report = sync_directory(methods, store, AuditLog(store.engine))
+        accounts = account_database(settings).accounts
+        methods = identity_methods(settings.identity, settings.server.public_url, accounts.users)
+        report = sync_directory(methods, accounts.users, accounts.audit)
     click.echo(
         f"Checked {report.checked} directory users; disabled: "
         f"{', '.join(report.disabled) or 'none'}; groups or role changed: "

@@ -32,6 +32,46 @@ class Context:
             self._app = Citewell.from_settings(settings, switch_models=switch_models)
         return self._app
 
+    def database(self) -> Any:
+        """The database alone (``AccountDatabase``): for commands that load no model."""
+        from citewell.app.database import account_database
+        from citewell.config import Settings
+
+        return account_database(Settings.load(self.config, data_dir=self.data_dir))
+
+    def knowledge(self) -> Any:
+        """KBs and files as the local operator (``KnowledgeService``): checked and audited
+        like any caller's."""
+        from citewell.engine.scoped import Scoped
+        from citewell.services.knowledge import KnowledgeService
+        from citewell.services.local import OPERATOR
+
+        return KnowledgeService(Scoped(self.app(), OPERATOR))
+
+    def searching(self) -> Any:
+        """Searches as the local operator (``SearchService``)."""
+        from citewell.engine.scoped import Scoped
+        from citewell.services.local import OPERATOR
+        from citewell.services.search import SearchService
+
+        return SearchService(Scoped(self.app(), OPERATOR))
+
+    def answering(self) -> Any:
+        """Answers as the local operator (``AnswerService``)."""
+        from citewell.services.answers import AnswerService, ModelList
+        from citewell.services.local import OPERATOR
+
+        chat = self.app().chat
+        return AnswerService(chat, ModelList(chat), OPERATOR)
+
+    def ingesting(self) -> Any:
+        """Paths and URLs into KBs as the local operator (``IngestService``)."""
+        from citewell.engine.scoped import Scoped
+        from citewell.services.ingest import IngestService
+        from citewell.services.local import OPERATOR
+
+        return IngestService(Scoped(self.app(), OPERATOR))
+
 
 @contextmanager
 def click_errors() -> Iterator[None]:

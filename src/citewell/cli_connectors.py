@@ -15,7 +15,6 @@ import click
 
 from citewell.cli_common import Context, click_errors, pass_app
 
-KINDS = click.Choice(["folder", "git", "webdav", "s3", "website"])
 OPTION_NAMES = (
     "folder",
     "branch",
@@ -58,7 +57,11 @@ def _source_options(function: Any) -> Any:
     for option in reversed(
         [
             click.option(
-                "--kind", type=KINDS, default=None, help="Default: folder, s3 for s3://, else git."
+                "--kind",
+                default=None,
+                help="A source kind that lists its entries (folder, git, webdav, s3, website, "
+                "a plug-in's; `citewell connector kinds` lists them). Default: folder, s3 for "
+                "s3://, else git.",
             ),
             click.option("--username", default="", help="git, webdav: the user to sign in as."),
             click.option(
@@ -110,6 +113,7 @@ def _spec(  # noqa: PLR0913
 
 def _connector_for(service: Any, kb: str, spec: Any) -> Any:
     """The KB's connector of this kind and target, made if there is none."""
+    service.check_kind(spec.kind)  # before the KB is made
     service.ensure_kb(kb)
     for found in service.of_kb(kb):
         if found.kind == spec.kind and found.target == spec.target:
@@ -131,7 +135,7 @@ def sync(ctx: Context, /, kb: str, source: str, watch: bool, **given: Any) -> No
     with click_errors():
         service = _service(ctx)
         connector = _connector_for(service, kb, _spec(source, **given, **options))
-        _echo_tally(service.runs.run(connector.id), connector.name)
+        _echo_tally(service.sync_here(connector.id), connector.name)
     if watch:
         _watch(service, connector)
 
@@ -165,7 +169,7 @@ def _watch(service: Any, connector: Any) -> None:
 
 def _rerun(service: Any, connector: Any) -> None:
     with click_errors():
-        _echo_tally(service.runs.run(connector.id), connector.name)
+        _echo_tally(service.sync_here(connector.id), connector.name)
 
 
 @click.group()
@@ -207,6 +211,14 @@ def connector_list(ctx: Context, kb: str | None, as_json: bool) -> None:
         click.echo("No connectors yet: 'citewell sync KB FOLDER' makes one.")
 
 
+@connector.command(name="kinds")
+@pass_app
+def connector_kinds(ctx: Context) -> None:
+    """The source kinds a connector may have (plug-ins' included)."""
+    for kind in _service(ctx).kinds():
+        click.echo(kind)
+
+
 @connector.command(name="run")
 @click.argument("connector_id")
 @pass_app
@@ -215,7 +227,7 @@ def connector_run(ctx: Context, connector_id: str) -> None:
     with click_errors():
         service = _service(ctx)
         found = service.by_id(connector_id)
-        _echo_tally(service.runs.run(found.id), found.name)
+        _echo_tally(service.sync_here(found.id), found.name)
 
 
 @connector.command(name="status")

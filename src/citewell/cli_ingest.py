@@ -57,7 +57,7 @@ def ingest(
         _ingest_queued(ctx, targets, kb, as_json, source)
         return
     with click_errors(), progress("Ingesting") as report_progress:
-        report = ctx.app().ingest(list(targets), kb, report_progress, source)
+        report = ctx.ingesting().ingest(targets, kb, report_progress, source)
     _wait_for_training(ctx.app())
     if as_json:
         click.echo(json.dumps(asdict(report), indent=2))
@@ -79,15 +79,14 @@ def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, so
     if any(is_url(t) for t in targets):
         raise click.UsageError("--estimate takes files and folders, not URLs.")
     with click_errors():
-        app = ctx.app()
-        items, _ = app.items(list(targets), source)
-        found = app.estimate(items, kb=kb if app.catalog.find_kb(kb) else None)
+        ingesting = ctx.ingesting()
+        found = ingesting.estimate(ingesting.items(targets, source), kb)
     cost = found.enrich
     if as_json:
         click.echo(json.dumps({"files": found.files, "chunks": found.chunks, **asdict(cost)}))
         return
     click.echo(f"{found.files} files, {found.chunks} chunks.")
-    if app.enricher.active:
+    if ingesting.enriches:
         click.echo(
             f"LLM: {cost.llm_calls} calls, about {cost.prompt_tokens} prompt tokens "
             f"({cost.cached} contexts or summaries already cached)."
@@ -104,24 +103,23 @@ def _ingest_queued(
     if any(is_url(t) for t in targets):
         raise click.UsageError("--queue takes files and folders; ingest URLs without it.")
     with click_errors():
-        app = ctx.app()
-        app.catalog.ensure_kb(kb)
-        items, _ = app.items(list(targets), source)
-        jobs = app.enqueue(kb, items) if items else []
+        ingesting = ctx.ingesting()
+        items = ingesting.items(targets, source)
+        jobs = ingesting.queue(items, kb) if items else []
     if not jobs:
         click.echo("No files to ingest.", err=True)
         return
-    batch = jobs[0].batch_id
+    batch, app = jobs[0].batch_id, ctx.app()
     app.start_workers()
     try:
-        with _job_progress(app, batch) as watch:
+        with _job_progress(ingesting, batch) as watch:
             watch()
     except KeyboardInterrupt:
         click.echo(f"Stopped; the batch's unfinished jobs stay queued (batch {batch}).", err=True)
     finally:
         app.close()
     _wait_for_training(app)
-    _print_batch(app, batch, as_json)
+    _print_batch(ingesting.batch(batch), batch, as_json)
 
 
 def _wait_for_training(app: Any) -> None:
@@ -141,9 +139,9 @@ def _wait_for_training(app: Any) -> None:
         click.echo("Stopped waiting; the index stays as it was.", err=True)
 
 
-def _print_batch(app: Any, batch: str, as_json: bool) -> None:
-    counts: dict[str, int] = app.jobs.counts(batch)
-    failed = [f"{j.name}: {j.last_error}" for j in app.jobs.find(batch_id=batch, state="failed")]
+def _print_batch(state: Any, batch: str, as_json: bool) -> None:
+    counts: dict[str, int] = state.counts
+    failed: list[str] = state.errors
     if as_json:
         click.echo(json.dumps({"batch_id": batch, "counts": counts, "errors": failed}, indent=2))
         return
@@ -196,7 +194,7 @@ def progress(label: str) -> Iterator[Callable[[Any], None]]:
 
 
 @contextmanager
-def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
+def _job_progress(ingesting: Any, batch: str) -> Iterator[Callable[[], None]]:
     """A progress bar fed by the batch's jobs, as the job event streams are: it counts work
     done by any worker, this process's or a server's."""
     from citewell.services.jobs import FINAL, ProgressTracker
@@ -208,12 +206,9 @@ def _job_progress(app: Any, batch: str) -> Iterator[Callable[[], None]]:
 
         def watch() -> None:
             while True:
-                counts = app.jobs.counts(batch)
-                if counts.get("indexed", 0) > len(chunks):
-                    for job in app.jobs.find(batch_id=batch, state="indexed"):
-                        if job.id not in chunks:
-                            record = app.catalog.get_file(job.file_id)
-                            chunks[job.id] = record.chunk_count if record else 0
+                state = ingesting.batch(batch, chunks)
+                counts = state.counts
+                chunks.update(state.chunks)
                 finished = sum(n for state, n in counts.items() if state in FINAL)
                 progress = tracker.update(finished, sum(counts.values()))
                 elapsed = bar.tasks[0].elapsed or 1e-9

@@ -19,7 +19,9 @@ def kb() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @pass_app
 def kb_list(ctx: Context, as_json: bool) -> None:
-    kbs = ctx.app().list_kbs()
+    from citewell.services.local import local_kbs
+
+    kbs = local_kbs(ctx.database())  # the database alone: no model is loaded
     if as_json:
         click.echo(json.dumps([asdict(k) for k in kbs], indent=2))
         return
@@ -35,7 +37,7 @@ def kb_list(ctx: Context, as_json: bool) -> None:
 @pass_app
 def kb_create(ctx: Context, name: str, description: str) -> None:
     with click_errors():
-        created = ctx.app().create_kb(name, description)
+        created = ctx.knowledge().create(name, description)
     click.echo(f"Created {created.name} ({created.id}).")
 
 
@@ -45,5 +47,5 @@ def kb_create(ctx: Context, name: str, description: str) -> None:
 def kb_delete(ctx: Context, name: str) -> None:
     """Delete a knowledge base and every chunk no other knowledge base uses."""
     with click_errors():
-        ctx.app().delete_kb(name)
+        ctx.knowledge().delete(name)
     click.echo(f"Deleted {name}.")

@@ -46,18 +46,18 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
         check_auth_mode(settings, bind)  # before loading models: a refusal is immediate
         if settings.server.workers == 1:
             app = ctx.app(switch_models=True)
-            engine, api = app.catalog.engine, create_app(settings, app)
+            users, api = app.accounts.users, create_app(settings, app)
         else:
-            from citewell.app.assemble import prepare_database
+            from citewell.app.database import prepare_database
 
-            engine = prepare_database(settings)  # once, before the processes start
+            users = prepare_database(settings).users  # once, before the processes start
     llm = settings.llm.llm_base_url or "none (extractive answers)"
     click.echo(
         f"Citewell on http://{bind}:{listen}  data: {settings.storage.data_dir}  LLM: {llm}"
         + (f"  processes: {settings.server.workers}" if settings.server.workers > 1 else ""),
         err=True,
     )
-    announce_access(settings, engine)
+    announce_access(settings, users)
     # SIGTERM: stop accepting, finish requests in flight (up to 30 s), then stop the job
     # worker (its batch finishes or goes back to the queue).
     if settings.server.workers == 1:

@@ -204,7 +204,7 @@ def test_servers_starting_at_once_make_exactly_one_admin(database, capsys):
 
     settings = Settings.load(auth="required")
     with ThreadPoolExecutor(6) as pool:
-        list(pool.map(lambda _: announce_access(settings, database), range(6)))
+        list(pool.map(lambda _: announce_access(settings, AuthStore(database)), range(6)))
     users = AuthStore(database)
     assert users.admin_count() == 1
     admin = users.get_user("admin")

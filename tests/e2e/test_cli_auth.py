@@ -93,3 +93,8 @@ def test_share_a_cli_made_kb_with_a_group_then_take_it_back(tmp_path):
     assert ("local", "user.create") in trail and ("local", "group.add_member") in trail
     wrong = run(data, "share", "handbook", "everyone")
     assert wrong.returncode == 1 and "'user:NAME', 'group:NAME' or 'public'" in wrong.stderr
+    # KB actions are recorded by the same service whichever adapter asks: the CLI too.
+    assert run(data, "kb", "delete", "handbook").returncode == 0
+    trail = [(e.actor, e.action, e.target_id) for e in AuditLog(engine).find()]
+    assert ("local", "kb.create", handbook.id) in trail
+    assert ("local", "kb.delete", handbook.id) in trail

@@ -45,3 +45,15 @@ def test_every_command_is_listed_and_imports():
         assert f"  {name} " in listed, name
         assert main.get_command(None, name) is not None, name  # type: ignore[arg-type]
         assert main.get_command(None, name).name == name  # type: ignore[union-attr]
+
+
+def test_kb_list_reads_the_database_alone(tmp_path):
+    code = (
+        "import sys, json\nfrom click.testing import CliRunner\nfrom citewell.cli import main\n"
+        f"done = CliRunner().invoke(main, ['--data-dir', {str(tmp_path)!r}, 'kb', 'list'])\n"
+        "assert done.exit_code == 0 and 'No knowledge bases yet' in done.output, done.output\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    loaded = _loaded(code)
+    engine = ("citewell.engine", "citewell.answer", "citewell.embedders", "lancedb", "onnxruntime")
+    assert not [m for m in loaded if m.startswith(engine)]

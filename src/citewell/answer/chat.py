@@ -51,6 +51,10 @@ FOLLOW_UP_TURNS = 3  # user turns searched together when no LLM can write the qu
 
 
 class ChatPipeline:
+    """A chat request to an answer with numbered sources: the KBs to search (the request's
+    or a preset's), sources gathered as the caller, the prompt, the LLM (and its tools),
+    and the citations kept."""
+
     def __init__(
         self,
         app: Engine,

@@ -41,12 +41,8 @@ from citewell.api.routes import (
 )
 from citewell.api.trace_requests import TraceRequests
 from citewell.app import Citewell
-from citewell.auth.audit import AuditLog
-from citewell.auth.grants import GrantStore
-from citewell.auth.identity.methods import KeylessAccess, identity_methods
+from citewell.auth.identity.methods import KeylessAccess
 from citewell.auth.identity.sync import DirectorySync
-from citewell.auth.rate_limit import rate_limiter
-from citewell.auth.store import AuthStore
 from citewell.auth.throttle import LoginThrottle
 from citewell.config import Settings
 from citewell.mcp_server.http import MCPEndpoint
@@ -88,14 +84,14 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
     )
     app.state.citewell = citewell
     app.state.drain = drain
-    engine = citewell.catalog.engine
-    app.state.audit = AuditLog(engine)
-    user_store = AuthStore(engine)
-    app.state.identity = identity_methods(settings.identity, settings.server.public_url, user_store)
-    keyless = KeylessAccess(app.state.identity, app.state.audit)
-    directory = DirectorySync(app.state.identity, user_store, app.state.audit)
+    accounts = citewell.accounts  # built by the root (citewell.app); not built here
+    app.state.audit = accounts.audit
+    app.state.identity = citewell.identity
+    keyless = KeylessAccess(app.state.identity, accounts.audit)
+    directory = DirectorySync(app.state.identity, accounts.users, accounts.audit)
+    limiter = citewell.rate_limiter
     app.state.auth = security.Authenticator(
-        settings, user_store, GrantStore(engine), rate_limiter(settings, engine), keyless
+        settings, accounts.users, accounts.grants, limiter, keyless
     )
     app.state.login_throttle = LoginThrottle(
         settings.access.login_failures_per_address, settings.access.login_failures_per_name

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from citewell.app.application import Citewell
-    from citewell.app.assemble import prepare_database
+    from citewell.app.database import prepare_database
 
-_EXPORTS = {"Citewell": "citewell.app.application", "prepare_database": "citewell.app.assemble"}
+_EXPORTS = {"Citewell": "citewell.app.application", "prepare_database": "citewell.app.database"}
 
 __all__ = ["Citewell", "prepare_database"]
 

@@ -8,17 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from sqlalchemy.engine import Engine
-
-from citewell.auth import AuthStore
+from citewell.auth.accounts import Accounts
 from citewell.auth.audit import AuditLog
 from citewell.blobs.registry import open_file_store
 from citewell.catalog import Catalog
 from citewell.catalog.runtime import RuntimeSettingsStore
 from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
-from citewell.db import ensure_schema, open_engine
-from citewell.db.schema import ensure_vector_extension
+from citewell.db import open_engine
 from citewell.embedders import DatabaseEmbeddingCache, Embedder, EmbeddingCache
 from citewell.jobs import JobStore
 from citewell.jobs.turns import TurnLock
@@ -28,29 +25,7 @@ from citewell.llm.measured import measured
 from citewell.llm.registry import build_llm, llm_configured
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever
-from citewell.stores.registry import store_backend
 from citewell.tracing import start_tracing
-
-
-def prepare_database(settings: Settings) -> Engine:
-    """The database of these settings, brought to the current schema, with what the chunk
-    store needs in it (pgvector, when chunks live in PostgreSQL). Run once before several
-    server processes start, so that a refusal is one message, not one per process."""
-    engine = open_engine(settings)
-    ensure_schema(engine)
-    if store_backend(settings) == "postgres":
-        ensure_vector_extension(engine)
-    return engine
-
-
-AccountStores = tuple[AuthStore, Catalog]
-
-
-def account_stores(settings: Settings) -> AccountStores:
-    """Users, keys and grants, and the catalog, for commands that change accounts without
-    loading a model."""
-    engine = open_engine(settings)
-    return AuthStore(engine), Catalog(engine)
 
 
 def live_settings_alone(settings: Settings) -> tuple[LiveSettings, AuditLog]:
@@ -69,6 +44,7 @@ class Parts:
     spaces: EmbeddingSpaces
     retriever: HybridRetriever
     llm: LLM | None
+    accounts: Accounts
 
     @classmethod
     def build(
@@ -108,4 +84,4 @@ class Parts:
             ranking=lambda: live.current.ranking,
         )
         storage = FileStorage(open_file_store(settings))
-        return cls(live, catalog, storage, spaces, retriever, llm)
+        return cls(live, catalog, storage, spaces, retriever, llm, Accounts.on(catalog.engine))

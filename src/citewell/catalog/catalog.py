@@ -119,6 +119,9 @@ def _ambiguous(name: str, kbs: list[KnowledgeBase]) -> str:
 
 
 class Catalog:
+    """What the database knows of knowledge bases, files and their links (paths, folders),
+    with no access checks: the engine's and the services' to use."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         ensure_schema(engine)

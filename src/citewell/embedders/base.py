@@ -28,6 +28,14 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> Vectors: ...
 
 
+@runtime_checkable
+class LoadsLazily(Protocol):
+    """An embedder that loads its model on first use; ``warm`` loads it now (the server
+    does at start, so that no request waits for it)."""
+
+    def warm(self) -> None: ...
+
+
 _SPARE_A_CORE: ContextVar[bool] = ContextVar("citewell_spare_a_core", default=False)
 
 

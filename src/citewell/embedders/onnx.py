@@ -11,7 +11,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +102,30 @@ class OnnxEmbedder:
         # (benchmarks/embed_threads.py). A lone text (a query, one small document) can only
         # be split inside the model: queries keep one thread, leaving the other core to BM25;
         # a lone document text gets the wide session.
-        self._session = _session(path, 1)
-        self._wide_session = _session(path, self.threads) if self.threads > 1 else self._session
+        self._path = path
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="citewell-embed")
         # Fifty concurrent requests each running the model on a lone text would share the
         # cores fifty ways and evict each other's caches: as many at once as there are cores.
         # Batches are bounded by the pool instead, so a query never waits behind ingestion.
         self._runs = threading.BoundedSemaphore(self.threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    # The sessions load on first use (a third of a second): a command that embeds nothing
+    # skips them. The server loads them at start (warm), so no request waits for them.
+    @cached_property
+    def _session(self) -> Any:
+        return _session(self._path, 1)
+
+    @cached_property
+    def _wide_session(self) -> Any:
+        return _session(self._path, self.threads) if self.threads > 1 else self._session
+
+    @cached_property
+    def _inputs(self) -> set[str]:
+        return {i.name for i in self._session.get_inputs()}
+
+    def warm(self) -> None:
+        """Load the model's sessions now (the server does at start)."""
+        self.__dict__.setdefault("_warm", (self._inputs, self._wide_session))
 
     @property
     def dimension(self) -> int:

@@ -1,6 +1,5 @@
 """The engine: ingestion, search and the online operations of one data dir behind one
-facade. Answering builds on it (``citewell.answer``); the application root adds it on top
-(``citewell.app.Citewell``).
+facade; answering (``citewell.answer``) and the root (``citewell.app.Citewell``) build on it.
 
 Ingest: source → loader → splitter → embed what is not cached → store → catalog
 (``citewell.ingest``). Search: query → retrievers (vector, BM25) → fusion → rerank →
@@ -13,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from citewell.auth.accounts import Accounts
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings
 from citewell.catalog.storage import FileStorage
@@ -49,6 +49,8 @@ from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
 
 
 class Engine:
+    """The unchecked facade over one data dir; services reach it through a caller's Scoped."""
+
     def __init__(
         self,
         live: LiveSettings,
@@ -56,12 +58,14 @@ class Engine:
         storage: FileStorage,
         spaces: EmbeddingSpaces,
         retriever: HybridRetriever,
+        accounts: Accounts,
         reader: DocumentReader | IsolatedReader | ReaderPool | None = None,
         llm: LLM | None = None,
     ) -> None:
-        """``live``: the settings, some of which admins may change while it runs."""
+        """``live``: the settings, some of which admins may change while it runs;
+        ``accounts``: users, grants and the audit trail (services record into it)."""
         settings = live.start
-        self.live = live
+        self.live, self.accounts = live, accounts
         self.llm = llm  # None: answers are extractive
         self.catalog = catalog
         self.storage = storage
@@ -137,16 +141,12 @@ class Engine:
                 self.election.start()
             return
         if self.runner is None:
+            jobs = self.settings.jobs
             self.runner = JobRunner(
-                self.jobs,
-                self.ingestor,
-                self.storage,
-                self.settings.jobs.job_batch_files,
-                self.settings.jobs.job_retry_seconds,
-                spaces=self.spaces,
-                rechunker=self.rechunker,
+                self.jobs, self.ingestor, self.storage, jobs.job_batch_files,
+                jobs.job_retry_seconds, spaces=self.spaces, rechunker=self.rechunker,
                 connectors=self.connectors,
-            )
+            )  # fmt: skip
             self.runner.start()
 
     def close(self) -> None:

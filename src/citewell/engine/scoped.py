@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
+from typing import Any
 
 from citewell.auth.access import Access
 from citewell.catalog import FileLink, FileRecord, KnowledgeBase
@@ -20,8 +21,15 @@ from citewell.types import ChunkFilter, ScoredChunk, SearchMode, Section
 
 @dataclass
 class Scoped:
+    """One caller's view of the engine: what they may read, change and manage, checked on
+    every call, and the audit trail their changes are recorded in (``record``)."""
+
     app: Engine
     access: Access
+
+    def record(self, action: str, target_type: str, target_id: str, **detail: Any) -> None:
+        """An audit event of this caller's (services call it after a change succeeded)."""
+        self.app.accounts.audit.record(self.access, action, target_type, target_id, **detail)
 
     # --- knowledge bases ------------------------------------------------------------------
     def kbs(self, count_files: bool = True) -> list[KnowledgeBase]:
@@ -39,7 +47,7 @@ class Scoped:
         if kb is None:
             raise KnowledgeBaseNotFound(
                 f"No knowledge base {name_or_id!r} that you may read; GET /api/v1/knowledge "
-                "lists yours."
+                "(or `citewell kb list`) lists yours."
             )
         return kb
 

@@ -33,11 +33,14 @@ SCHEDULE_EVERY = 5.0  # seconds between looks for connectors that are due
 def syncable(kind: str, context: SourceContext) -> Syncable:
     source = SOURCES.get(kind)(context)
     if not isinstance(source, Syncable):
-        raise InvalidInput(
-            f"Source kind {kind!r} cannot be kept in sync; 'folder', 'git', 'webdav', 's3' "
-            "and 'website' can (and plug-ins whose sources list their entries)."
-        )
+        kinds = ", ".join(syncable_kinds(context))
+        raise InvalidInput(f"Source kind {kind!r} cannot be kept in sync; these can: {kinds}.")
     return source
+
+
+def syncable_kinds(context: SourceContext) -> list[str]:
+    """The source kinds (plug-ins' too) whose sources list their entries."""
+    return [name for name, make in SOURCES.items() if isinstance(make(context), Syncable)]
 
 
 class ConnectorRuns:

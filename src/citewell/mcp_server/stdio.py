@@ -8,8 +8,6 @@ from typing import Any
 
 from citewell.app import Citewell
 from citewell.auth.access import Access
-from citewell.auth.grants import GrantStore
-from citewell.auth.store import AuthStore
 from citewell.errors import Unauthenticated
 from citewell.mcp_server.server import Caller, build_mcp_server
 
@@ -22,7 +20,7 @@ NO_KEY = (
 class KeyCaller:
     def __init__(self, app: Citewell, key: str) -> None:
         self.app, self.key = app, key
-        self.users, self.grants = AuthStore(app.catalog.engine), GrantStore(app.catalog.engine)
+        self.users, self.grants = app.accounts.users, app.accounts.grants
         server = app.settings.server
         self.base_url = server.public_url or f"http://{server.host}:{server.port}"
 

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import groupby
 
 import numpy as np
@@ -24,6 +25,7 @@ from citewell.catalog import Catalog
 from citewell.catalog.spaces import ACTIVE, BUILDING, SpaceRecord, SpaceRegistry
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embedder
+from citewell.embedders.base import LoadsLazily
 from citewell.enrich import ContextCache, stored_enrichment
 from citewell.errors import ConfigError
 from citewell.ingest.chunk_rows import embed_text, sentence_table, space_table
@@ -32,6 +34,7 @@ from citewell.jobs import Job, JobStore
 from citewell.jobs.turns import TurnLock
 from citewell.retrieval.retriever import SearchSpace
 from citewell.stores.base import ChunkStore, drop_store, scanning
+from citewell.stores.lazy import opened_on_first_use
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -128,6 +131,11 @@ class EmbeddingSpaces:
         self._checked = time.monotonic()
         self.target: Space | None = None
         embedder = embedder or build_embedder(settings)
+        # The server and workers (``switch``) load the model and open the tables now, so
+        # that neither fails or waits on a first request; a command does on first use.
+        self._eager = switch
+        if switch and isinstance(embedder, LoadsLazily):
+            embedder.warm()
         self._known[embedder.model_id] = embedder  # another process may switch to it
         wanted = self._space_for(settings, embedder)
         self.active = self._start(wanted) if switch else self._follow(wanted)
@@ -144,10 +152,14 @@ class EmbeddingSpaces:
 
     def _open(self, record: SpaceRecord, embedder: Embedder | None = None) -> Space:
         embedder = embedder or self._rebuild(record)
-        store = open_chunk_store(self.settings, record.id, record.dimension)
-        sentences = open_chunk_store(self.settings, sentence_table(record.id), record.dimension)
+        store = self._table(record.id, record.dimension)
+        sentences = self._table(sentence_table(record.id), record.dimension)
         cached = CachedEmbedder(embedder, self.cache, self.settings.access.share_embeddings)
         return Space(record, cached, store, sentences)
+
+    def _table(self, name: str, dimension: int) -> ChunkStore:
+        opening = partial(open_chunk_store, self.settings, name, dimension)
+        return opening() if self._eager else opened_on_first_use(opening)
 
     def _rebuild(self, record: SpaceRecord) -> Embedder:
         """The embedder a recorded space was made by, from its kept settings."""

@@ -68,17 +68,36 @@ class AccountService:
         self.audit.record(access, "key.create", "api_key", key.id, name=key.name)
         return key, plain
 
-    def revoke_key(self, key_id: str) -> None:
+    def revoke_key(self, key_id: str) -> ApiKey:
         """Revoke one of the caller's keys (admins: anyone's); another's answers as missing."""
-        access, missing = self.access, f"No API key {key_id!r}; GET /api/v1/auth/keys lists yours."
+        access = self.access
+        missing = f"No API key {key_id!r}; GET /api/v1/auth/keys (`citewell key list`) lists yours."
         try:
             key = self.users.get_key(key_id)
         except KeyNotFound:  # the same words as for another's key: nothing tells them apart
             raise KeyNotFound(missing) from None
-        if access.user is None or (key.user_id != access.user.id and not access.is_admin):
+        own = access.user is not None and key.user_id == access.user.id
+        if not (own or access.is_admin):
             raise KeyNotFound(missing)
         self.users.revoke_key(key.id)
         self.audit.record(access, "key.revoke", "api_key", key.id)
+        return key
+
+    # --- anyone's keys (admins) -------------------------------------------------------------
+    def keys(self, user: str | None = None) -> list[ApiKey]:
+        """Every key, or one user's (never the keys themselves)."""
+        require_admin(self.access)
+        return self.users.list_keys(self.users.get_user(user).id if user else None)
+
+    def create_key_for(
+        self, user: str, name: str, kb_ids: Sequence[str], read_only: bool
+    ) -> tuple[ApiKey, str]:
+        """A key for another user (the plain key returned once)."""
+        require_admin(self.access)
+        owner = self.users.get_user(user)
+        key, plain = self.users.create_key(owner.id, name, list(kb_ids), read_only)
+        self.audit.record(self.access, "key.create", "api_key", key.id, user=owner.name, name=name)
+        return key, plain
 
     # --- users (admins) -----------------------------------------------------------------
     def list_users(self) -> list[User]:

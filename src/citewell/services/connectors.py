@@ -21,7 +21,7 @@ from citewell.connectors.store import Connector, SyncStatus
 from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
 from citewell.errors import ConnectorNotFound, Forbidden, InvalidInput
-from citewell.ingest.connector_runs import syncable
+from citewell.ingest.connector_runs import syncable, syncable_kinds
 from citewell.ingest.sources import SourceContext
 from citewell.ingest.sync import SyncTally
 from citewell.jobs import Job
@@ -118,17 +118,13 @@ class ConnectorService:
         credentials = _checked(spec.credentials or {}, CREDENTIALS, "credentials")
         self._check_source(spec.kind, spec.target, options, credentials)
         name = spec.name or spec.target.rstrip("/").rsplit("/", 1)[-1] or spec.kind
-        return self.store.create(
-            target_kb.id,
-            spec.kind,
-            name,
-            spec.target,
-            options,
-            credentials,
-            self._interval(spec.interval),
-            self.view.access.user_id,
+        interval, user = self._interval(spec.interval), self.view.access.user_id
+        made = self.store.create(
+            target_kb.id, spec.kind, name, spec.target, options, credentials, interval, user,
             self.local,
-        )
+        )  # fmt: skip
+        self.view.record("connector.create", "connector", made.id, kind=made.kind, kb=made.kb_id)
+        return made
 
     def update(
         self,
@@ -157,6 +153,8 @@ class ConnectorService:
         sealed = None if credentials is None else _checked(credentials, CREDENTIALS, "credentials")
         updated = self.store.update(found.id, sealed, **changes)
         assert updated is not None
+        changed = sorted([*changes, *(["credentials"] if sealed is not None else [])])
+        self.view.record("connector.update", "connector", found.id, changed=changed)
         return updated
 
     def _check_owner(self, connector: Connector) -> None:
@@ -176,11 +174,25 @@ class ConnectorService:
             self.app.runner.wake()
         return job
 
+    def kinds(self) -> list[str]:
+        """The source kinds a connector may have: those whose sources list their entries."""
+        return syncable_kinds(SourceContext(self.app.settings, self.app.web))
+
+    def check_kind(self, kind: str) -> None:
+        """A 4xx for a kind no connector may have, before anything is made."""
+        syncable(kind, SourceContext(self.app.settings, self.app.web))
+
+    def sync_here(self, connector_id: str) -> SyncTally:
+        """Sync now, in this process, and wait for it (the CLI's ``sync``)."""
+        return self.runs.run(self.by_id(connector_id).id)
+
     def delete(self, kb: str, connector_id: str, delete_files: bool = False) -> int:
         """The connector goes; its files too with ``delete_files`` (else they stay in the
         KB as files added by hand). Returns how many files left the KB."""
         found = self.get(kb, connector_id)
-        return self.runs.remove(found, delete_files)
+        removed = self.runs.remove(found, delete_files)
+        self.view.record("connector.delete", "connector", found.id, files_removed=removed)
+        return removed
 
     def _interval(self, asked: float) -> float:
         section = self.app.settings.connectors

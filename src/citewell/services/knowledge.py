@@ -1,5 +1,6 @@
 """Knowledge bases and the files in them, as one caller sees them: each operation checks
-the caller's access itself (read, write, or manage: owner and admins) before it acts."""
+the caller's access itself (read, write, or manage: owner and admins) before it acts, and
+records each change in the audit trail, whichever adapter asked (HTTP, CLI, MCP)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,9 @@ class KnowledgeService:
     ) -> KnowledgeBase:
         """A new KB owned by the caller; ``changes``: its own settings."""
         settings = NO_SETTINGS.updated(dict(changes)) if changes else NO_SETTINGS
-        return self.view.create_kb(name, description, settings)
+        created = self.view.create_kb(name, description, settings)
+        self.view.record("kb.create", "knowledge_base", created.id, name=created.name)
+        return created
 
     def kbs(self) -> list[KnowledgeBase]:
         return self.view.kbs()
@@ -79,12 +82,15 @@ class KnowledgeService:
             found = self.view.managed_kb(found.id)
             settings = found.settings.updated(dict(changes))
         updated = self.app.update_kb(found.id, name, description, settings)
+        detail = {"settings": sorted(changes)} if changes is not None else {}
+        self.view.record("kb.update", "knowledge_base", updated.id, name=updated.name, **detail)
         return updated, self.app.rechunker.status(found.id)
 
     def delete(self, kb: str) -> KnowledgeBase:
         """The KB and every chunk, vector and file no other KB uses (owner or admin)."""
         found = self.view.managed_kb(kb)
         self.app.delete_kb(found.id)
+        self.view.record("kb.delete", "knowledge_base", found.id, name=found.name)
         return found
 
     # --- files -------------------------------------------------------------------------
@@ -97,6 +103,7 @@ class KnowledgeService:
         known = stored is not None and self.view.readable_file(stored.id) is not None
         user = self.view.access.user_id
         record, report = self.app.upload(found.id, name, data, user, path)
+        self.view.record("file.upload", "file", record.id, name=name, kb=found.id)
         return Uploaded(found.id, self.view.file(record.id, in_kb=found.id), report, known)
 
     def add_text(self, kb: str, name: str, content: str) -> Uploaded:
@@ -133,7 +140,22 @@ class KnowledgeService:
         self.check_batch(len(entries))
         found = self.view.writable_kb(kb)
         user = self.view.access.user_id
-        return self.app.enqueue_uploads(found.id, list(entries), user, clean_folder(folder))
+        jobs = self.app.enqueue_uploads(found.id, list(entries), user, clean_folder(folder))
+        self._record_queued(found.id, jobs)
+        return jobs
+
+    def queue(self, kb: str, name: str, data: bytes, folder: str = "") -> Job:
+        """One file queued (an upload that does not wait for its ingest)."""
+        (job,) = self.enqueue(kb, [(name, data)], folder)
+        return job
+
+    def _record_queued(self, kb_id: str, jobs: Sequence[Job]) -> None:
+        if len(jobs) == 1:
+            job = jobs[0]
+            self.view.record("file.queue", "knowledge_base", kb_id, name=job.name, job=job.id)
+            return
+        batch = jobs[0].batch_id
+        self.view.record("file.batch", "knowledge_base", kb_id, files=len(jobs), batch=batch)
 
     def estimate(self, kb: str, entries: Sequence[tuple[str, bytes]]) -> IngestEstimate:
         """What ingesting these files would take; nothing is stored."""
@@ -152,12 +174,14 @@ class KnowledgeService:
         found = self.view.writable_kb(kb)
         record = self.view.file(file_id)
         self.app.add_file(found.id, record.id, record.name, self.view.access.user_id, seen=record)
+        self.view.record("file.add", "file", record.id, kb=found.id)
         return self.view.kb(found.id), record, self.view.files(found.id)
 
     def remove_file(self, kb: str, file_id: str) -> KnowledgeBase:
         """Take the file out of the KB; it is deleted once no KB holds it."""
         found = self.view.writable_kb(kb)
         self.app.remove_file(found.id, file_id)
+        self.view.record("file.remove", "file", file_id, kb=found.id)
         return found
 
     def delete_file(self, file_id: str) -> FileRecord:
@@ -167,6 +191,7 @@ class KnowledgeService:
         record = self.view.file(file_id)
         for link in self.view.removable_links(file_id):
             self.app.remove_file(link.kb_id, record.id)
+        self.view.record("file.delete", "file", record.id, name=record.name)
         return record
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from citewell.catalog import KnowledgeBase
 from citewell.catalog.folders import Entry, ancestors, clean_folder, join
 from citewell.catalog.uploads import Upload
 from citewell.engine.scoped import Scoped
@@ -58,11 +59,24 @@ class KnowledgeSync:
         if kb is not None and not isinstance(kb, str):
             raise InvalidInput("metadata.knowledge_id must be a knowledge base id.")
         if not kb:
-            return Uploaded(self.app.uploads.add(self._user, name, content_type, data, meta))
-        found = self.view.writable_kb(kb)
-        folder = self.folders.folder_path(found.id, _str(meta.get("directory_id")))
-        upload = self.app.uploads.add(self._user, name, content_type, data, meta)
-        return Uploaded(upload, self._ingest(found.id, upload, data, folder))
+            held = Uploaded(self.app.uploads.add(self._user, name, content_type, data, meta))
+        else:
+            found = self.view.writable_kb(kb)
+            folder = self.folders.folder_path(found.id, _str(meta.get("directory_id")))
+            upload = self.app.uploads.add(self._user, name, content_type, data, meta)
+            held = Uploaded(upload, self._ingest(found.id, upload, data, folder))
+        kb_id = held.entry.entry.kb_id if held.entry is not None else None
+        self.view.record("file.upload", "upload", held.upload.id, name=name, kb=kb_id)
+        return held
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.app.settings.server.max_upload_bytes
+
+    def files_of(self, kb_id: str) -> list[EntryView]:
+        """The KB's files as its folders hold them."""
+        found = self.view.kb(kb_id)
+        return self.folders.views(found.id, self.app.catalog.folders.entries(found.id))
 
     def _ingest(self, kb_id: str, upload: Upload, data: bytes, folder: str) -> EntryView:
         path = join(folder, upload.name)
@@ -81,6 +95,11 @@ class KnowledgeSync:
     def add(self, kb: str, file_id: str, folder_id: str | None = None) -> EntryView:
         """Put a file into a KB folder: the caller's own upload (read and ingested now) or a
         file of a KB the caller may read (linked: nothing is embedded again)."""
+        added = self._add(kb, file_id, folder_id)
+        self.view.record("file.add", "file", added.file.id, kb=added.entry.kb_id)
+        return added
+
+    def _add(self, kb: str, file_id: str, folder_id: str | None) -> EntryView:
         found = self.view.writable_kb(kb)
         folder = self.folders.folder_path(found.id, folder_id)
         upload = self.app.uploads.get(file_id, self._user)
@@ -124,10 +143,19 @@ class KnowledgeSync:
         added, errors = [], []
         for file_id, folder_id in files:
             try:
-                added.append(self.add(found.id, file_id, folder_id))
+                added.append(self._add(found.id, file_id, folder_id))
             except CitewellError as error:  # this file's: unreadable, empty, not found
                 errors.append(f"{file_id}: {error.message}")
+        self.view.record("file.add", "knowledge_base", found.id, files=len(added))
         return added, errors
+
+    def remove(self, kb: str, file_id: str) -> KnowledgeBase:
+        """The file (by file or entry id) out of the KB; stored bytes go once no KB holds
+        them."""
+        found = self.view.writable_kb(kb)
+        self.folders.remove(found.id, self.folders.entries_of(found.id, file_id))
+        self.view.record("file.remove", "file", file_id, kb=found.id)
+        return found
 
     # --- manifests -------------------------------------------------------------------
     def diff(self, kb: str, manifest: Sequence[ManifestEntry]) -> SyncDiff:
@@ -168,6 +196,7 @@ class KnowledgeSync:
             below = folders.entries_below(found.id, folder.path)
             self.folders.remove(found.id, below)
             folders.remove(found.id, folder.id)
+        self.view.record("kb.sync_cleanup", "knowledge_base", found.id, files=len(entry_ids))
 
     def reset(self, kb: str, include_folders: bool = True) -> None:
         """Every file out of the KB (and its folders too, with ``include_folders``)."""
@@ -177,6 +206,7 @@ class KnowledgeSync:
         if include_folders:
             for folder in sorted(folders.all(found.id), key=lambda f: -f.path.count("/")):
                 folders.remove(found.id, folder.id)
+        self.view.record("kb.reset", "knowledge_base", found.id)
 
     @property
     def _user(self) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from citewell.auth.access import Access
 from citewell.auth.audit import AuditLog
 from citewell.config import masked_settings
+from citewell.engine.core import Engine
 from citewell.live_settings import OPEN_WEBUI_NAMES, RUNTIME_SETTINGS, LiveSettings
 from citewell.services.accounts import require_admin
 
@@ -28,6 +29,11 @@ class RuntimeSettings:
 class SettingsService:
     def __init__(self, live: LiveSettings, audit: AuditLog, access: Access) -> None:
         self.live, self.audit, self.access = live, audit, access
+
+    @classmethod
+    def of(cls, app: Engine, access: Access) -> SettingsService:
+        """The running engine's settings, changes recorded in its audit trail."""
+        return cls(app.live, app.accounts.audit, access)
 
     def effective(self) -> dict[str, Any]:
         """Every setting as this server runs with it; keys and URL passwords masked."""

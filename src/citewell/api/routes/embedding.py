@@ -7,19 +7,17 @@ from fastapi import APIRouter
 from citewell.api.deps import AdminDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import EmbeddingPublic, SpacePublic, SwitchPublic
-from citewell.types import ChunkFilter
+from citewell.services.embedding import EmbeddingService
 
 router = APIRouter(prefix="/api/v1/embedding", tags=["embedding"], route_class=OffLoopJsonRoute)
 
 
 @router.get("")
-def embedding(app: CitewellDep, _: AdminDep) -> EmbeddingPublic:
+def embedding(app: CitewellDep, access: AdminDep) -> EmbeddingPublic:
     """The active embedding space and, while the model changes, how far re-embedding is
     (admins)."""
-    app.spaces.refresh()
-    active = app.spaces.active.record
-    status = app.spaces.status()
-    switch = None
+    state = EmbeddingService(app, access).state()
+    active, status, switch = state.active, state.switch, None
     if status is not None:
         target = status.target
         switch = SwitchPublic(
@@ -33,6 +31,6 @@ def embedding(app: CitewellDep, _: AdminDep) -> EmbeddingPublic:
         )
     return EmbeddingPublic(
         active=SpacePublic(id=active.id, model_id=active.model_id, dimension=active.dimension),
-        chunks=app.store.count(ChunkFilter()),
+        chunks=state.chunks,
         switch=switch,
     )

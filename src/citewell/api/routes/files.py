@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Response, status
 
-from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.deps import ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import FilePublic, FileTextPublic, SectionPublic
 from citewell.services.knowledge import KnowledgeService
@@ -96,8 +96,7 @@ def get_page_image(
 
 
 @router.delete("/{file_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_file(file_id: str, view: ViewDep, audit: AuditDep) -> None:
+def delete_file(file_id: str, view: ViewDep) -> None:
     """Delete the file from every KB you may read (you must be able to change each of them).
     Its bytes, chunks and vectors go once no KB at all holds it."""
-    record = KnowledgeService(view).delete_file(file_id)
-    audit.record(view.access, "file.delete", "file", record.id, name=record.name)
+    KnowledgeService(view).delete_file(file_id)

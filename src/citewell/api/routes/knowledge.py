@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Response, UploadFile, status
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.deps import ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.schemas import (
     BatchPublic,
@@ -35,13 +35,10 @@ KnowledgeDep = Annotated[KnowledgeService, Depends(get_knowledge)]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-def create_kb(
-    body: KnowledgeBaseCreate, knowledge: KnowledgeDep, view: ViewDep, audit: AuditDep
-) -> KnowledgeBasePublic:
+def create_kb(body: KnowledgeBaseCreate, knowledge: KnowledgeDep) -> KnowledgeBasePublic:
     """A new KB, owned by the caller (only the owner and admins see it until it is shared)."""
     changes = body.settings.changes() if body.settings else None
     kb = knowledge.create(body.name, body.description, changes)
-    audit.record(view.access, "kb.create", "knowledge_base", kb.id, name=kb.name)
     return KnowledgeBasePublic.of(kb, [])
 
 
@@ -62,24 +59,19 @@ def get_kb(kb_id: str, knowledge: KnowledgeDep, view: ViewDep) -> KnowledgeBaseP
 
 @router.patch("/{kb_id}")
 def update_kb(
-    kb_id: str, body: KnowledgeBaseUpdate, knowledge: KnowledgeDep, view: ViewDep, audit: AuditDep
+    kb_id: str, body: KnowledgeBaseUpdate, knowledge: KnowledgeDep
 ) -> KnowledgeBasePublic:
     """Rename or describe (write permission); change its own retrieval defaults or chunking
     (owner or admin; a chunking change re-chunks its files in the job queue)."""
     changes = body.settings.changes() if body.settings is not None else None
     updated, rechunk = knowledge.update(kb_id, body.name, body.description, changes)
-    detail = {"settings": sorted(changes)} if changes is not None else {}
-    audit.record(
-        view.access, "kb.update", "knowledge_base", updated.id, name=updated.name, **detail
-    )
     return KnowledgeBasePublic.of(updated, rechunk=rechunk)
 
 
 @router.delete("/{kb_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_kb(kb_id: str, knowledge: KnowledgeDep, view: ViewDep, audit: AuditDep) -> None:
+def delete_kb(kb_id: str, knowledge: KnowledgeDep) -> None:
     """Delete the KB and every chunk, vector and file that no other KB uses (owner or admin)."""
-    kb = knowledge.delete(kb_id)
-    audit.record(view.access, "kb.delete", "knowledge_base", kb.id, name=kb.name)
+    knowledge.delete(kb_id)
 
 
 async def read_limited(upload: UploadFile, limit: int) -> bytes:
@@ -115,8 +107,6 @@ async def upload_file(
     kb_id: str,
     response: Response,
     knowledge: KnowledgeDep,
-    view: ViewDep,
-    audit: AuditDep,
     file: Annotated[UploadFile, File()],
     wait: bool = True,
     folder: str = "",
@@ -130,11 +120,9 @@ async def upload_file(
     data = await read_limited(file, knowledge.max_upload_bytes)
     if not wait:
         response.status_code = status.HTTP_202_ACCEPTED
-        (job,) = await run_in_threadpool(knowledge.enqueue, kb.id, [(name, data)], folder)
-        audit.record(view.access, "file.queue", "knowledge_base", kb.id, name=name, job=job.id)
+        job = await run_in_threadpool(knowledge.queue, kb.id, name, data, folder)
         return JobPublic.of(job)
     uploaded = await run_in_threadpool(knowledge.upload, kb.id, name, data, folder)
-    audit.record(view.access, "file.upload", "file", uploaded.record.id, name=name, kb=kb.id)
     return _ingested(uploaded)
 
 
@@ -179,8 +167,6 @@ async def estimate_files(
 async def upload_batch(
     kb_id: str,
     knowledge: KnowledgeDep,
-    view: ViewDep,
-    audit: AuditDep,
     files: Annotated[list[UploadFile], File()],
     folder: str = "",
 ) -> BatchPublic:
@@ -192,39 +178,24 @@ async def upload_batch(
     limit = knowledge.max_upload_bytes
     entries = [(upload_name(f), await read_limited(f, limit)) for f in files]
     jobs = await run_in_threadpool(knowledge.enqueue, kb.id, entries, folder)
-    batch = jobs[0].batch_id
-    audit.record(view.access, "file.batch", "knowledge_base", kb.id, files=len(jobs), batch=batch)
-    return BatchPublic.of(batch, jobs)
+    return BatchPublic.of(jobs[0].batch_id, jobs)
 
 
 @router.post("/{kb_id}/text", status_code=status.HTTP_201_CREATED)
-def add_text(
-    kb_id: str, body: TextCreate, knowledge: KnowledgeDep, view: ViewDep, audit: AuditDep
-) -> IngestPublic:
+def add_text(kb_id: str, body: TextCreate, knowledge: KnowledgeDep) -> IngestPublic:
     """Ingest raw text as a file of the KB."""
-    name = clean_name(body.name)
-    uploaded = knowledge.add_text(kb_id, name, body.content)
-    audit.record(
-        view.access, "file.upload", "file", uploaded.record.id, name=name, kb=uploaded.kb_id
-    )
-    return _ingested(uploaded)
+    return _ingested(knowledge.add_text(kb_id, clean_name(body.name), body.content))
 
 
 @router.post("/{kb_id}/files/{file_id}", status_code=status.HTTP_201_CREATED)
-def add_existing_file(
-    kb_id: str, file_id: str, knowledge: KnowledgeDep, view: ViewDep, audit: AuditDep
-) -> KnowledgeBasePublic:
+def add_existing_file(kb_id: str, file_id: str, knowledge: KnowledgeDep) -> KnowledgeBasePublic:
     """Add a file that is already stored (and that you may read) to this KB too: no parsing,
     no embedding (a KB with its own chunking splits the stored text its own way)."""
-    kb, record, files = knowledge.add_existing(kb_id, file_id)
-    audit.record(view.access, "file.add", "file", record.id, kb=kb.id)
+    kb, _, files = knowledge.add_existing(kb_id, file_id)
     return KnowledgeBasePublic.of(kb, files)
 
 
 @router.delete("/{kb_id}/files/{file_id}", status_code=status.HTTP_204_NO_CONTENT)
-def remove_file(
-    kb_id: str, file_id: str, knowledge: KnowledgeDep, view: ViewDep, audit: AuditDep
-) -> None:
+def remove_file(kb_id: str, file_id: str, knowledge: KnowledgeDep) -> None:
     """Take the file out of this KB; it is deleted once no KB holds it."""
-    kb = knowledge.remove_file(kb_id, file_id)
-    audit.record(view.access, "file.remove", "file", file_id, kb=kb.id)
+    knowledge.remove_file(kb_id, file_id)

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Form, HTTPException, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from citewell.api.deps import AuditDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.openwebui_schemas import upload_response
 from citewell.api.routes.knowledge import read_limited, upload_name
@@ -36,7 +35,6 @@ def _metadata(raw: str | None) -> dict[str, Any]:
 @router.post("/")
 async def upload_file(
     sync: SyncDep,
-    audit: AuditDep,
     file: Annotated[UploadFile, File()],
     metadata: Annotated[str | None, Form()] = None,
 ) -> dict[str, Any]:
@@ -44,12 +42,10 @@ async def upload_file(
     metadata.directory_id) before the answer, which says ``data.status`` completed."""
     meta = _metadata(metadata)
     name = upload_name(file)
-    data = await read_limited(file, sync.app.settings.server.max_upload_bytes)
+    data = await read_limited(file, sync.max_upload_bytes)
     content_type = file.content_type or ""
     with open_webui_errors():
         done = await run_in_threadpool(sync.upload, name, content_type, data, meta)
-    kb = done.entry.entry.kb_id if done.entry is not None else None
-    audit.record(sync.view.access, "file.upload", "upload", done.upload.id, name=name, kb=kb)
     return upload_response(done.upload, done.entry)
 
 

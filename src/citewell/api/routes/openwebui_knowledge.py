@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
-from citewell.api.deps import AuditDep, ViewDep
+from citewell.api.deps import ViewDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.api.openwebui_schemas import (
     DirectoryCreateForm,
@@ -62,8 +62,7 @@ def open_webui_errors(missing: int = 400, forbidden: int = 400) -> Iterator[None
 
 
 def _kb_files(sync: KnowledgeSync, kb: KnowledgeBase, **extra: Any) -> KnowledgeFilesResponse:
-    folders = sync.app.catalog.folders
-    views = sync.folders.views(kb.id, folders.entries(kb.id))
+    views = sync.files_of(kb.id)
     found = sync.view.kb(kb.id)  # the updated time and count after the change
     response = KnowledgeFilesResponse.of(found, [file_metadata(v) for v in views])
     response.write_access = sync.view.access.can_write(found)
@@ -87,10 +86,9 @@ def list_knowledge(view: ViewDep, page: int = 1) -> KnowledgeAccessListResponse:
 
 
 @router.post("/create", response_model=KnowledgeResponse)
-def create_knowledge(body: KnowledgeForm, view: ViewDep, audit: AuditDep) -> KnowledgeResponse:
+def create_knowledge(body: KnowledgeForm, view: ViewDep) -> KnowledgeResponse:
     with open_webui_errors(forbidden=401):
         kb = KnowledgeService(view).create(body.name, body.description)
-    audit.record(view.access, "kb.create", "knowledge_base", kb.id, name=kb.name)
     return KnowledgeResponse.of(kb)  # type: ignore[no-any-return]
 
 
@@ -135,14 +133,11 @@ def _directory(folder: Folder, ids_by_path: dict[str, str]) -> DirectoryModel:
 
 
 @router.post("/{kb_id}/file/add", response_model=KnowledgeFilesResponse)
-def add_file(
-    kb_id: str, body: FileIdForm, sync: SyncDep, audit: AuditDep
-) -> KnowledgeFilesResponse:
+def add_file(kb_id: str, body: FileIdForm, sync: SyncDep) -> KnowledgeFilesResponse:
     """Add an uploaded file (or a file of a KB you may read) to this KB, in a folder."""
     with open_webui_errors():
-        added = sync.add(kb_id, body.file_id, body.directory_id)
+        sync.add(kb_id, body.file_id, body.directory_id)
         kb = sync.view.kb(kb_id)
-    audit.record(sync.view.access, "file.add", "file", added.file.id, kb=kb.id)
     return _kb_files(sync, kb)
 
 
@@ -157,27 +152,19 @@ def update_file(kb_id: str, body: FileIdForm, sync: SyncDep) -> KnowledgeFilesRe
 
 
 @router.post("/{kb_id}/file/remove", response_model=KnowledgeFilesResponse)
-def remove_file(
-    kb_id: str, body: FileIdForm, sync: SyncDep, audit: AuditDep
-) -> KnowledgeFilesResponse:
+def remove_file(kb_id: str, body: FileIdForm, sync: SyncDep) -> KnowledgeFilesResponse:
     """Take the file out of this KB (stored bytes go once no KB holds them)."""
     with open_webui_errors():
-        kb = sync.view.writable_kb(kb_id)
-        entries = sync.folders.entries_of(kb.id, body.file_id)
-        sync.folders.remove(kb.id, entries)
-    audit.record(sync.view.access, "file.remove", "file", body.file_id, kb=kb.id)
+        kb = sync.remove(kb_id, body.file_id)
     return _kb_files(sync, kb)
 
 
 @router.post("/{kb_id}/files/batch/add", response_model=KnowledgeFilesResponse)
-def add_files(
-    kb_id: str, body: list[FileIdForm], sync: SyncDep, audit: AuditDep
-) -> KnowledgeFilesResponse:
+def add_files(kb_id: str, body: list[FileIdForm], sync: SyncDep) -> KnowledgeFilesResponse:
     """Add several files at once; those that fail are named in ``warnings``."""
     with open_webui_errors():
         kb = sync.view.writable_kb(kb_id)
-        added, errors = sync.add_many(kb.id, [(f.file_id, f.directory_id) for f in body])
-    audit.record(sync.view.access, "file.add", "knowledge_base", kb.id, files=len(added))
+        _, errors = sync.add_many(kb.id, [(f.file_id, f.directory_id) for f in body])
     warnings = {"message": "Some files failed to process", "errors": errors} if errors else None
     return _kb_files(sync, kb, warnings=warnings)
 
@@ -186,23 +173,20 @@ def add_files(
 def reset_knowledge(
     kb_id: str,
     sync: SyncDep,
-    audit: AuditDep,
     include_directories: bool = True,
 ) -> KnowledgeResponse:
     """Every file out of the KB (and its folders, unless include_directories=false)."""
     with open_webui_errors():
         sync.reset(kb_id, include_directories)
         kb = sync.view.kb(kb_id)
-    audit.record(sync.view.access, "kb.reset", "knowledge_base", kb.id)
     return KnowledgeResponse.of(kb)  # type: ignore[no-any-return]
 
 
 @router.delete("/{kb_id}/delete", response_model=bool)
-def delete_knowledge(kb_id: str, view: ViewDep, audit: AuditDep) -> bool:
+def delete_knowledge(kb_id: str, view: ViewDep) -> bool:
     """Delete the KB (owner or admin), as DELETE /api/v1/knowledge/{id} does."""
     with open_webui_errors():
-        kb = KnowledgeService(view).delete(kb_id)
-    audit.record(view.access, "kb.delete", "knowledge_base", kb.id, name=kb.name)
+        KnowledgeService(view).delete(kb_id)
     return True
 
 
@@ -225,15 +209,10 @@ def sync_diff(kb_id: str, body: SyncDiffForm, sync: SyncDep) -> SyncDiffResponse
 
 
 @router.post("/{kb_id}/sync/cleanup")
-def sync_cleanup(
-    kb_id: str, body: SyncCleanupForm, sync: SyncDep, audit: AuditDep
-) -> dict[str, bool]:
+def sync_cleanup(kb_id: str, body: SyncCleanupForm, sync: SyncDep) -> dict[str, bool]:
     """Remove the files and folders a sync found stale (ids not in the KB are skipped)."""
     with open_webui_errors(missing=404, forbidden=403):
         sync.cleanup(kb_id, body.file_ids, body.dir_ids)
-    audit.record(
-        sync.view.access, "kb.sync_cleanup", "knowledge_base", kb_id, files=len(body.file_ids)
-    )
     return {"status": True}
 
 

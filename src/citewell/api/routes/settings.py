@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel
 
-from citewell.api.deps import AdminDep, AuditDep, CitewellDep
+from citewell.api.deps import AdminDep, CitewellDep
 from citewell.api.hygiene import OffLoopJsonRoute
 from citewell.live_settings import runtime_changes
 from citewell.services.settings import SettingsService
@@ -25,8 +25,8 @@ class SettingsReset(BaseModel):
     names: list[str] | None = None  # None: every setting changed at run time
 
 
-def get_settings_service(app: CitewellDep, audit: AuditDep, access: AdminDep) -> SettingsService:
-    return SettingsService(app.live, audit, access)
+def get_settings_service(app: CitewellDep, access: AdminDep) -> SettingsService:
+    return SettingsService.of(app, access)
 
 
 SettingsDep = Annotated[SettingsService, Depends(get_settings_service)]
