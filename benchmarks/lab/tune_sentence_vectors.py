@@ -11,7 +11,7 @@ and the mixed score applied only to the candidates today's two lists found (a re
 stage needing no sentence index). Runs on an index made by ``citewell eval``; sentences
 go through the embedding cache, so only the first run embeds them.
 
-    python -m benchmarks.lab.tune_sentence_vectors --data-dir <citewell eval's data dir> [--window 2]
+    python -m benchmarks.lab.tune_sentence_vectors --data-dir <eval data dir> [--window 2]
 """
 
 from __future__ import annotations

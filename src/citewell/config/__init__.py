@@ -8,21 +8,24 @@ model preset, a knowledge base or an admin at run time may override is each fiel
 ``Scopes``; ``config.resolve`` computes the value in force for one request.
 """
 
-from citewell.config.answering import AnsweringSection, LLMSection
+from citewell.config.access import AccessSection
+from citewell.config.answering import AnsweringSection
+from citewell.config.chunking import ChunkingSection
+from citewell.config.connectors import ConnectorSection
+from citewell.config.embedding import ONNX_MODEL_NAMES, EmbeddingSection
+from citewell.config.enrichment import EnrichmentSection
+from citewell.config.extraction import ExtractionSection
 from citewell.config.fields import BUILTIN_BACKENDS, Scopes, Section, env_names
 from citewell.config.identity import IdentitySection
-from citewell.config.indexing import (
-    ONNX_MODEL_NAMES,
-    ChunkingSection,
-    EmbeddingSection,
-    EnrichmentSection,
-)
-from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
+from citewell.config.jobs import JobSection
+from citewell.config.llm import LLMSection
 from citewell.config.reference import configuration_markdown, masked_settings
-from citewell.config.retrieval import RerankingSection, RetrievalSection
-from citewell.config.server import AccessSection, ServerSection
+from citewell.config.reranking import RerankingSection
+from citewell.config.retrieval import RetrievalSection
+from citewell.config.server import ServerSection
 from citewell.config.settings import SECTION_OF, SECTIONS, Settings
-from citewell.config.storage import JobSection, StorageSection, default_data_dir
+from citewell.config.storage import StorageSection, default_data_dir
+from citewell.config.web import WebSection
 
 __all__ = [
     "BUILTIN_BACKENDS",

@@ -14,15 +14,24 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
-from citewell.config.answering import AnsweringSection, LLMSection
+from citewell.config.access import AccessSection
+from citewell.config.answering import AnsweringSection
+from citewell.config.chunking import ChunkingSection
+from citewell.config.connectors import ConnectorSection
+from citewell.config.embedding import EmbeddingSection
+from citewell.config.enrichment import EnrichmentSection
 from citewell.config.environment import read_config_file, read_environment
+from citewell.config.extraction import ExtractionSection
 from citewell.config.fields import ALL_FIELDS, CONFIG_FILE, Scopes, Section, scopes_of, source_of
+from citewell.config.files import FileStoreSection
 from citewell.config.identity import IdentitySection
-from citewell.config.indexing import ChunkingSection, EmbeddingSection, EnrichmentSection
-from citewell.config.intake import ConnectorSection, ExtractionSection, WebSection
-from citewell.config.retrieval import RerankingSection, RetrievalSection
-from citewell.config.server import AccessSection, ServerSection
-from citewell.config.storage import FileStoreSection, JobSection, StorageSection
+from citewell.config.jobs import JobSection
+from citewell.config.llm import LLMSection
+from citewell.config.reranking import RerankingSection
+from citewell.config.retrieval import RetrievalSection
+from citewell.config.server import ServerSection
+from citewell.config.storage import StorageSection
+from citewell.config.web import WebSection
 from citewell.errors import ConfigError
 
 SECTIONS: dict[str, type[Section]] = {

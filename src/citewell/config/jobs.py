@@ -1,0 +1,47 @@
+"""The ``jobs`` section: the job queue and its workers."""
+
+from __future__ import annotations
+
+from citewell.config.fields import Section, setting
+
+
+class JobSection(Section):
+    """The queue of ingestion jobs and its workers."""
+
+    job_batch_files: int = setting(
+        64,
+        "Queued files the worker takes at once; their chunks are embedded together, so many "
+        "small files still make full embedding batches.",
+    )
+
+    job_slice_files: int = setting(
+        8,
+        "Of the files taken at once, how many are ingested under one hold of the index's "
+        "lock. Between slices a user's upload that waits goes first, so it waits for one "
+        "slice rather than the whole batch; larger slices embed a little faster.",
+        ge=1,
+    )
+
+    job_max_attempts: int = setting(
+        3, "Attempts a job gets when it fails for a reason that may pass (a service down)."
+    )
+
+    job_retry_seconds: float = setting(
+        2.0, "Wait before the first retry of a job; doubled for each further attempt."
+    )
+
+    job_lease_seconds: float = setting(
+        30.0,
+        "A running job belongs to its worker for this long; the worker renews it every third "
+        "of it while alive. A killed worker's jobs are queued again for any worker once it "
+        "passes.",
+        gt=1,
+    )
+
+    max_batch_files: int = setting(1000, "Most files one batch upload request may carry.")
+
+    serve_job_worker: bool = setting(
+        True,
+        "Run queued ingest jobs inside `citewell serve`. Turn off when `citewell worker` "
+        "processes run them instead.",
+    )
