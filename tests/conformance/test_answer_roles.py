@@ -4,7 +4,7 @@ the OpenAI-compatible and Ollama engines against wire-faithful fakes, every spli
 import pytest
 
 from citewell.config import Settings
-from citewell.llm.registry import LLM_ENGINES
+from citewell.llm.registry import LLMS
 from citewell.splitters import SPLITTERS, build_measure, build_splitter
 from citewell.testing.fakes import FakeHashEmbedder
 from citewell.testing.llm import LLMConformance
@@ -21,7 +21,7 @@ class TestBuiltInLLMEngines(LLMConformance):
         with serve(fake) as url:
             base = url + "/v1" if request.param == "openai" else url
             settings = Settings.load(data_dir=tmp_path, llm_engine=request.param, llm_base_url=base)
-            yield LLM_ENGINES.get(request.param)(settings.llm), fake.models[0]
+            yield LLMS.get(request.param)(settings.llm), fake.models[0]
 
     @pytest.fixture
     def llm(self, engine):

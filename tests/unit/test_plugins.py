@@ -84,21 +84,21 @@ def test_settings_accept_an_installed_plug_in_name(monkeypatch, tmp_path):
 @pytest.mark.parametrize("role", [r for r, setting in ROLES.items() if setting])
 def test_every_settings_value_is_a_built_in_or_a_special_word(role):
     from citewell.blobs.registry import FILE_STORES
-    from citewell.embedders import EMBEDDERS
-    from citewell.llm.registry import LLM_ENGINES
+    from citewell.embedders.registry import EMBEDDERS
+    from citewell.llm.registry import LLMS
     from citewell.loaders.ocr import OCR_ENGINES
-    from citewell.rerankers import RERANKERS
-    from citewell.splitters import SPLITTERS
+    from citewell.rerankers.registry import RERANKERS
+    from citewell.splitters.registry import SPLITTERS
     from citewell.stores.registry import CHUNK_STORES
-    from citewell.websearch import WEB_SEARCH
+    from citewell.websearch.registry import WEB_SEARCHES
 
     registries = {
         "ocr": OCR_ENGINES,
         "splitters": SPLITTERS,
         "embedders": EMBEDDERS,
         "rerankers": RERANKERS,
-        "llm": LLM_ENGINES,
-        "web_search": WEB_SEARCH,
+        "llm": LLMS,
+        "web_search": WEB_SEARCHES,
         "chunk_stores": CHUNK_STORES,
         "file_stores": FILE_STORES,
     }

@@ -47,14 +47,15 @@ def _ollama(section: LLMSection) -> LLM | None:
     return OllamaLLM(section.llm_base_url, section.llm_context_window, section.llm_timeout)
 
 
-LLM_ENGINES: Registry[Callable[[LLMSection], LLM | None]] = Registry("llm")
-LLM_ENGINES.add("openai", _openai)
-LLM_ENGINES.add("ollama", _ollama)
-LLM_ENGINES.add("llamacpp", _llamacpp)
+LLMS: Registry[Callable[[LLMSection], LLM | None]] = Registry("llm")
+LLM_ENGINES = LLMS  # its name before issue 66, kept for plug-ins
+LLMS.add("openai", _openai)
+LLMS.add("ollama", _ollama)
+LLMS.add("llamacpp", _llamacpp)
 
 
 def build_llm(settings: Settings) -> LLM | None:
-    return LLM_ENGINES.get(settings.llm.llm_engine)(settings.llm)
+    return LLMS.get(settings.llm.llm_engine)(settings.llm)
 
 
 def llm_configured(settings: Settings) -> bool:
