@@ -199,7 +199,7 @@ def test_presets_spaces_and_audit(database):
 def test_servers_starting_at_once_make_exactly_one_admin(database, capsys):
     from concurrent.futures import ThreadPoolExecutor
 
-    from citewell.cli_auth import announce_access
+    from citewell.cli.auth import announce_access
     from citewell.config import Settings
 
     settings = Settings.load(auth="required")

@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "citewell"
-ADAPTERS = [*SRC.glob("cli*.py"), *(SRC / "api").rglob("*.py"), *(SRC / "mcp_server").rglob("*.py")]
+ADAPTERS = [path for part in ("cli", "api", "mcp_server") for path in (SRC / part).rglob("*.py")]
 # What the engine is made of: reached only by services and operations.
 PARTS = {
     "catalog", "chunk_sets", "connectors", "contexts", "election", "ingestor", "jobs", "live",

@@ -120,4 +120,4 @@ def test_the_cycle_finder_sees_type_only_and_deferred_imports():
     # citewell.ingest.chunk_rows imports ChunkTarget from ingest.types; cli_server imports the
     # server's app factory inside a function: both are arrows here.
     assert "citewell.ingest.types" in real["citewell.ingest.chunk_rows"]
-    assert "citewell.api.app" in real["citewell.cli_server"]
+    assert "citewell.api.app" in real["citewell.cli.server"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citewell.cli_server import _index_line
+from citewell.cli.server import _index_line
 from citewell.stores.base import IndexHealth
 
 

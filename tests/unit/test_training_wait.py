@@ -8,7 +8,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from citewell import cli_ingest
+from citewell.cli import ingest as cli_ingest
 from citewell.ingest.sentences import SpaceWriter
 
 

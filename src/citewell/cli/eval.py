@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from citewell.cli_common import Context, click_errors, pass_app
-from citewell.cli_ingest import progress
+from citewell.cli.common import Context, click_errors, pass_app
+from citewell.cli.ingest import progress
 from citewell.types import SearchMode
 
 

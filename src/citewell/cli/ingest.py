@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from citewell.cli_common import Context, click_errors, pass_app
+from citewell.cli.common import Context, click_errors, pass_app
 
 
 @click.command()

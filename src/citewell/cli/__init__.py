@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from citewell.cli_common import MODES, Context, click_errors, pass_app
+from citewell.cli.common import MODES, Context, click_errors, pass_app
 
 if TYPE_CHECKING:  # imported by the commands that use them: `citewell --version` needs none
     from citewell.answer.exchange import ChatResult
@@ -30,23 +30,23 @@ if TYPE_CHECKING:  # imported by the commands that use them: `citewell --version
 # The commands of their own modules, imported when one of them runs (or for --help), so the
 # command starts without the engine, the agent and the stores it does not use.
 COMMANDS = {
-    "serve": "citewell.cli_server:serve",
-    "worker": "citewell.cli_server:worker",
-    "mcp": "citewell.cli_server:mcp",
-    "migrate": "citewell.cli_server:migrate",
-    "files": "citewell.cli_server:files",
-    "check": "citewell.cli_server:check",
-    "ingest": "citewell.cli_ingest:ingest",
-    "eval": "citewell.cli_eval:evaluate",
-    "kb": "citewell.cli_kb:kb",
-    "sync": "citewell.cli_connectors:sync",
-    "connector": "citewell.cli_connectors:connector",
-    "config": "citewell.cli_config:config",
-    "user": "citewell.cli_auth:user",
-    "identity": "citewell.cli_auth:identity",
-    "key": "citewell.cli_auth:key",
-    "group": "citewell.cli_auth:group",
-    "share": "citewell.cli_auth:share",
+    "serve": "citewell.cli.server:serve",
+    "worker": "citewell.cli.server:worker",
+    "mcp": "citewell.cli.server:mcp",
+    "migrate": "citewell.cli.server:migrate",
+    "files": "citewell.cli.server:files",
+    "check": "citewell.cli.server:check",
+    "ingest": "citewell.cli.ingest:ingest",
+    "eval": "citewell.cli.eval:evaluate",
+    "kb": "citewell.cli.kb:kb",
+    "sync": "citewell.cli.connectors:sync",
+    "connector": "citewell.cli.connectors:connector",
+    "config": "citewell.cli.config:config",
+    "user": "citewell.cli.auth:user",
+    "identity": "citewell.cli.auth:identity",
+    "key": "citewell.cli.auth:key",
+    "group": "citewell.cli.auth:group",
+    "share": "citewell.cli.auth:share",
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from citewell.cli_common import Context, click_errors, pass_app
+from citewell.cli.common import Context, click_errors, pass_app
 
 
 @click.command()
@@ -34,7 +34,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
 
     from citewell.api.app import create_app
     from citewell.api.security import check_auth_mode
-    from citewell.cli_auth import announce_access
+    from citewell.cli.auth import announce_access
     from citewell.config import Settings
     from citewell.tracing.logs import log_config
 

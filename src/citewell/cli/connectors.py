@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from citewell.cli_common import Context, click_errors, pass_app
+from citewell.cli.common import Context, click_errors, pass_app
 
 OPTION_NAMES = (
     "folder",

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import click
 
-from citewell.cli_common import Context, click_errors, pass_app
+from citewell.cli.common import Context, click_errors, pass_app
 
 
 @click.group()
