@@ -423,11 +423,11 @@ class Engine:
         The query is cut to query_max_tokens, so no query costs more than a short one."""
         query = self.clip_query(query)
         self.spaces.refresh()
-        tuned = self.live.current
+        in_force = self.live.current
         own = self.catalog.kb_settings(where.kb_ids or ())
         asked = Choice(top_k=k or None, mode=mode, relevance_threshold=threshold)
-        choice = resolve(tuned.settings, asked, own.choice())
-        ranking = kb_ranking(tuned.ranking, own)
+        choice = resolve(in_force.settings, asked, own.choice())
+        ranking = kb_ranking(in_force.ranking, own)
         labelled = self.chunk_sets.where(where)  # the chunk sets these KBs read now
         results = self.retriever.search(
             query, labelled, choice.top_k, choice.mode, trace, choice.relevance_threshold, ranking

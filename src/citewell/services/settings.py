@@ -42,9 +42,9 @@ class SettingsService:
 
     def runtime(self) -> RuntimeSettings:
         require_admin(self.access)
-        tuned = self.live.current
-        shown, start = masked_settings(tuned.settings), masked_settings(self.live.start)
-        changed = sorted(tuned.changed)
+        in_force = self.live.current
+        shown, start = masked_settings(in_force.settings), masked_settings(self.live.start)
+        changed = sorted(in_force.changed)
         return RuntimeSettings(
             values={name: shown[name] for name in RUNTIME_SETTINGS},
             open_webui={owui: shown[name] for owui, name in OPEN_WEBUI_NAMES.items()},
