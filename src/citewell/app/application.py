@@ -41,6 +41,11 @@ class Citewell(Engine):
         live, catalog, storage, spaces = parts.live, parts.catalog, parts.storage, parts.spaces
         return cls(live, catalog, storage, spaces, parts.retriever, parts.accounts, llm=parts.llm)
 
+    def warm(self) -> None:
+        """Open the chunk tables and load the embedding model now, as the server does at
+        start (a command opens them on first use)."""
+        self.spaces.warm()
+
     @cached_property
     def identity(self) -> IdentityMethods:
         """The sign-in methods the settings turn on (a wrong setting fails here, saying

@@ -181,6 +181,7 @@ def mcp(ctx: Context, key_env: str) -> None:
     with click_errors():
         app = ctx.app()
         set_up_logging(app.settings.server.log_level, app.settings.server.log_format)
+        app.warm()  # a long-running server: its first call should not wait
         serve_stdio(app, os.environ.get(key_env, ""))
 
 

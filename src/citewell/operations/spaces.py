@@ -34,7 +34,7 @@ from citewell.jobs import Job, JobStore
 from citewell.jobs.turns import TurnLock
 from citewell.retrieval.retriever import SearchSpace
 from citewell.stores.base import ChunkStore, drop_store, scanning
-from citewell.stores.lazy import opened_on_first_use
+from citewell.stores.lazy import open_now, opened_on_first_use
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -156,6 +156,15 @@ class EmbeddingSpaces:
         sentences = self._table(sentence_table(record.id), record.dimension)
         cached = CachedEmbedder(embedder, self.cache, self.settings.access.share_embeddings)
         return Space(record, cached, store, sentences)
+
+    def warm(self) -> None:
+        """Open the active space's tables and load its model now: a long-running command
+        (``citewell mcp``) that should not make its first call wait for them."""
+        space = self.active
+        open_now(space.store)
+        open_now(space.sentences)
+        if isinstance(space.embedder.inner, LoadsLazily):
+            space.embedder.inner.warm()
 
     def _table(self, name: str, dimension: int) -> ChunkStore:
         opening = partial(open_chunk_store, self.settings, name, dimension)

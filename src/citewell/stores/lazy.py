@@ -36,3 +36,9 @@ class OpenedOnFirstUse:
 
 def opened_on_first_use(open_store: Callable[[], ChunkStore]) -> ChunkStore:
     return cast(ChunkStore, OpenedOnFirstUse(open_store))
+
+
+def open_now(store: ChunkStore) -> None:
+    """Open ``store`` now if it waits for its first use (a long-running command)."""
+    if isinstance(store, OpenedOnFirstUse):
+        store.opened  # noqa: B018 (opening is the point)
