@@ -6,11 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from citewell.errors import CitewellError
+
+if TYPE_CHECKING:  # imported where used: a command loads only what it needs
+    from citewell.app import Citewell
+    from citewell.app.database import AccountDatabase
+    from citewell.services.answers import AnswerService
+    from citewell.services.ingest import IngestService
+    from citewell.services.knowledge import KnowledgeService
+    from citewell.services.search import SearchService
 
 MODES = click.Choice(["hybrid", "vector", "bm25"])
 
@@ -19,9 +27,9 @@ class Context:
     def __init__(self, data_dir: Path | None, config: Path | None) -> None:
         self.data_dir = data_dir
         self.config = config
-        self._app: Any = None
+        self._app: Citewell | None = None
 
-    def app(self, switch_models: bool = False) -> Any:
+    def app(self, switch_models: bool = False) -> Citewell:
         """The Citewell of this data dir. Only the server and workers (``switch_models``)
         start re-embedding when the settings name another embedding model."""
         if self._app is None:
@@ -32,14 +40,14 @@ class Context:
             self._app = Citewell.from_settings(settings, switch_models=switch_models)
         return self._app
 
-    def database(self) -> Any:
+    def database(self) -> AccountDatabase:
         """The database alone (``AccountDatabase``): for commands that load no model."""
         from citewell.app.database import account_database
         from citewell.config import Settings
 
         return account_database(Settings.load(self.config, data_dir=self.data_dir))
 
-    def knowledge(self) -> Any:
+    def knowledge(self) -> KnowledgeService:
         """KBs and files as the local operator (``KnowledgeService``): checked and audited
         like any caller's."""
         from citewell.engine.scoped import Scoped
@@ -48,7 +56,7 @@ class Context:
 
         return KnowledgeService(Scoped(self.app(), OPERATOR))
 
-    def searching(self) -> Any:
+    def searching(self) -> SearchService:
         """Searches as the local operator (``SearchService``)."""
         from citewell.engine.scoped import Scoped
         from citewell.services.local import OPERATOR
@@ -56,7 +64,7 @@ class Context:
 
         return SearchService(Scoped(self.app(), OPERATOR))
 
-    def answering(self) -> Any:
+    def answering(self) -> AnswerService:
         """Answers as the local operator (``AnswerService``)."""
         from citewell.services.answers import AnswerService, ModelList
         from citewell.services.local import OPERATOR
@@ -64,7 +72,7 @@ class Context:
         chat = self.app().chat
         return AnswerService(chat, ModelList(chat), OPERATOR)
 
-    def ingesting(self) -> Any:
+    def ingesting(self) -> IngestService:
         """Paths and URLs into KBs as the local operator (``IngestService``)."""
         from citewell.engine.scoped import Scoped
         from citewell.services.ingest import IngestService
