@@ -23,6 +23,7 @@ HANDBOOK = "# Leave\n\nParental leave is sixteen weeks. Fathers take it in two p
 class Team:
     url: str
     keys: dict[str, str]
+    app: Citewell
 
     def client(self, who: str) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.keys[who]}"}
@@ -38,7 +39,7 @@ def team(tmp_path_factory, onnx_embedder, fake_llm) -> Iterator[Team]:
     )
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
     with run_server(settings, onnx_embedder, app) as url:
-        team = Team(url, user_keys(app, url, ("alice", "bob")))
+        team = Team(url, user_keys(app, url, ("alice", "bob")), app)
         with team.client("alice") as alice:
             kb = alice.post("/api/v1/knowledge", json={"name": "handbook"}).json()
             _text(alice, kb["id"], "leave.md", HANDBOOK)
@@ -98,6 +99,9 @@ def test_a_preset_is_its_owners_until_shared(team, fake_llm):
         assert grants == [{"model_id": made["id"], "principal": "user:bob", "permission": "write"}]
         assert alice.delete(f"/api/v1/models/{made['id']}").status_code == 204
         assert "hr" not in _models(alice) and "hr" not in _models(bob)
+    # Recorded by the presets' service, as every change is, whichever adapter asked.
+    trail = {(e.actor, e.action) for e in team.app.accounts.audit.find(action="model.")}
+    assert {("alice", "model.create"), ("bob", "model.update"), ("alice", "model.delete")} <= trail
 
 
 def test_names_are_per_owner_and_settings_presets_are_read_only(team):

@@ -58,6 +58,7 @@ class ScopedPresets:
             raise Forbidden("This key cannot create models: it is limited or read-only.")
         self._free(preset.id)
         stored = self.store.create(self.access.user_id, self._resolved(preset))
+        self.view.record("model.create", "model", stored.id, model=preset.id)
         return _entry(stored)
 
     def update(self, id_or_name: str, preset: ModelPreset) -> PresetEntry:
@@ -67,11 +68,14 @@ class ScopedPresets:
         resolved = self._resolved(preset)
         unseen = tuple(k for k in self.store.get(entry.id).preset.knowledge if not self._reads(k))
         resolved = replace(resolved, knowledge=tuple(dict.fromkeys((*resolved.knowledge, *unseen))))
-        return self._as_seen(_entry(self.store.update(entry.id, resolved)))
+        updated = self._as_seen(_entry(self.store.update(entry.id, resolved)))
+        self.view.record("model.update", "model", entry.id, model=preset.id)
+        return updated
 
     def delete(self, id_or_name: str) -> PresetEntry:
         entry = self._manageable(id_or_name)
         self.store.delete(entry.id)
+        self.view.record("model.delete", "model", entry.id, model=entry.preset.id)
         return entry
 
     def managed(self, id_or_name: str) -> PresetEntry:

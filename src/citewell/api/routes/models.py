@@ -31,11 +31,9 @@ def list_models(presets: PresetsDep) -> list[ModelPublic]:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-def create_model(body: ModelCreate, presets: PresetsDep, audit: AuditDep) -> ModelPublic:
+def create_model(body: ModelCreate, presets: PresetsDep) -> ModelPublic:
     """A new preset, yours: it appears at /v1/models for you (and whom you share it with)."""
-    entry = presets.create(body.preset())
-    audit.record(presets.access, "model.create", "model", entry.id, model=body.model)
-    return ModelPublic.of(entry)
+    return ModelPublic.of(presets.create(body.preset()))
 
 
 @router.get("/{model_id}")
@@ -45,19 +43,14 @@ def get_model(model_id: str, presets: PresetsDep) -> ModelPublic:
 
 
 @router.put("/{model_id}")
-def update_model(
-    model_id: str, body: ModelCreate, presets: PresetsDep, audit: AuditDep
-) -> ModelPublic:
+def update_model(model_id: str, body: ModelCreate, presets: PresetsDep) -> ModelPublic:
     """Replace the preset's fields (its owner, admins and write grants)."""
-    entry = presets.update(model_id, body.preset())
-    audit.record(presets.access, "model.update", "model", entry.id, model=body.model)
-    return ModelPublic.of(entry)
+    return ModelPublic.of(presets.update(model_id, body.preset()))
 
 
 @router.delete("/{model_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_model(model_id: str, presets: PresetsDep, audit: AuditDep) -> None:
-    entry = presets.delete(model_id)
-    audit.record(presets.access, "model.delete", "model", entry.id, model=entry.preset.id)
+def delete_model(model_id: str, presets: PresetsDep) -> None:
+    presets.delete(model_id)
 
 
 def preset_sharing(presets: PresetsDep, auth: AuthDep, audit: AuditDep) -> SharingService:
