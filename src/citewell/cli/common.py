@@ -15,6 +15,7 @@ from citewell.errors import CitewellError
 if TYPE_CHECKING:  # imported where used: a command loads only what it needs
     from citewell.app import Citewell
     from citewell.app.database import AccountDatabase
+    from citewell.engine.scoped import Scoped
     from citewell.services.answers import AnswerService
     from citewell.services.ingest import IngestService
     from citewell.services.knowledge import KnowledgeService
@@ -47,22 +48,25 @@ class Context:
 
         return account_database(Settings.load(self.config, data_dir=self.data_dir))
 
+    def view(self) -> Scoped:
+        """The engine as the local operator sees it: the view the services take."""
+        from citewell.engine.scoped import Scoped
+        from citewell.services.local import OPERATOR
+
+        return Scoped(self.app(), OPERATOR)
+
     def knowledge(self) -> KnowledgeService:
         """KBs and files as the local operator (``KnowledgeService``): checked and audited
         like any caller's."""
-        from citewell.engine.scoped import Scoped
         from citewell.services.knowledge import KnowledgeService
-        from citewell.services.local import OPERATOR
 
-        return KnowledgeService(Scoped(self.app(), OPERATOR))
+        return KnowledgeService(self.view())
 
     def searching(self) -> SearchService:
         """Searches as the local operator (``SearchService``)."""
-        from citewell.engine.scoped import Scoped
-        from citewell.services.local import OPERATOR
         from citewell.services.search import SearchService
 
-        return SearchService(Scoped(self.app(), OPERATOR))
+        return SearchService(self.view())
 
     def answering(self) -> AnswerService:
         """Answers as the local operator (``AnswerService``)."""
@@ -74,11 +78,9 @@ class Context:
 
     def ingesting(self) -> IngestService:
         """Paths and URLs into KBs as the local operator (``IngestService``)."""
-        from citewell.engine.scoped import Scoped
         from citewell.services.ingest import IngestService
-        from citewell.services.local import OPERATOR
 
-        return IngestService(Scoped(self.app(), OPERATOR))
+        return IngestService(self.view())
 
 
 @contextmanager

@@ -29,11 +29,9 @@ OPTION_NAMES = (
 
 
 def _service(ctx: Context) -> Any:
-    from citewell.auth.access import Access
-    from citewell.engine.scoped import Scoped
     from citewell.services.connectors import ConnectorService
 
-    return ConnectorService(Scoped(ctx.app(), Access.everything()), local=True)
+    return ConnectorService(ctx.view(), local=True)
 
 
 def _options(**given: str | bool | None) -> dict[str, str]:

@@ -134,11 +134,11 @@ class EmbeddingSpaces:
         # The server and workers (``switch``) load the model and open the tables now, so
         # that neither fails or waits on a first request; a command does on first use.
         self._eager = switch
-        if switch and isinstance(embedder, LoadsLazily):
-            embedder.warm()
         self._known[embedder.model_id] = embedder  # another process may switch to it
         wanted = self._space_for(settings, embedder)
         self.active = self._start(wanted) if switch else self._follow(wanted)
+        if switch:
+            self.warm()
 
     # --- opening --------------------------------------------------------------------
     def _space_for(self, settings: Settings, embedder: Embedder) -> Space:
