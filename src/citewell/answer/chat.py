@@ -40,10 +40,11 @@ from citewell.catalog.preset import ModelPreset
 from citewell.catalog.presets import PresetStore
 from citewell.config import Settings
 from citewell.config.resolve import Choice, merged, resolve
-from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
 from citewell.errors import CitewellError, InvalidInput
+from citewell.live_settings import LiveSettings
 from citewell.llm.base import LLM, ChatMessage, Delta, Usage
+from citewell.splitters.base import Measure
 from citewell.tracing import span
 from citewell.types import ChunkFilter
 
@@ -57,22 +58,25 @@ class ChatPipeline:
 
     def __init__(
         self,
-        app: Engine,
+        live: LiveSettings,
+        measure: Measure,
         llm: LLM | None,
         presets: dict[str, ModelPreset],
         stored: PresetStore,
     ) -> None:
-        self.app = app
+        """Built by the root; each request brings the caller's view (``Scoped``), through
+        which every search, fetch and tool of the answer reaches the engine."""
+        self.live = live
         self.llm = llm
         self.presets = presets  # from the model_presets setting: everyone's
         self.stored = stored  # made over the API: their owner's, and whom they share with
-        self.measure = app.measure
-        self.count = app.measure.size
+        self.measure = measure
+        self.count = measure.size
 
     @property
     def settings(self) -> Settings:
         """Read per use: admins may change the template and prompts while it runs."""
-        return self.app.settings
+        return self.live.settings
 
     # --- public ---------------------------------------------------------------------
     def presets_for(self, access: Access) -> dict[str, ModelPreset]:
@@ -85,8 +89,9 @@ class ChatPipeline:
             found.setdefault(item.preset.id, item.preset)
         return found
 
-    def complete(self, request: ChatRequest) -> ChatResult:
-        prepared = self.prepare(request)
+    def complete(self, view: Scoped, request: ChatRequest) -> ChatResult:
+        """The whole answer to ``request``, from what ``view``'s caller may read."""
+        prepared = self.prepare(view, request)
         if self.llm is None:
             return self._extractive(prepared)
         if prepared.tools is not None:
@@ -107,10 +112,12 @@ class ChatPipeline:
             tool_calls=completion.tool_calls,
         )
 
-    def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta | StreamEvent]]:
+    def stream(
+        self, view: Scoped, request: ChatRequest
+    ) -> tuple[PreparedChat, Iterator[Delta | StreamEvent]]:
         """The prepared chat and its deltas; with builtin tools, status and source events
         between them (the sources of ``prepared`` grow as tools find passages)."""
-        prepared = self.prepare(request)
+        prepared = self.prepare(view, request)
         if self.llm is None:
             result = self._extractive(prepared)
             return prepared, iter(
@@ -152,22 +159,25 @@ class ChatPipeline:
         return sorted({n for n in cited_numbers(text) if n not in valid})
 
     # --- steps ----------------------------------------------------------------------
-    def prepare(self, request: ChatRequest) -> PreparedChat:
+    def prepare(self, view: Scoped, request: ChatRequest) -> PreparedChat:
+        """Scope, queries, sources and the prompt, as ``view``'s caller may have them."""
         started = time.perf_counter()
         if not any(m.role == "user" for m in request.messages):
             raise InvalidInput("messages needs at least one message with role 'user'.")
         preset = self.presets_for(request.access).get(request.model)
         warnings: list[str] = []
         request = self._fitted(request, warnings)  # bounded before any other step reads it
-        view = Scoped(self.app, request.access)
+        if request.access is not view.access:
+            request = replace(request, access=view.access)
+        engine = view.app
         message = next(m.content for m in reversed(request.messages) if m.role == "user")
         if is_task(message):
             return self._task(request, preset, warnings)
         caps = capabilities(request.function_calling, preset, self.settings, self.llm)
         refs = url_refs(message) if caps.file_context else []
-        pages = fetch_url_pages(self.app, view, refs, warnings)
+        pages = fetch_url_pages(engine, view, refs, warnings)
         question = without_refs(message) or " ".join(title for _, title in pages) or message
-        question = self.app.clip_query(question, keep_end=True)
+        question = self._clip_query(question)
         where = chat_scope(view, request, preset, warnings, [file_id for file_id, _ in pages])
         trace: dict[str, Any] = {}
         prepared = PreparedChat(
@@ -192,7 +202,7 @@ class ChatPipeline:
         if request.web_search:
             where = [
                 *(where or []),
-                *search_the_web(self.app, view, prepared.queries, warnings, trace),
+                *search_the_web(engine, view, prepared.queries, warnings, trace),
             ]
         with span("gather sources") as current:
             prepared.sources = self._sources(
@@ -251,6 +261,11 @@ class ChatPipeline:
             )
         return replace(request, messages=tuple(messages)) if dropped else request
 
+    def _clip_query(self, text: str) -> str:
+        """At most query_max_tokens, the newest words kept (as ``Engine.clip_query``)."""
+        limit = self.settings.retrieval.query_max_tokens
+        return self.measure.clip(text, limit, keep_end=True)
+
     def _upstream_model(self, request: ChatRequest, preset: ModelPreset | None) -> str:
         if preset is not None:
             return preset.base_model or self.settings.llm.llm_model or request.model
@@ -280,7 +295,7 @@ class ChatPipeline:
             # it, the recent user turns are searched together, the newest words kept.
             turns = [m.content for m in asked if m.role == "user"][-FOLLOW_UP_TURNS:]
             trace["query_generation"] = "no LLM: the last user turns searched together"
-            return [self.app.clip_query("\n".join([*turns[:-1], question]), keep_end=True)]
+            return [self._clip_query("\n".join([*turns[:-1], question]))]
         if (
             self.llm is None
             or not self.settings.answering.enable_retrieval_query_generation
@@ -322,7 +337,7 @@ class ChatPipeline:
             Choice(top_k=request.top_k or None, mode=request.mode),
             preset.choice() if preset else Choice(),
         )
-        resolved = resolve(self.settings, asked, self.app.retrieval_defaults(where).choice())
+        resolved = resolve(self.settings, asked, view.app.retrieval_defaults(where).choice())
         choice = RetrievalChoice(
             k=resolved.top_k,
             mode=asked.mode,

@@ -107,10 +107,10 @@ async def get_sign_in(
 
 
 async def get_answers(
-    request: Request, access: Annotated[Access, Depends(get_access)]
+    request: Request, view: Annotated[Scoped, Depends(get_view)]
 ) -> AnswerService:
     """Answers (and the models to name) as this caller may have them."""
-    return AnswerService(request.app.state.chat, request.app.state.models, access)
+    return AnswerService(request.app.state.chat, request.app.state.models, view)
 
 
 CitewellDep = Annotated[Citewell, Depends(get_citewell)]

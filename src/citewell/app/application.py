@@ -72,4 +72,5 @@ class Citewell(Engine):
         from citewell.catalog.presets import PresetStore
 
         configured = parse_presets(self.settings.answering.model_presets)
-        return ChatPipeline(self, self.llm, configured, PresetStore(self.catalog.engine))
+        stored = PresetStore(self.catalog.engine)
+        return ChatPipeline(self.live, self.measure, self.llm, configured, stored)

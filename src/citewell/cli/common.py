@@ -71,10 +71,9 @@ class Context:
     def answering(self) -> AnswerService:
         """Answers as the local operator (``AnswerService``)."""
         from citewell.services.answers import AnswerService, ModelList
-        from citewell.services.local import OPERATOR
 
         chat = self.app().chat
-        return AnswerService(chat, ModelList(chat), OPERATOR)
+        return AnswerService(chat, ModelList(chat), self.view())
 
     def ingesting(self) -> IngestService:
         """Paths and URLs into KBs as the local operator (``IngestService``)."""

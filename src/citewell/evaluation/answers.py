@@ -18,6 +18,7 @@ from typing import Any
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult
 from citewell.app import Citewell
 from citewell.auth.access import Access
+from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
 from citewell.evaluation import answer_metrics as m
 from citewell.llm.base import ChatMessage
@@ -91,6 +92,7 @@ def load_cases(path: Path) -> list[QACase]:
 class AnswerEvaluation:
     def __init__(self, app: Citewell, kbs: tuple[str, ...], model: str, judge: str) -> None:
         self.app, self.kbs, self.judge = app, kbs, judge
+        self.view = Scoped(app, Access.everything())  # the operator, on the data dir itself
         self.model = model or (app.settings.llm.llm_model if app.chat.llm else EXTRACTIVE_MODEL)
         if judge and app.chat.llm is None:
             raise InvalidInput("A judge model needs an LLM: set llm_base_url (or leave --judge).")
@@ -102,7 +104,7 @@ class AnswerEvaluation:
 
     def score(self, case: QACase) -> CaseResult:
         began = time.perf_counter()
-        result = self.app.chat.complete(self._request(case))
+        result = self.app.chat.complete(self.view, self._request(case))
         latency = (time.perf_counter() - began) * 1000
         sources = result.prepared.sources
         texts = {s.number: s.text for s in sources}
@@ -130,7 +132,7 @@ class AnswerEvaluation:
             model=case.model or self.model,
             messages=(ChatMessage("user", case.question),),
             knowledge=case.kbs or self.kbs,
-            access=Access.everything(),  # the operator, on the data dir itself
+            access=self.view.access,
         )
 
     def _judged(self, scored: CaseResult, case: QACase, result: ChatResult) -> None:

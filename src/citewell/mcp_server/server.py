@@ -96,8 +96,8 @@ def build_mcp_server(app: Citewell, chat: ChatPipeline, caller_of: CallerOf) -> 
 
     def tools_for(ctx: Any) -> AgentTools:
         caller = caller_of(ctx)
-        answers = AnswerService(chat, models, caller.access)
-        return AgentTools(Scoped(app, caller.access), answers, caller.base_url, budget)
+        view = Scoped(app, caller.access)
+        return AgentTools(view, AnswerService(chat, models, view), caller.base_url, budget)
 
     server = CitewellMCP(
         tools_for,

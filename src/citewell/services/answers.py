@@ -13,7 +13,7 @@ from dataclasses import replace
 from citewell.answer.agent import StreamEvent
 from citewell.answer.chat import ChatPipeline
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult, PreparedChat
-from citewell.auth.access import Access
+from citewell.engine.scoped import Scoped
 from citewell.errors import ModelNotFound
 from citewell.llm.base import Delta
 
@@ -50,8 +50,12 @@ def missing_model_message(model: str, known: list[str], extractive: bool) -> str
 
 
 class AnswerService:
-    def __init__(self, chat: ChatPipeline, models: ModelList, access: Access) -> None:
-        self.chat, self.model_list, self.access = chat, models, access
+    """Answers through the caller's view: the pipeline searches, fetches and runs its tools
+    as this caller, so an answer cites nothing they may not read."""
+
+    def __init__(self, chat: ChatPipeline, models: ModelList, view: Scoped) -> None:
+        self.chat, self.model_list, self.view = chat, models, view
+        self.access = view.access
 
     @property
     def extractive(self) -> bool:
@@ -73,8 +77,8 @@ class AnswerService:
 
     def complete(self, request: ChatRequest) -> ChatResult:
         """The whole answer, from what this caller may read."""
-        return self.chat.complete(replace(request, access=self.access))
+        return self.chat.complete(self.view, replace(request, access=self.access))
 
     def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta | StreamEvent]]:
         """The prepared chat (its sources) and the answer's deltas as they come."""
-        return self.chat.stream(replace(request, access=self.access))
+        return self.chat.stream(self.view, replace(request, access=self.access))
