@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from citewell.config import Settings
-from citewell.connectors import Syncable, SyncRequest
 from citewell.engine.job_handlers import JOB_HANDLERS
-from citewell.ingest.sources import SOURCES, SourceContext, SourceRequest
-from citewell.ingest.web import WebSources
+from citewell.sources.connectors import Syncable, SyncRequest
+from citewell.sources.registry import SOURCES, SourceContext, SourceRequest
+from citewell.sources.web import WebReader
 from citewell.testing.job_handlers import JobHandlerConformance
 from citewell.testing.sources import SourceConformance, SyncableConformance
 from tests.connector_helpers import S3_KEYS, moto_s3
@@ -117,7 +117,7 @@ class TestBuiltInSources(SourceConformance):
             searxng_query_url=sites.search,
             youtube_url=sites.youtube,
         )
-        web = WebSources(settings, None, None)  # type: ignore[arg-type]  (fetching only)
+        web = WebReader(settings)
         yield SourceContext(settings, web)
         web.close()
 
@@ -148,7 +148,7 @@ class TestSyncableSources(SyncableConformance):
     @pytest.fixture
     def syncable(self, kind, tmp_path):
         settings = Settings.load(data_dir=tmp_path / "data", web_fetch_allowlist="127.0.0.1")
-        source = SOURCES.get(kind)(SourceContext(settings, None))  # type: ignore[arg-type]
+        source = SOURCES.get(kind)(SourceContext(settings, WebReader(settings)))
         assert isinstance(source, Syncable)
         return source
 
@@ -167,7 +167,7 @@ def test_web_search_skips_pages_that_cannot_be_fetched(sites, tmp_path):
         web_search_engine="searxng",
         searxng_query_url=sites.search,
     )
-    web = WebSources(settings, None, None)  # type: ignore[arg-type]
+    web = WebReader(settings)
     items = list(SOURCES.get("web-search")(SourceContext(settings, web)).items(SourceRequest("x")))
     assert [i.url for i in items] == [
         f"{sites.site}/article",

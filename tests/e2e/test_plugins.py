@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from citewell.ingest.sources import SourceRequest
+from citewell.sources.registry import SourceRequest
 from citewell.testing.embedders import EmbedderConformance
 from citewell.testing.loaders import LoaderConformance, Sample
 from citewell.testing.sources import SourceConformance
@@ -66,7 +66,7 @@ def citewell(site, data_dir, *args):
 def test_each_role_finds_the_plug_in_through_its_entry_point(site):
     probe = (
         "from citewell.embedders import EMBEDDERS; from citewell.loaders import LOADERS;"
-        "from citewell.ingest.sources import SOURCES;"
+        "from citewell.sources.registry import SOURCES;"
         "print(EMBEDDERS.plugins(), LOADERS.plugins(), SOURCES.plugins())"
     )
     result = run(site, "-c", probe)

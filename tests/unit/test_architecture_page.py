@@ -11,7 +11,7 @@ PAGE = REPO / "docs" / "architecture.md"
 
 def named_paths(text: str) -> list[str]:
     """Backquoted repository paths (src/…, docs/…, tests/…); bare file names that follow
-    a path with a folder (`git.py` after `src/citewell/connectors/folder.py`) count in that
+    a path with a folder (`git.py` after `src/citewell/sources/connectors/folder.py`) count in that
     folder."""
     found, folder = [], ""
     for token in re.findall(r"`([^`\s]+)`", text):

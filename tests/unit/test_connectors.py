@@ -11,11 +11,11 @@ import pytest
 
 from citewell.app import Citewell
 from citewell.config import Settings
-from citewell.connectors import Listing, SyncEntry, SyncRequest
 from citewell.errors import Forbidden, InvalidInput, UrlBlocked
 from citewell.ingest.connector_runs import syncable
-from citewell.ingest.sources import SourceContext
 from citewell.services.connectors import ConnectorService, ConnectorSpec
+from citewell.sources.connectors import Listing, SyncEntry, SyncRequest
+from citewell.sources.registry import SourceContext
 
 OWLS = "# Owls\n\nOwls hunt at night and swallow mice whole."
 PENGUINS = "Penguins cannot fly, but they swim fast in cold seas."
@@ -183,7 +183,7 @@ def test_folders_outside_the_allow_list_are_refused(tmp_path: Path, onnx_embedde
     ],
 )
 def test_git_urls_that_may_not_be_cloned(app: Citewell, url: str, error: type) -> None:
-    source = syncable("git", SourceContext(app.settings, app.web))
+    source = syncable("git", SourceContext(app.settings, app.web.reader))
     with pytest.raises(error):
         source.check(SyncRequest(url))
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from citewell.connectors import SyncRequest
-from citewell.connectors.git import GitSource, _ssh_command
 from citewell.errors import FetchFailed, InvalidInput
 from citewell.fetch.guard import AddressGuard
+from citewell.sources.connectors import SyncRequest
+from citewell.sources.connectors.git import GitSource, _ssh_command
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A newcomer finds a role's registry at ``<role>/registry.py`` (decision 0022); the three
+"""A newcomer finds a role's registry at ``<role>/registry.py`` (decision 0022); the two
 that choose among parts of another stage are named here, with where they live."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "citewell"
 ELSEWHERE = {
     "loaders/ocr.py": "OCR_ENGINES",  # the OCR engines the loaders use
     "engine/job_handlers.py": "JOB_HANDLERS",  # beside the job runner
-    "ingest/sources.py": "SOURCES",  # the ingestion stage's sources
 }
 
 

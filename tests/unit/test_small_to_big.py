@@ -3,7 +3,7 @@ the chunk's exact span."""
 
 from __future__ import annotations
 
-from citewell.answer.context import Source, context_string, pack
+from citewell.answer.context import CitedSource, context_string, pack
 from citewell.answer.expand import Expansion, expand_sources, span
 from citewell.types import Section
 
@@ -19,9 +19,9 @@ SECTIONS = [
 ]
 
 
-def source(text: str, file_id: str = "f", number: int = 0) -> Source:
+def source(text: str, file_id: str = "f", number: int = 0) -> CitedSource:
     start = TEXT.index(text)
-    return Source(
+    return CitedSource(
         number,
         text,
         file_id,

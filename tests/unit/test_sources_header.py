@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
-from citewell.answer.context import Source
+from citewell.answer.context import CitedSource
 from citewell.api.chat import SOURCES_HEADER, SOURCES_HEADER_BUDGET, sources_header
 
 
-def _source(n: int, text: str, name: str = "Entenbuch – Ära.pdf") -> Source:
-    return Source(n, text, f"f{n}", name, "application/pdf", 2, 10, 10 + len(text), 0.5, None, "kb")
+def _source(n: int, text: str, name: str = "Entenbuch – Ära.pdf") -> CitedSource:
+    return CitedSource(
+        n, text, f"f{n}", name, "application/pdf", 2, 10, 10 + len(text), 0.5, None, "kb"
+    )
 
 
 def test_small_sources_carry_quotes_and_names_in_ascii():

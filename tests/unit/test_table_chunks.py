@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewell.answer.context import Source, source_block
+from citewell.answer.context import CitedSource, source_block
 from citewell.answer.extractive import passage_sentences
 from citewell.splitters.recursive import RecursiveSplitter
 from citewell.splitters.tables import TableHeadings, find_tables
@@ -57,8 +57,8 @@ def test_tables_are_found_with_their_caption():
     assert document.text[table.caption[0] : table.caption[1]] == "Table 3: Departures"
 
 
-def _source(text: str, lead: str) -> Source:
-    return Source(1, text, "f", "t.md", "text/markdown", None, 0, 1, 1.0, "c", None, lead=lead)
+def _source(text: str, lead: str) -> CitedSource:
+    return CitedSource(1, text, "f", "t.md", "text/markdown", None, 0, 1, 1.0, "c", None, lead=lead)
 
 
 def test_the_llm_reads_the_header_before_rows_that_lack_it():

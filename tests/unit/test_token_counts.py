@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from citewell.answer.context import Source, context_string, context_tokens, pack
+from citewell.answer.context import CitedSource, context_string, context_tokens, pack
 from citewell.answer.templates import render_rag_template
 from citewell.splitters import KeptTokenMeasure, TokenMeasure
 from tests.conftest import SCIFACT
@@ -16,8 +16,10 @@ def _abstracts(n: int) -> list[str]:
         return [json.loads(line)["text"] for line, _ in zip(lines, range(n), strict=False)]
 
 
-def _source(text: str, number: int = 0) -> Source:
-    return Source(number, text, "f", 'a "b" <c>.pdf', "application/pdf", 3, 0, 9, 0.5, "c", "kb")
+def _source(text: str, number: int = 0) -> CitedSource:
+    return CitedSource(
+        number, text, "f", 'a "b" <c>.pdf', "application/pdf", 3, 0, 9, 0.5, "c", "kb"
+    )
 
 
 class SpyMeasure(KeptTokenMeasure):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from citewell.answer.context import Source
+from citewell.answer.context import CitedSource
 from citewell.answer.limits import MESSAGE_OVERHEAD
 from citewell.answer.tools import KnowledgeTools
 from citewell.catalog.preset import ModelPreset
@@ -221,12 +221,12 @@ class ToolLoop:
 
     def _answer_calls(
         self, text: str, calls: list[dict[str, Any]]
-    ) -> tuple[list[ChatMessage], list[Source]]:
+    ) -> tuple[list[ChatMessage], list[CitedSource]]:
         """The assistant's calls and a result for each (clipped to the tokens left), and the
         passages they found."""
         complete = [_complete(c, len(self.run.calls) + i) for i, c in enumerate(calls)]
         messages = [ChatMessage("assistant", text, tuple(complete))]
-        found: list[Source] = []
+        found: list[CitedSource] = []
         for call in complete:
             name, arguments = _name(call), _arguments(call)
             with span(f"tool {name}", tool=name) as current:

@@ -18,7 +18,7 @@ from citewell.answer.agent import (
     with_tools_note,
 )
 from citewell.answer.citations import cited_numbers, remove_invalid
-from citewell.answer.context import Source, context_string, context_tokens
+from citewell.answer.context import CitedSource, context_string, context_tokens
 from citewell.answer.exchange import (
     EXTRACTIVE_NOTE,
     ChatRequest,
@@ -329,7 +329,7 @@ class ChatPipeline:
         request: ChatRequest,
         preset: ModelPreset | None,
         trace: dict[str, Any],
-    ) -> list[Source]:
+    ) -> list[CitedSource]:
         # The request's choice, else its preset's, else the KBs' own, else the server's.
         # Mode and threshold are left to each KB's own where none is asked for: the search
         # of each scope resolves them with that scope's KBs (Engine.search_where).

@@ -13,8 +13,9 @@ TokenCounter = Callable[[str], int]
 
 
 @dataclass(frozen=True)
-class Source:
-    """One numbered source given to the LLM: a chunk, or a whole document in full-context mode."""
+class CitedSource:
+    """One numbered source given to the LLM and cited as [n]: a chunk, or a whole document in
+    full-context mode. (Not a source kind: those bring files in, ``citewell.sources``.)"""
 
     number: int
     text: str
@@ -37,12 +38,12 @@ class Source:
     # whose later rows the chunk holds (splitters/tables.py).
     lead: str = ""
 
-    def plain(self) -> Source:
+    def plain(self) -> CitedSource:
         """This source without its wider window."""
         return replace(self, context="", window_start=None, window_end=None)
 
 
-def source_block(source: Source) -> str:
+def source_block(source: CitedSource) -> str:
     name = html.escape(source.file_name, quote=True)
     body = source.context or source.text
     if source.lead and source.lead.splitlines()[-2] not in body:  # its header row
@@ -50,27 +51,27 @@ def source_block(source: Source) -> str:
     return f'<source id="{source.number}" name="{name}">{body}</source>'
 
 
-def context_string(sources: Sequence[Source]) -> str:
+def context_string(sources: Sequence[CitedSource]) -> str:
     return "\n".join(source_block(s) for s in sources)
 
 
-def block_tokens(source: Source, count: TokenCounter) -> int:
+def block_tokens(source: CitedSource, count: TokenCounter) -> int:
     """Tokens of the source's block, counted as if it were number 0: the same text for
     every number it may get, so a counter that keeps sizes counts a chunk once."""
     return count(source_block(replace(source, number=0)))
 
 
-def context_tokens(sources: Sequence[Source], count: TokenCounter) -> int:
+def context_tokens(sources: Sequence[CitedSource], count: TokenCounter) -> int:
     """Tokens of ``context_string(sources)`` (exact for tokenizers that split at whitespace;
     a number's digits may differ by a token elsewhere)."""
     return sum(block_tokens(s, count) for s in sources)
 
 
-def pack(candidates: Sequence[Source], budget: int, count: TokenCounter) -> list[Source]:
+def pack(candidates: Sequence[CitedSource], budget: int, count: TokenCounter) -> list[CitedSource]:
     """The best-ranked sources that fit the budget, renumbered 1..n in rank order. A source
     with a wider window whose window does not fit, or overlaps one already given, is given
     as its chunk alone."""
-    kept: list[Source] = []
+    kept: list[CitedSource] = []
     used = 0
     for candidate in candidates:
         choices = [candidate, candidate.plain()] if candidate.context else [candidate]
@@ -84,7 +85,7 @@ def pack(candidates: Sequence[Source], budget: int, count: TokenCounter) -> list
     return [replace(s, number=i) for i, s in enumerate(kept, start=1)]
 
 
-def _overlaps(source: Source, kept: Sequence[Source]) -> bool:
+def _overlaps(source: CitedSource, kept: Sequence[CitedSource]) -> bool:
     if source.window_start is None or source.window_end is None:
         return False
     return any(
@@ -95,10 +96,10 @@ def _overlaps(source: Source, kept: Sequence[Source]) -> bool:
     )
 
 
-def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> Source:
+def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> CitedSource:
     chunk = result.chunk
     score = result.rerank_score if result.rerank_score is not None else result.score
-    return Source(
+    return CitedSource(
         0,
         chunk.text,
         chunk.file_id,
@@ -115,7 +116,7 @@ def chunk_source(result: ScoredChunk, mime_type: str, url: str = "") -> Source:
     )
 
 
-def source_public(source: Source) -> dict[str, Any]:
+def source_public(source: CitedSource) -> dict[str, Any]:
     """A source as the API and `citewell ask --json` show it (seed 004's shape, extended)."""
     short = source.file_name.rsplit(".", 1)[-1].lower() if "." in source.file_name else ""
     return {

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citewell.answer.agent import ToolRun
-from citewell.answer.context import Source
+from citewell.answer.context import CitedSource
 from citewell.answer.tools import KnowledgeTools
 from citewell.auth.access import Access
 from citewell.llm.base import ChatMessage, Usage
@@ -38,7 +38,7 @@ class PreparedChat:
     request: ChatRequest
     upstream_model: str
     messages: list[ChatMessage]
-    sources: list[Source]
+    sources: list[CitedSource]
     queries: list[str]
     warnings: list[str]
     trace: dict[str, Any]

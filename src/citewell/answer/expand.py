@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from citewell.answer.context import Source
+from citewell.answer.context import CitedSource
 from citewell.types import Section
 
 # A file's extracted text and its sections, or None when it is not kept.
@@ -22,7 +22,9 @@ class Expansion:
     chars: int  # window: characters added on each side; section: at most this many per side
 
 
-def expand_sources(sources: Sequence[Source], lookup: TextLookup, how: Expansion) -> list[Source]:
+def expand_sources(
+    sources: Sequence[CitedSource], lookup: TextLookup, how: Expansion
+) -> list[CitedSource]:
     """Each chunk source with the wider text the model reads (``context``) and where it lies
     (``window_start``..``window_end``); whole documents and unknown files stay as they are."""
     if how.mode == "off":

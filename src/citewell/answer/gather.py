@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from citewell.answer.context import Source, chunk_source, pack
+from citewell.answer.context import CitedSource, chunk_source, pack
 from citewell.answer.expand import Expansion, expand_sources
 from citewell.catalog import FileRecord
 from citewell.engine.scoped import Scoped
@@ -36,7 +36,7 @@ def gather_sources(
     choice: RetrievalChoice,
     count: Callable[[str], int],
     trace: dict[str, Any],
-) -> list[Source]:
+) -> list[CitedSource]:
     if choice.whole or choice.bypass:
         documents = whole_documents(view, where)
         if choice.bypass or sum(count(d.text) for d in documents) <= budget:
@@ -61,12 +61,12 @@ def gather_sources(
     return pack(ranked, budget, count)
 
 
-def best_sources(view: Scoped, results: Sequence[ScoredChunk]) -> list[Source]:
+def best_sources(view: Scoped, results: Sequence[ScoredChunk]) -> list[CitedSource]:
     """One source per chunk found (its best score over the queries), with its file's type
     read once for all of them (from the catalog's cache, not a read per hit) and the
     address its link gives."""
     files = {r.id: r for r in view.app.catalog.files_by_id({r.chunk.file_id for r in results})}
-    best: dict[str, Source] = {}
+    best: dict[str, CitedSource] = {}
     for result in results:
         record = files.get(result.chunk.file_id)
         source = chunk_source(result, record.mime_type if record else "", result.url)
@@ -99,7 +99,7 @@ def hit_trace(found: Sequence[ScoredChunk]) -> list[dict[str, Any]]:
     ]
 
 
-def whole_documents(view: Scoped, where: list[ChunkFilter]) -> list[Source]:
+def whole_documents(view: Scoped, where: list[ChunkFilter]) -> list[CitedSource]:
     """Whole files in scope, each under the name the caller sees."""
     records: dict[str, FileRecord] = {}
     for scope in where:
@@ -112,7 +112,7 @@ def whole_documents(view: Scoped, where: list[ChunkFilter]) -> list[Source]:
         text = view.app.storage.text(record.id)
         if text:
             documents.append(
-                Source(
+                CitedSource(
                     0,
                     text,
                     record.id,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from citewell.answer.context import Source, chunk_source
+from citewell.answer.context import CitedSource, chunk_source
 from citewell.answer.tool_specs import KNOWLEDGE_TOOLS, WEB_TOOLS
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.engine.scoped import Scoped
@@ -51,18 +51,18 @@ class ToolScope:
 @dataclass
 class ToolResult:
     content: str  # what the model reads: JSON
-    passages: list[Source] = field(default_factory=list)  # numbered sources, for citations
+    passages: list[CitedSource] = field(default_factory=list)  # numbered sources, for citations
 
 
 class SourceBook:
     """The numbered sources of one answer: those injected first, then those tools find. A
     passage seen before keeps its number, so [n] means one thing for the whole answer."""
 
-    def __init__(self, sources: list[Source]) -> None:
+    def __init__(self, sources: list[CitedSource]) -> None:
         self.sources = sources  # the answer's own list, grown in place
         self._numbers = {_key(s): s.number for s in sources}
 
-    def add(self, source: Source) -> Source:
+    def add(self, source: CitedSource) -> CitedSource:
         number = self._numbers.get(_key(source))
         if number is not None:
             return self.sources[number - 1]
@@ -72,7 +72,7 @@ class SourceBook:
         return numbered
 
 
-def _key(source: Source) -> tuple[str, int, int]:
+def _key(source: CitedSource) -> tuple[str, int, int]:
     return (source.file_id, source.start, source.end)
 
 
@@ -104,7 +104,7 @@ class KnowledgeTools:
 
     def run(self, name: str, arguments: str) -> ToolResult:
         """One call; its result as JSON for the model, and the passages it found."""
-        self._found: list[Source] = []
+        self._found: list[CitedSource] = []
         try:
             args = json.loads(arguments or "{}")
             if not isinstance(args, dict):
@@ -209,7 +209,7 @@ class KnowledgeTools:
 
     def fetch_url(self, args: dict[str, Any]) -> dict[str, Any]:
         url = _str(args, "url")
-        if not self.app.web.tool_may_reach(url):
+        if not self.app.web.reader.tool_may_reach(url):
             # A document could ask the model to fetch a URL carrying the reader's data.
             raise ToolError(
                 f"fetch_url may only reach {self.app.settings.answering.tool_web_domains} "
@@ -258,7 +258,7 @@ class KnowledgeTools:
             where.append(ChunkFilter(file_ids=self.scope.file_ids))
         return where
 
-    def _cite(self, source: Source) -> Source:
+    def _cite(self, source: CitedSource) -> CitedSource:
         numbered = self.book.add(source)
         self._found.append(numbered)
         return numbered
@@ -277,7 +277,7 @@ def _file_public(record: FileRecord) -> dict[str, Any]:
     return {"id": record.id, "filename": record.name, "status": record.status}
 
 
-def _passage(source: Source) -> dict[str, Any]:
+def _passage(source: CitedSource) -> dict[str, Any]:
     """A passage as the model reads it: cite it as [source_id]."""
     passage = {
         "source_id": source.number,
@@ -291,8 +291,8 @@ def _passage(source: Source) -> dict[str, Any]:
     return passage
 
 
-def _whole(record: FileRecord, text: str, start: int) -> Source:
-    return Source(
+def _whole(record: FileRecord, text: str, start: int) -> CitedSource:
+    return CitedSource(
         0,
         text,
         record.id,

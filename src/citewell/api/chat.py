@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from citewell.answer.agent import StreamEvent
 from citewell.answer.chat import ChatPipeline
-from citewell.answer.context import Source, source_public
+from citewell.answer.context import CitedSource, source_public
 from citewell.answer.exchange import ChatRequest, ChatResult, PreparedChat
 from citewell.answer.queries import is_tool_round
 from citewell.api.openai_schemas import ChatCompletionCreate
@@ -57,7 +57,7 @@ def to_request(body: ChatCompletionCreate, access: Access) -> ChatRequest:
     )
 
 
-def sources_header(sources: list[Source]) -> dict[str, str]:
+def sources_header(sources: list[CitedSource]) -> dict[str, str]:
     """The sources as a response header: compact JSON in ASCII, for clients that keep headers
     but drop unknown body fields (LangChain's ``include_response_headers``). Quotes are cut,
     then left out, then trailing sources, to stay under SOURCES_HEADER_BUDGET; the body has all."""
@@ -75,7 +75,7 @@ def _compact_json(items: list[dict[str, Any]]) -> str:
     return json.dumps(items, ensure_ascii=True, separators=(",", ":"))
 
 
-def _compact(source: Source, quote_chars: int) -> dict[str, Any]:
+def _compact(source: CitedSource, quote_chars: int) -> dict[str, Any]:
     quote = source.text[:quote_chars] + ("…" if len(source.text) > quote_chars else "")
     item = {
         "id": source.number,
@@ -131,7 +131,7 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
     return body
 
 
-def source_event(source: Source) -> dict[str, Any]:
+def source_event(source: CitedSource) -> dict[str, Any]:
     """A source as Open WebUI reads it from an upstream stream. It numbers [n] by distinct
     ``metadata[].source``, so each chunk gets its own there: its numbers stay Citewell's."""
     about: dict[str, Any] = {"id": source.file_id, "name": source.file_name}

@@ -74,7 +74,7 @@ def ingest(
 
 
 def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str) -> None:
-    from citewell.ingest.web import is_url
+    from citewell.sources.web import is_url
 
     if any(is_url(t) for t in targets):
         raise click.UsageError("--estimate takes files and folders, not URLs.")
@@ -98,7 +98,7 @@ def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, so
 def _ingest_queued(
     ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str
 ) -> None:
-    from citewell.ingest.web import is_url
+    from citewell.sources.web import is_url
 
     if any(is_url(t) for t in targets):
         raise click.UsageError("--queue takes files and folders; ingest URLs without it.")

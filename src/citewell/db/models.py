@@ -138,7 +138,7 @@ class UploadRow(Base):
 
 
 class ConnectorRow(Base):
-    """A source bound to a KB and kept in sync with it (citewell.connectors). ``secret``:
+    """A source bound to a KB and kept in sync with it (citewell.sources.connectors). ``secret``:
     its credentials, encrypted with a server key; ``status``: the last run (JSON);
     ``cursor``: where the source stood then (a git commit)."""
 

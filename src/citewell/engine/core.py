@@ -30,7 +30,6 @@ from citewell.ingest.connector_runs import connector_runs
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.reading import reader_from_settings, render_pool
 from citewell.ingest.rechunk import Rechunker
-from citewell.ingest.sources import SourceContext, SourceRequest, UploadSource, gather
 from citewell.ingest.types import IngestEstimate, ProgressCallback
 from citewell.ingest.web import UrlIngest, WebSearchOutcome, WebSources
 from citewell.jobs import Job
@@ -43,6 +42,10 @@ from citewell.operations.check import CheckReport, ConsistencyCheck
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever, RetrievalTrace
 from citewell.sources import SourceItem, text_item
+from citewell.sources.base import SourceContext
+from citewell.sources.kinds import uploaded
+from citewell.sources.registry import gather
+from citewell.sources.web import WebReader
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
@@ -86,11 +89,11 @@ class Engine:
             enricher=lambda: self.enricher,
             sets=self.chunk_sets,
         )
-        self.web = WebSources(settings, catalog, self.ingestor)
+        self.web = WebSources(WebReader(settings), catalog, self.ingestor)
         self.jobs = spaces.jobs
         self.rechunker = Rechunker(self.chunk_sets, self.ingestor, self.jobs)
         self.connectors = connector_runs(
-            settings, catalog.engine, self.ingestor, self.web, self.jobs
+            settings, catalog.engine, self.ingestor, self.web.reader, self.jobs
         )
         self.uploads = Uploads(catalog.engine, storage.blobs)  # awaiting a KB
         self.runner: JobRunner | None = None  # started by the server (start_workers)
@@ -306,7 +309,7 @@ class Engine:
         """Add one file's bytes to a KB, under ``path`` ("a/b.md"; "": a path named after
         the bytes, so files of one name are all kept). The same bytes again in the KBs of
         one owner are one file, stored and embedded once; the link keeps ``name``."""
-        (item,) = UploadSource().items(SourceRequest(name, data))
+        item = uploaded(name, data)
         item = replace(item, key=path or item.key, added_by=added_by)
         report = self.ingestor.ingest([item], kb, None, strict=True)
         record = self.stored_file(kb, data)
@@ -323,8 +326,7 @@ class Engine:
     ) -> list[Job]:
         """Queue uploaded files for ingestion into ``kb`` (identical bytes are one file;
         ``folder``: each goes there under its name)."""
-        upload = UploadSource()
-        items = [item for name, data in files for item in upload.items(SourceRequest(name, data))]
+        items = [uploaded(name, data) for name, data in files]
         if folder:
             items = [replace(item, key=f"{folder}/{item.name}") for item in items]
         return self.enqueue(kb, items, added_by)
@@ -349,8 +351,9 @@ class Engine:
         self, targets: Sequence[Path | str], source: str = ""
     ) -> tuple[list[SourceItem], list[str]]:
         """The targets as items, through the source kind ``source`` (default: a URL or a
-        path, by its look), and the targets that failed (ingest.sources.gather)."""
-        return gather([str(t) for t in targets], source, SourceContext(self.settings, self.web))
+        path, by its look), and the targets that failed (``sources.registry.gather``)."""
+        context = SourceContext(self.settings, self.web.reader)
+        return gather([str(t) for t in targets], source, context)
 
     def get_file(self, file_id: str) -> FileRecord:
         record = self.catalog.get_file(file_id)

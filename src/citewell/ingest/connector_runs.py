@@ -15,16 +15,16 @@ from sqlalchemy.engine import Engine
 
 from citewell.catalog.file_ids import server_key
 from citewell.config import Settings
-from citewell.connectors import Listing, Syncable, SyncRequest
-from citewell.connectors.secrets import CredentialBox
-from citewell.connectors.store import Connector, ConnectorStore, SyncStatus
 from citewell.errors import CitewellError, ConnectorNotFound, InvalidInput
 from citewell.ingest.ingestor import Ingestor
-from citewell.ingest.sources import SOURCES, SourceContext
 from citewell.ingest.sync import Syncer, SyncScope, SyncTally
-from citewell.ingest.web import WebSources
 from citewell.jobs.store import RUNNING, Job, JobStore
 from citewell.metrics import count_connector_run
+from citewell.sources.connectors import Listing, Syncable, SyncRequest
+from citewell.sources.connectors.secrets import CredentialBox
+from citewell.sources.connectors.store import Connector, ConnectorStore, SyncStatus
+from citewell.sources.registry import SOURCES, SourceContext
+from citewell.sources.web import WebReader
 
 logger = logging.getLogger(__name__)
 SCHEDULE_EVERY = 5.0  # seconds between looks for connectors that are due
@@ -181,7 +181,7 @@ def _status(started: SyncStatus, tally: SyncTally) -> SyncStatus:
 
 
 def connector_runs(
-    settings: Settings, engine: Engine, ingestor: Ingestor, web: WebSources, jobs: JobStore
+    settings: Settings, engine: Engine, ingestor: Ingestor, web: WebReader, jobs: JobStore
 ) -> ConnectorRuns:
     """The connectors of one database, their credentials sealed with connector_secret_key
     (or the server's own key, made once and kept in the database)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from citewell.ingest.connector_runs import ConnectorRuns
 
-logger = logging.getLogger("citewell.connectors")
+logger = logging.getLogger("citewell.sources.connectors")
 
 LOOK_EVERY = 5.0  # seconds between looks for connectors made, paused or deleted
 DEBOUNCE_MS = 300  # changes within this long are one batch (an editor's save, a git pull)

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from citewell.catalog.synced_paths import SyncedPath
-from citewell.connectors import Listing, SyncEntry
 from citewell.errors import InvalidInput
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.types import ItemEvent
 from citewell.sources import SourceItem
+from citewell.sources.connectors import Listing, SyncEntry
 
 SYNC_BATCH = 256  # changed entries handed to the ingestor at once
 

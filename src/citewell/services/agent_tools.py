@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from citewell.answer.context import Source
+from citewell.answer.context import CitedSource
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest
 from citewell.engine.scoped import Scoped
 from citewell.errors import FolderNotFound
@@ -232,7 +232,7 @@ class AgentTools:
             link=self.link(chunk.file_id, chunk.start, chunk.end),
         )
 
-    def _cited(self, source: Source, kb_names: dict[str, str]) -> Passage:
+    def _cited(self, source: CitedSource, kb_names: dict[str, str]) -> Passage:
         kb_id = source.kb_id or ""
         name = source.file_name
         return Passage(

@@ -16,15 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from citewell.connectors import SyncRequest
-from citewell.connectors.store import Connector, SyncStatus
 from citewell.engine.core import Engine
 from citewell.engine.scoped import Scoped
 from citewell.errors import ConnectorNotFound, Forbidden, InvalidInput
 from citewell.ingest.connector_runs import syncable, syncable_kinds
-from citewell.ingest.sources import SourceContext
 from citewell.ingest.sync import SyncTally
 from citewell.jobs import Job
+from citewell.sources.connectors import SyncRequest
+from citewell.sources.connectors.store import Connector, SyncStatus
+from citewell.sources.registry import SourceContext
 
 __all__ = ["Connector", "ConnectorService", "ConnectorSpec", "SyncStatus", "SyncTally"]
 
@@ -176,11 +176,11 @@ class ConnectorService:
 
     def kinds(self) -> list[str]:
         """The source kinds a connector may have: those whose sources list their entries."""
-        return syncable_kinds(SourceContext(self.app.settings, self.app.web))
+        return syncable_kinds(SourceContext(self.app.settings, self.app.web.reader))
 
     def check_kind(self, kind: str) -> None:
         """A 4xx for a kind no connector may have, before anything is made."""
-        syncable(kind, SourceContext(self.app.settings, self.app.web))
+        syncable(kind, SourceContext(self.app.settings, self.app.web.reader))
 
     def sync_here(self, connector_id: str) -> SyncTally:
         """Sync now, in this process, and wait for it (the CLI's ``sync``)."""
@@ -219,7 +219,7 @@ class ConnectorService:
                 "Put credentials in 'credentials' (token, username), not in the URL: the "
                 "target is shown to every writer of the KB."
             )
-        context = SourceContext(self.app.settings, self.app.web)
+        context = SourceContext(self.app.settings, self.app.web.reader)
         trusted = self.local if local is None else local
         reader = self.store.reader(self.view.access.user_id if owner is None else owner)
         request = SyncRequest(target, options, credentials, trusted=trusted, reader=reader)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from citewell.ingest.sources import Source, SourceRequest
 from citewell.sources import SourceItem
+from citewell.sources.registry import Source, SourceRequest
 
 
 class SourceConformance:
@@ -25,7 +25,7 @@ class SourceConformance:
 
 
 class SyncableConformance:
-    """For source kinds connectors keep in sync (``citewell.connectors.Syncable``): fixtures
+    """For source kinds connectors keep in sync (``citewell.sources.connectors.Syncable``): fixtures
     ``syncable`` (the source) and ``sync_request`` (a SyncRequest naming a source with at
     least one document)."""
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from citewell.ingest.sources import SourceContext, SourceRequest
 from citewell.loaders import LoaderContext
 from citewell.sources import SourceItem
+from citewell.sources.registry import SourceContext, SourceRequest
 from citewell.types import Document
 
 

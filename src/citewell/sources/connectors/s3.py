@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.connectors.filters import PathFilter
 from citewell.errors import FetchFailed, InvalidInput, MissingDependency, PayloadTooLarge
 from citewell.fetch.guard import AddressGuard
+from citewell.sources.connectors.entries import Listing, SyncEntry, SyncRequest
+from citewell.sources.connectors.filters import PathFilter
 
 MAX_ENTRIES = 1_000_000
 

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.connectors.folder_grants import FolderGrants
 from citewell.errors import FetchFailed, InvalidInput
 from citewell.fetch.guard import AddressGuard
 from citewell.loaders import supported_extensions
+from citewell.sources.connectors.entries import Listing, SyncEntry, SyncRequest
+from citewell.sources.connectors.folder_grants import FolderGrants
 
 REMOTE_SCHEMES = ("https", "http", "git", "ssh")
 SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:[^/\\].*$")  # user@host:path

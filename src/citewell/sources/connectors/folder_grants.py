@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from citewell.connectors.entries import Reader, SyncRequest
 from citewell.errors import Forbidden, InvalidInput
+from citewell.sources.connectors.entries import Reader, SyncRequest
 
 
 def inside(path: Path, root: Path) -> bool:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pathspec
 
-from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.connectors.folder_grants import FolderGrants, inside
 from citewell.errors import InvalidInput
 from citewell.loaders import supported_extensions
+from citewell.sources.connectors.entries import Listing, SyncEntry, SyncRequest
+from citewell.sources.connectors.folder_grants import FolderGrants, inside
 
 IGNORE_FILES = (".gitignore", ".citewellignore")
 

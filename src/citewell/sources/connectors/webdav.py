@@ -14,10 +14,10 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 import httpx
 from defusedxml import ElementTree  # type: ignore[import-untyped]
 
-from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.connectors.filters import PathFilter
 from citewell.errors import FetchFailed, InvalidInput, PayloadTooLarge
 from citewell.fetch.guard import AddressGuard, GuardedTransport
+from citewell.sources.connectors.entries import Listing, SyncEntry, SyncRequest
+from citewell.sources.connectors.filters import PathFilter
 from citewell.tracing.client import traced
 
 DAV = "{DAV:}"

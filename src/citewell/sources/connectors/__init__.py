@@ -4,6 +4,6 @@ each with a version that changes when its content may have; ``ingest.sync`` comp
 listing with the KB's links and adds, changes, renames and deletes what differs.
 """
 
-from citewell.connectors.entries import Listing, Reader, Syncable, SyncEntry, SyncRequest
+from citewell.sources.connectors.entries import Listing, Reader, Syncable, SyncEntry, SyncRequest
 
 __all__ = ["Listing", "Reader", "SyncEntry", "SyncRequest", "Syncable"]

@@ -1,4 +1,4 @@
-"""What can be ingested: files found under paths, or texts handed over directly."""
+"""What can be ingested (``SourceItem``): files found under paths, or texts handed over."""
 
 from __future__ import annotations
 

@@ -24,11 +24,11 @@ from urllib.robotparser import RobotFileParser
 import httpx
 from defusedxml import ElementTree  # type: ignore[import-untyped]
 
-from citewell.connectors.entries import Listing, SyncEntry, SyncRequest
-from citewell.connectors.filters import spec
 from citewell.errors import CitewellError, FetchFailed, InvalidInput
 from citewell.fetch.guard import AddressGuard
 from citewell.fetch.pages import UrlFetcher, check_url
+from citewell.sources.connectors.entries import Listing, SyncEntry, SyncRequest
+from citewell.sources.connectors.filters import spec
 
 HREF = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#]+)""", re.IGNORECASE)
 SITEMAP_LOC = "{http://www.sitemaps.org/schemas/sitemap/0.9}loc"

@@ -12,10 +12,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from citewell.connectors.entries import Reader
-from citewell.connectors.secrets import CredentialBox
 from citewell.db.models import ConnectorRow, GroupMemberRow, GroupRow, UserRow
 from citewell.errors import NameTaken
+from citewell.sources.connectors.entries import Reader
+from citewell.sources.connectors.secrets import CredentialBox
 
 MAX_ERRORS = 50  # per-item errors kept with a run's status
 
