@@ -17,6 +17,7 @@ from citewell.answer.agent import (
     tool_room,
     with_tools_note,
 )
+from citewell.answer.attribution import Attribution, attributor_for
 from citewell.answer.citations import cited_numbers, remove_invalid
 from citewell.answer.context import CitedSource, context_string, context_tokens
 from citewell.answer.exchange import (
@@ -93,7 +94,7 @@ class ChatPipeline:
         """The whole answer to ``request``, from what ``view``'s caller may read."""
         prepared = self.prepare(view, request)
         if self.llm is None:
-            return self._extractive(prepared)
+            return self._extractive(view, prepared)
         if prepared.tools is not None:
             loop = self._loop(prepared)
             completion = loop.complete(prepared.messages)
@@ -102,14 +103,16 @@ class ChatPipeline:
                 prepared.upstream_model, prepared.messages, request.options
             )
         text, invalid = self._checked(completion.text, prepared)
+        attribution = self.attribute(view, prepared, text)
         return ChatResult(
             prepared,
-            text,
+            attribution.text if attribution else text,
             completion.finish_reason,
             completion.usage,
             tuple(invalid),
             extractive=False,
             tool_calls=completion.tool_calls,
+            attribution=attribution,
         )
 
     def stream(
@@ -119,7 +122,7 @@ class ChatPipeline:
         between them (the sources of ``prepared`` grow as tools find passages)."""
         prepared = self.prepare(view, request)
         if self.llm is None:
-            result = self._extractive(prepared)
+            result = self._extractive(view, prepared)
             return prepared, iter(
                 [Delta(result.text), Delta(finish_reason="stop", usage=result.usage)]
             )
@@ -152,6 +155,21 @@ class ChatPipeline:
         assert prepared.tools is not None
         reserve = self._reserve(prepared.request)
         return tool_room(self.settings, self.count, prepared.messages, prepared.tools, reserve)
+
+    def attribute(
+        self, view: Scoped, prepared: PreparedChat, text: str, skip: int = 0
+    ) -> Attribution | None:
+        """Each sentence of ``text`` checked against the sources (``citation_attribution``);
+        None when it is off or there is nothing to check."""
+        if not prepared.sources or not text.strip() or prepared.task:
+            return None
+        with span("attribute citations") as current:
+            attributor = attributor_for(self.settings, prepared.sources, view.app.embedder)
+            if attributor is None:
+                return None
+            attribution = attributor.attribute(text, skip)
+            current.set_attribute("unsupported", len(attribution.unsupported))
+        return attribution
 
     def invalid_citations(self, text: str, prepared: PreparedChat) -> list[int]:
         """Numbers cited in a streamed answer that point at no source (flagged, not removed)."""
@@ -373,7 +391,7 @@ class ChatPipeline:
     def _checked(self, text: str, prepared: PreparedChat) -> tuple[str, list[int]]:
         return remove_invalid(text, {s.number for s in prepared.sources})
 
-    def _extractive(self, prepared: PreparedChat) -> ChatResult:
+    def _extractive(self, view: Scoped, prepared: PreparedChat) -> ChatResult:
         question = next(m.content for m in reversed(prepared.request.messages) if m.role == "user")
         if prepared.task:
             text = task_reply(question)
@@ -388,7 +406,9 @@ class ChatPipeline:
             searched = " ".join(prepared.queries) or question
             quoted = extractive_text(searched, passages, self.settings.retrieval.bm25_stemmer)
             text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"
-        return ChatResult(prepared, text, "stop", self.usage(prepared, text), (), extractive=True)
+        attribution = self.attribute(view, prepared, text, skip=len(EXTRACTIVE_NOTE))
+        usage = self.usage(prepared, text)
+        return ChatResult(prepared, text, "stop", usage, (), True, attribution=attribution)
 
     def usage(self, prepared: PreparedChat, answer: str) -> Usage:
         """Tokens of the messages as prepared for the model, and of the answer (counted here

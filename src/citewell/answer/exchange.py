@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citewell.answer.agent import ToolRun
+from citewell.answer.attribution import Attribution
 from citewell.answer.context import CitedSource
 from citewell.answer.tools import KnowledgeTools
 from citewell.auth.access import Access
@@ -60,3 +61,4 @@ class ChatResult:
     invalid_citations: tuple[int, ...]
     extractive: bool
     tool_calls: tuple[dict[str, Any], ...] = ()  # for the client to run
+    attribution: Attribution | None = None  # each sentence's supporting source, if checked

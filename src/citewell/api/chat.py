@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from citewell.answer.agent import StreamEvent
-from citewell.answer.chat import ChatPipeline
+from citewell.answer.citations import remove_invalid
 from citewell.answer.context import CitedSource, source_public
 from citewell.answer.exchange import ChatRequest, ChatResult, PreparedChat
 from citewell.answer.queries import is_tool_round
@@ -128,6 +128,8 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
         body["invalid_citations_removed"] = list(result.invalid_citations)
     if result.extractive:
         body["extractive"] = True
+    if result.attribution is not None:
+        body["attribution"] = result.attribution.public()
     return body
 
 
@@ -194,7 +196,7 @@ def _chunk(
 
 
 def sse_events(
-    chat: ChatPipeline,
+    answers: AnswerService,
     prepared: PreparedChat,
     deltas: Iterator[Delta | StreamEvent],
     completion_id: str,
@@ -202,7 +204,7 @@ def sse_events(
 ) -> Iterator[str]:
     """OpenAI's chunks; with ``include_usage`` (stream_options), a last chunk with no choices
     and the usage, as OpenAI sends it."""
-    model = prepared.request.model
+    chat, model = answers.chat, prepared.request.model
     extras = _extras(prepared)
     if chat.llm is None:  # as the whole response says it: quoted sentences, no LLM
         extras["extractive"] = True
@@ -230,14 +232,30 @@ def sse_events(
     except CitewellError as exc:
         yield f"data: {json.dumps({'error': {'message': exc.message, 'code': exc.code}})}\n\n"
         return
-    invalid = chat.invalid_citations("".join(text), prepared)
-    counted = _usage(usage or chat.usage(prepared, "".join(text)))
+    written = "".join(text)
+    invalid = chat.invalid_citations(written, prepared)
+    counted = _usage(usage or chat.usage(prepared, written))
     extras = _extras(prepared)  # again: tools may have found more sources meanwhile
     last: dict[str, Any] = {**extras, "invalid_citations": invalid, "usage": counted}
+    attribution = _attributed(answers, prepared, written)
+    if attribution is not None:
+        last["attribution"] = attribution
     yield _chunk(completion_id, model, {}, finish, **last)
     if include_usage:
         yield _no_choices(completion_id, model, usage=counted)
     yield "data: [DONE]\n\n"
+
+
+def _attributed(
+    answers: AnswerService, prepared: PreparedChat, written: str
+) -> dict[str, Any] | None:
+    """The streamed answer's attribution, with ``content``: the whole answer as it reads
+    with its citations set right (what was streamed cannot be taken back)."""
+    text, _ = remove_invalid(written, [s.number for s in prepared.sources])
+    attribution = answers.attribute(prepared, text)
+    if attribution is None:
+        return None
+    return {**attribution.public(), "content": attribution.text}
 
 
 def _progress(prepared: PreparedChat) -> list[dict[str, Any]]:
@@ -271,7 +289,6 @@ async def handle_chat(answers: AnswerService, body: ChatCompletionCreate) -> Any
     await run_in_threadpool(answers.check_model, body.model)
     chat_request = to_request(body, answers.access)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-    chat = answers.chat
     if not body.stream:
         result = await run_in_threadpool(answers.complete, chat_request)
         headers = sources_header(result.prepared.sources)
@@ -281,7 +298,7 @@ async def handle_chat(answers: AnswerService, body: ChatCompletionCreate) -> Any
     first = await run_in_threadpool(next, deltas, None)
     primed = chain([first] if first is not None else [], deltas)
     return StreamingResponse(
-        sse_events(chat, prepared, primed, completion_id, body.wants_usage()),
+        sse_events(answers, prepared, primed, completion_id, body.wants_usage()),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", **sources_header(prepared.sources)},
     )

@@ -172,6 +172,8 @@ def _chat_json(result: ChatResult) -> dict[str, Any]:
         out["warnings"] = prepared.warnings
     if prepared.tool_run is not None:
         out["tool_calls"] = prepared.tool_run.calls
+    if result.attribution is not None:
+        out["attribution"] = result.attribution.public()
     return out
 
 
@@ -215,7 +217,11 @@ def ask(
         return
     for warning in result.prepared.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(result.text + "\n\nSources:")
+    click.echo(result.text)
+    unsupported = result.attribution.unsupported if result.attribution else []
+    for sentence in unsupported:
+        click.echo(f"  (no source supports: {result.text[sentence.start : sentence.end]!r})")
+    click.echo("\nSources:")
     for source in result.prepared.sources:
         page = f", page {source.page}" if source.page else ""
         click.echo(

@@ -57,6 +57,41 @@ class AnsweringSection(Section):
         "BYPASS_EMBEDDING_AND_RETRIEVAL",
     )
 
+    citation_attribution: bool = setting(
+        True,
+        "Check every answer sentence against the sources after the model wrote it: keep a "
+        "citation the cited source supports, replace one it does not, add one where the "
+        "model cited nothing, and flag sentences no source supports (the response's "
+        "'attribution'). Off: the model's [n] are kept as written (those pointing at no "
+        "source are still removed).",
+        scopes=Scopes(runtime=True),
+    )
+
+    citation_min_support: float = setting(
+        0.6,
+        "Share of a sentence's words (weighted: rare ones count more) that one sentence of a "
+        "source, or two in a row, must hold to support it.",
+        scopes=Scopes(runtime=True),
+        ge=0.0,
+        le=1.0,
+    )
+
+    citation_min_similarity: float = setting(
+        0.7,
+        "Where the wording falls short: the embedding model's cosine similarity between the "
+        "sentence and a source's span that also counts as support (1.1: wording alone).",
+        scopes=Scopes(runtime=True),
+        ge=0.0,
+        le=1.1,
+    )
+
+    citation_mark_unsupported: bool = setting(
+        False,
+        "Write ' [unsupported]' after answer sentences no source supports (they are flagged "
+        "in the response's 'attribution' either way).",
+        scopes=Scopes(runtime=True),
+    )
+
     enable_retrieval_query_generation: bool = setting(
         True,
         "Let the LLM write 1-3 search queries from the recent conversation (skipped for "

@@ -90,6 +90,7 @@ class Answer(BaseModel):
     extractive: bool  # no LLM: the best-matching sentences, quoted
     sources: list[Passage]  # sources[n-1] is [n]
     note: str = ""
+    unsupported: list[str] = []  # answer sentences no source supports (attribution)
 
 
 class AgentTools:
@@ -209,7 +210,15 @@ class AgentTools:
         result = self.answers.complete(request)
         sources = [self._cited(s, kb_names) for s in result.prepared.sources]
         kept, note = self._within_budget(sources, len(result.text))
-        return Answer(answer=result.text, extractive=result.extractive, sources=kept, note=note)
+        found = result.attribution.unsupported if result.attribution else []
+        unsupported = [result.text[s.start : s.end] for s in found]
+        return Answer(
+            answer=result.text,
+            extractive=result.extractive,
+            sources=kept,
+            note=note,
+            unsupported=unsupported,
+        )
 
     # --- shaping ----------------------------------------------------------------------
     def link(self, file_id: str, start: int, end: int) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from citewell.answer.agent import StreamEvent
+from citewell.answer.attribution import Attribution
 from citewell.answer.chat import ChatPipeline
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult, PreparedChat
 from citewell.engine.scoped import Scoped
@@ -78,6 +79,10 @@ class AnswerService:
     def complete(self, request: ChatRequest) -> ChatResult:
         """The whole answer, from what this caller may read."""
         return self.chat.complete(self.view, replace(request, access=self.access))
+
+    def attribute(self, prepared: PreparedChat, text: str) -> Attribution | None:
+        """A streamed answer's sentences checked against its sources, once it is whole."""
+        return self.chat.attribute(self.view, prepared, text)
 
     def stream(self, request: ChatRequest) -> tuple[PreparedChat, Iterator[Delta | StreamEvent]]:
         """The prepared chat (its sources) and the answer's deltas as they come."""

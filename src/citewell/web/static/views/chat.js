@@ -105,6 +105,12 @@ async function stream(chat, answer, item, signal) {
     if (chunk.sources) answer.sources = chunk.sources;
     if (chunk.retrieval_trace) answer.trace = chunk.retrieval_trace;
     if (chunk.extractive) answer.extractive = true;
+    // The last chunk: the answer with its citations checked against the sources.
+    if (chunk.attribution && chunk.attribution.content !== undefined) {
+      answer.content = chunk.attribution.content;
+      answer.unsupported = chunk.attribution.unsupported;
+      item.replaceWith((item = messageItem(answer)));
+    }
     const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
     if (delta && delta.content) {
       answer.content += delta.content;

@@ -1,0 +1,306 @@
+"""Citations attributed after generation: each sentence of an answer is checked against the
+sources it was given, whatever model wrote it.
+
+A sentence's support by a source is the share of its terms (BM25's, stemmed, weighted by how
+rare they are among the sources) that one sentence of the source holds, or two in a row.
+Where no source holds enough of its words, the embedding model may still find one that says
+the same in other words. Then: a model's [n] that a supporting source backs is kept; one
+that points at a source that does not support the sentence is replaced by the one that
+does; a sentence that cites nothing gets the best one; a sentence no source supports is
+flagged (and marked in the text, if the settings ask). Each attributed sentence points at
+the span of its source that supports it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from citewell.answer.attribution_text import (
+    MARKER,
+    Unit,
+    answer_units,
+    source_spans,
+    with_markers,
+)
+from citewell.answer.context import CitedSource
+from citewell.config import Settings
+from citewell.embedders import Embedder
+from citewell.embedders.base import normalize
+from citewell.retrieval.tokenize import tokenize
+
+# What one similarity call gets: the claims, then the candidate spans' texts; cosine rows.
+Similarity = Callable[[Sequence[str], Sequence[str]], list[list[float]]]
+Terms = Callable[[str], list[str]]
+MIN_CLAIM_TERMS = 3  # fewer content words: a greeting, a heading, "In short:", not a claim
+PAIR_MARGIN = 0.1  # what two sentences in a row must hold beyond one to be the span
+SEMANTIC_CANDIDATES = 3  # best sources by wording whose spans the embedding model compares
+UNSUPPORTED_MARK = " [unsupported]"
+
+
+@dataclass(frozen=True)
+class AttributionConfig:
+    min_support: float = 0.6  # share of a sentence's weighted terms one span must hold
+    min_similarity: float = 0.7  # cosine, claim to span, where the wording alone falls short
+    mark_unsupported: bool = False  # write UNSUPPORTED_MARK after such sentences
+
+
+@dataclass(frozen=True)
+class SentenceAttribution:
+    """One sentence of the final answer (``start``..``end`` in it) and what supports it."""
+
+    start: int
+    end: int
+    status: str  # kept, replaced, added, unsupported or not_a_claim
+    cited: tuple[int, ...]  # the numbers the model wrote
+    source: int | None = None  # the supporting source's number
+    support: float = 0.0  # 0..1: share of the sentence's wording, or its similarity
+    by: str = ""  # "wording" or "meaning" (the embedding model)
+    quote: str = ""  # the supporting span, as the source has it
+    quote_start: int | None = None  # the span's offsets in the file's text, where known
+    quote_end: int | None = None
+    page: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "start": self.start, "end": self.end, "status": self.status,
+            "cited": list(self.cited), "source": self.source,
+            "support": round(self.support, 4), "by": self.by or None, "quote": self.quote,
+            "quote_start": self.quote_start, "quote_end": self.quote_end, "page": self.page,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Attribution:
+    text: str  # the answer with its citations set right
+    sentences: tuple[SentenceAttribution, ...]
+
+    @property
+    def claims(self) -> list[SentenceAttribution]:
+        return [s for s in self.sentences if s.status != "not_a_claim"]
+
+    @property
+    def unsupported(self) -> list[SentenceAttribution]:
+        return [s for s in self.sentences if s.status == "unsupported"]
+
+    @property
+    def changed(self) -> bool:
+        return any(s.status in ("replaced", "added") for s in self.sentences)
+
+    def public(self) -> dict[str, Any]:
+        claims = self.claims
+        supported = sum(s.source is not None for s in claims)
+        return {
+            "sentences": [s.public() for s in self.sentences],
+            "supported": supported,
+            "unsupported": len(claims) - supported,
+            "changed": self.changed,
+        }
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    number: int
+    start: int
+    end: int
+    terms: frozenset[str]
+    source: CitedSource
+
+    @property
+    def text(self) -> str:
+        return self.source.text[self.start : self.end]
+
+
+@dataclass(frozen=True)
+class _Found:
+    candidate: _Candidate
+    support: float
+    by: str
+
+
+class Attributor:
+    """Attribution over one answer's sources; ``similar`` is the embedding model's cosine
+    (None: wording alone)."""
+
+    def __init__(
+        self,
+        sources: Sequence[CitedSource],
+        terms: Terms,
+        config: AttributionConfig,
+        similar: Similarity | None = None,
+    ) -> None:
+        self.terms, self.config, self.similar = terms, config, similar
+        self.numbers = {s.number for s in sources}
+        self.candidates = _candidates(sources, terms)
+        df = Counter(t for c in self.candidates for t in c.terms)
+        n = max(1, len(self.candidates))
+        self.idf = {t: math.log(1 + n / count) for t, count in df.items()}
+        self.unseen = math.log(1 + n * 2)  # a term no source has weighs most
+
+    def attribute(self, answer: str, skip: int = 0) -> Attribution:
+        """``answer`` with its citations set right; lines before offset ``skip`` (a note
+        about the answer, not a claim) are left alone."""
+        units = answer_units(answer, skip)
+        claims = [self._claim_terms(u) for u in units]
+        found = [self._ranked(t) if t else None for t in claims]
+        self._by_meaning(units, found)
+        return self._written(answer, units, claims, found)
+
+    # --- scoring ------------------------------------------------------------------------
+    def _claim_terms(self, unit: Unit) -> frozenset[str]:
+        terms = frozenset(self.terms(unit.claim))
+        return terms if len(terms) >= MIN_CLAIM_TERMS and not unit.question else frozenset()
+
+    def _support(self, claim: frozenset[str], held: frozenset[str]) -> float:
+        weights = {t: self.idf.get(t, self.unseen) for t in claim}
+        total = sum(weights.values())
+        return sum(w for t, w in weights.items() if t in held) / total if total else 0.0
+
+    def _ranked(self, claim: frozenset[str]) -> list[_Found]:
+        """Each source's best span (one sentence, or two in a row), best first; two in a
+        row must hold clearly more (PAIR_MARGIN) to be preferred."""
+        best: dict[int, tuple[float, _Found]] = {}
+        for i, cand in enumerate(self.candidates):
+            options = [(cand, 0.0)]
+            nxt = self.candidates[i + 1] if i + 1 < len(self.candidates) else None
+            if nxt is not None and nxt.number == cand.number:
+                pair = replace(cand, end=nxt.end, terms=cand.terms | nxt.terms)
+                options.append((pair, PAIR_MARGIN))
+            for option, margin in options:
+                score = self._support(claim, option.terms)
+                known = best.get(cand.number)
+                if known is None or score - margin > known[0]:
+                    best[cand.number] = (score - margin, _Found(option, score, "wording"))
+        found = [f for _, f in best.values()]
+        return sorted(found, key=lambda f: (-f.support, f.candidate.number))
+
+    def _by_meaning(self, units: list[Unit], found: list[list[_Found] | None]) -> None:
+        """Where no source holds enough of a sentence's words, the embedding model compares
+        it with its best few sources' spans (one call for the whole answer)."""
+        if self.similar is None:
+            return
+        weak = [
+            i for i, f in enumerate(found)
+            if f is not None and (not f or f[0].support < self.config.min_support)
+        ]  # fmt: skip
+        if not weak:
+            return
+        spans = [list(found[i] or [])[:SEMANTIC_CANDIDATES] for i in weak]
+        texts = [f.candidate.text for options in spans for f in options]
+        if not texts:
+            return
+        rows = self.similar([units[i].claim for i in weak], texts)
+        offset = 0
+        for row_index, i in enumerate(weak):
+            options = spans[row_index]
+            cosines = rows[row_index][offset : offset + len(options)]
+            offset += len(options)
+            meant = [
+                _Found(o.candidate, c, "meaning") for o, c in zip(options, cosines, strict=True)
+            ]
+            meant.sort(key=lambda f: -f.support)
+            if meant and meant[0].support >= self.config.min_similarity:
+                found[i] = [meant[0], *(found[i] or [])]
+
+    def _supports(self, f: _Found) -> bool:
+        limit = self.config.min_similarity if f.by == "meaning" else self.config.min_support
+        return f.support >= limit
+
+    # --- writing ------------------------------------------------------------------------
+    def _written(
+        self,
+        answer: str,
+        units: list[Unit],
+        claims: list[frozenset[str]],
+        found: list[list[_Found] | None],
+    ) -> Attribution:
+        parts: list[str] = []
+        sentences: list[SentenceAttribution] = []
+        cursor = length = 0
+        for unit, claim, ranked in zip(units, claims, found, strict=True):
+            parts.append(answer[cursor : unit.start])
+            length += unit.start - cursor
+            text, attributed = self._decide(answer[unit.start : unit.end], claim, ranked)
+            sentences.append(replace(attributed, start=length, end=length + len(text)))
+            parts.append(text)
+            length += len(text)
+            cursor = unit.end
+        parts.append(answer[cursor:])
+        return Attribution("".join(parts), tuple(sentences))
+
+    def _decide(
+        self, text: str, claim: frozenset[str], ranked: list[_Found] | None
+    ) -> tuple[str, SentenceAttribution]:
+        cited = tuple(int(n) for n in MARKER.findall(text))
+        if not claim or ranked is None:
+            return text, SentenceAttribution(0, 0, "not_a_claim", cited)
+        supporting = [f for f in ranked if self._supports(f)]
+        backed = [f for f in supporting if f.candidate.number in cited]
+        if backed:
+            return text, _attributed("kept", cited, backed[0])
+        if not supporting:
+            marked = self.config.mark_unsupported and UNSUPPORTED_MARK not in text
+            shown = with_markers(text, cited, UNSUPPORTED_MARK) if marked else text
+            best = ranked[0] if ranked else None
+            return shown, SentenceAttribution(
+                0, 0, "unsupported", cited, support=best.support if best else 0.0
+            )
+        chosen = supporting[0]
+        status = "replaced" if cited else "added"
+        return with_markers(text, (chosen.candidate.number,)), _attributed(status, cited, chosen)
+
+
+def _attributed(status: str, cited: tuple[int, ...], found: _Found) -> SentenceAttribution:
+    cand, source = found.candidate, found.candidate.source
+    in_file = source.chunk_id is not None and source.end - source.start == len(source.text)
+    return SentenceAttribution(
+        0, 0, status, cited, cand.number, found.support, found.by,
+        quote=cand.text,
+        quote_start=source.start + cand.start if in_file else None,
+        quote_end=source.start + cand.end if in_file else None,
+        page=source.page,
+    )  # fmt: skip
+
+
+def _candidates(sources: Sequence[CitedSource], terms: Terms) -> list[_Candidate]:
+    found = []
+    for source in sources:
+        for start, end in source_spans(source.text):
+            held = frozenset(terms(source.text[start:end]))
+            if held:
+                found.append(_Candidate(source.number, start, end, held, source))
+    return found
+
+
+def attributor_for(
+    settings: Settings, sources: Sequence[CitedSource], embedder: Embedder | None
+) -> Attributor | None:
+    """The attributor the settings ask for (None: attribution is off)."""
+    answering = settings.answering
+    if not answering.citation_attribution:
+        return None
+    config = AttributionConfig(
+        answering.citation_min_support,
+        answering.citation_min_similarity,
+        answering.citation_mark_unsupported,
+    )
+    stemmer = settings.retrieval.bm25_stemmer
+    use_model = embedder is not None and answering.citation_min_similarity <= 1.0
+    similar = embedding_similarity(embedder) if use_model and embedder else None
+    return Attributor(sources, lambda text: tokenize(text, stemmer), config, similar)
+
+
+def embedding_similarity(embedder: Embedder) -> Similarity:
+    """Cosine of each claim with each span, from one call to the embedding model (as
+    queries: not kept in the document cache)."""
+
+    def similar(claims: Sequence[str], spans: Sequence[str]) -> list[list[float]]:
+        vectors = normalize(np.asarray(embedder.embed([*claims, *spans], "query")))
+        return (vectors[: len(claims)] @ vectors[len(claims) :].T).tolist()  # type: ignore[no-any-return]
+
+    return similar
