@@ -219,3 +219,21 @@ def test_ask_answers_with_the_configured_llm_and_its_tools(tmp_path, shared_docs
     sent = [body for _, body in llm.requests]
     assert sent[0]["model"] == "llama3" and "<source" in sent[0]["messages"][0]["content"]
     assert sent[-1]["messages"][-1]["role"] == "tool"
+
+
+def test_ask_checks_the_citations_of_what_the_model_wrote(tmp_path, shared_docs):
+    """`citewell ask` attributes like the server: unsupported sentences are printed, and
+    --json carries each sentence's attribution."""
+    data = tmp_path / "data"
+    citewell(data, "ingest", str(shared_docs / "wiki_duck.html"), "--kb", "handbook")
+    llm = FakeLLMService()
+    llm.reply = "The moon is made of green cheese and sings at night."
+    with serve(llm) as url:
+        env = {"CITEWELL_LLM_BASE_URL": url + "/v1", "CITEWELL_LLM_MODEL": "llama3"}
+        text = citewell(data, "ask", "What do ducks eat?", "--kb", "handbook", env=env)
+        answer = json.loads(
+            citewell(data, "ask", "What do ducks eat?", "--kb", "handbook", "--json", env=env)
+        )
+    assert "(no source supports: 'The moon is made of green cheese and sings at night.')" in text
+    (sentence,) = answer["attribution"]["sentences"]
+    assert sentence["status"] == "unsupported" and sentence["source"] is None

@@ -63,7 +63,7 @@ def _line_units(answer: str, begin: int, stop: int) -> list[Unit]:
 
 def _unit(answer: str, start: int, end: int) -> Unit:
     text = answer[start:end]
-    claim = " ".join(MARKER.sub(" ", LINE_LEAD.sub("", text)).split())
+    claim = " ".join(MARKERS_BEFORE.sub("", LINE_LEAD.sub("", text)).split())
     return Unit(start, end, claim, claim.endswith("?"))
 
 
