@@ -79,6 +79,7 @@ def test_extractive_answers_are_scored_and_reported(qa):
     assert case["sources"] and case["answer"]
     page = html.read_text()
     assert "<table>" in page and "retrieval_recall" in page
+    assert '<ul class="attribution">' in page and "<b>kept</b>" in page
     words = _eval(folder, "--answers", str(path))
     assert words.exit_code == 0 and "retrieval_recall" in words.output
 
@@ -115,7 +116,8 @@ def test_an_llm_answers_and_a_judge_grades(qa):
     folder, path = qa
     llm = FakeLLMService()
     with serve(llm) as url:
-        env = {"CITEWELL_LLM_BASE_URL": url + "/v1"}
+        # The fake's answer is about ducks: kept (not withheld) so the judge grades it.
+        env = {"CITEWELL_LLM_BASE_URL": url + "/v1", "CITEWELL_ABSTAIN_BELOW": "0"}
         done = _eval(folder, "--answers", str(path), "--model", "llama3", "--judge",
                      "fake-llm", "--json", env=env)  # fmt: skip
     assert done.exit_code == 0, done.output
@@ -126,6 +128,21 @@ def test_an_llm_answers_and_a_judge_grades(qa):
     assert totals["judged_support"] == 0.0 and totals["citation_validity"] == 1.0
     judged = [b for _, b in llm.requests if "Reply with one word" in b["messages"][0]["content"]]
     assert len(judged) >= QUESTIONS and all(b["model"] == "fake-llm" for b in judged)
+    case = report["cases"][0]
+    assert case["attribution"][0]["status"] == "unsupported"  # ducks in SciFact: none
+    assert totals["answer_contains"] == 0.0 and totals["abstained"] == 0.0
+
+
+def test_an_answer_no_source_supports_is_withheld_and_counted_as_abstained(qa):
+    folder, path = qa
+    llm = FakeLLMService()
+    with serve(llm) as url:
+        env = {"CITEWELL_LLM_BASE_URL": url + "/v1"}
+        done = _eval(folder, "--answers", str(path), "--model", "llama3", "--json", env=env)
+    assert done.exit_code == 0, done.output
+    totals = json.loads(done.output)["totals"]
+    assert totals["abstained"] == 1.0  # every answer withheld: the fake talks of ducks
+    assert totals["citation_validity"] is None and totals["cited_share"] == 0.0
 
 
 @pytest.mark.slow

@@ -234,6 +234,8 @@ def test_ask_checks_the_citations_of_what_the_model_wrote(tmp_path, shared_docs)
         answer = json.loads(
             citewell(data, "ask", "What do ducks eat?", "--kb", "handbook", "--json", env=env)
         )
+    assert text.startswith("The sources found do not support an answer")
     assert "(no source supports: 'The moon is made of green cheese and sings at night.')" in text
     (sentence,) = answer["attribution"]["sentences"]
     assert sentence["status"] == "unsupported" and sentence["source"] is None
+    assert answer["abstained"] == {"reason": "unsupported_answer", "withheld": llm.reply}

@@ -70,6 +70,15 @@ def test_real_model_answers_with_sources(client):
     ids = {s["id"] for s in sources}
     assert {int(n) for n in re.findall(r"\[(\d+)\]", text)} <= ids
     assert reply.usage.completion_tokens > 0
+    # Whatever the tiny model wrote, each sentence was checked: a supported one cites its
+    # source in the text given back, or the answer was withheld as unsupported.
+    attribution = reply.model_extra["attribution"]
+    withheld = reply.model_extra.get("abstained")
+    assert attribution["sentences"] or withheld
+    written = withheld["withheld"] if withheld else text
+    for sentence in attribution["sentences"]:
+        if sentence["source"] is not None:
+            assert f"[{sentence['source']}]" in written[sentence["start"] : sentence["end"]]
 
 
 def test_real_model_streams(client):

@@ -37,3 +37,26 @@ def test_floors_name_what_is_below_or_unknown():
         below_floors(measured, {"bleu": 0.1})
     with pytest.raises(InvalidInput, match="METRIC=VALUE"):
         parse_floors(["ndcg@10"])
+
+
+def test_answer_contains_cited_share_validity_and_abstention_can_each_fail():
+    assert m.answer_contains("It is kept in bin B-14 [1].", ["B-14", "bin 7"]) == 1.0
+    assert m.answer_contains("It is kept in bin B-140.", ["B-14"]) == 0.0  # whole words
+    assert m.answer_contains("Anything", [""]) == 0.0  # an empty reference matches nothing
+    assert m.cited_share(["Leave is long [1].", "It is paid."]) == 0.5
+    assert m.cited_share(["No citations here.", "None at all."]) == 0.0
+    assert m.cited_share([]) is None
+    # Nothing cited is nothing checked: not a validity of 1.
+    assert m.citation_validity("No markers at all.", []) is None
+    assert m.citation_validity("Cited [1].", []) == 1.0
+    assert m.citation_validity("Cited [1].", [7]) == 0.0  # [7] named no source, removed
+    assert m.abstained("The sources do not mention the bin.") == 1.0
+    assert m.abstained("I don\u2019t know.") == 1.0
+    assert m.abstained("PX-8891 is in bin B-14 [1].") == 0.0
+
+
+def test_claim_sentences_leave_out_questions_and_short_lines():
+    from citewell.evaluation.answers import claim_sentences
+
+    text = "Sure!\nWhat is the bin?\nPX-8891 is in bin B-14 [1]. It has twenty units."
+    assert claim_sentences(text) == ["PX-8891 is in bin B-14 [1].", "It has twenty units."]

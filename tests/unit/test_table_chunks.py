@@ -71,4 +71,6 @@ def test_the_llm_reads_the_header_before_rows_that_lack_it():
 
 def test_table_rows_are_sentences_for_the_extractive_answer():
     sentences = [s for _, s in passage_sentences(f"Intro here.\n\n{HEADER}\n| CW 1 | Oslo | A1 |")]
-    assert sentences == ["Intro here.", "| Flight | Origin | Gate |", "| CW 1 | Oslo | A1 |"]
+    assert sentences == ["Intro here.", "Flight: CW 1; Origin: Oslo; Gate: A1"]
+    headless = [s for _, s in passage_sentences("| CW 2 | Rome | B7 |")]
+    assert headless == ["| CW 2 | Rome | B7 |"]  # no header to name the cells: as written

@@ -41,6 +41,10 @@ MIN_CLAIM_TERMS = 3  # fewer content words: a greeting, a heading, "In short:", 
 PAIR_MARGIN = 0.1  # what two sentences in a row must hold beyond one to be the span
 SEMANTIC_CANDIDATES = 3  # best sources by wording whose spans the embedding model compares
 UNSUPPORTED_MARK = " [unsupported]"
+ABSTENTION = (
+    "The sources found do not support an answer to this question, so I will not guess. "
+    "Try rephrasing it, or choose other knowledge bases."
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,16 @@ class Attribution:
     @property
     def changed(self) -> bool:
         return any(s.status in ("replaced", "added") for s in self.sentences)
+
+    def supported_share(self) -> float | None:
+        """Share of the claim sentences a source supports (None: the answer claims nothing)."""
+        claims = self.claims
+        return sum(s.source is not None for s in claims) / len(claims) if claims else None
+
+    def abstains(self, below: float) -> bool:
+        """Whether too little of the answer is supported to give it (``abstain_below``)."""
+        share = self.supported_share()
+        return share is not None and share < below
 
     def public(self) -> dict[str, Any]:
         claims = self.claims

@@ -17,7 +17,7 @@ from citewell.answer.agent import (
     tool_room,
     with_tools_note,
 )
-from citewell.answer.attribution import Attribution, attributor_for
+from citewell.answer.attribution import ABSTENTION, Attribution, attributor_for
 from citewell.answer.citations import cited_numbers, remove_invalid
 from citewell.answer.context import CitedSource, context_string, context_tokens
 from citewell.answer.exchange import (
@@ -27,7 +27,7 @@ from citewell.answer.exchange import (
     PreparedChat,
 )
 from citewell.answer.expand import Expansion
-from citewell.answer.extractive import extractive_text
+from citewell.answer.extractive import extractive_text, with_header
 from citewell.answer.gather import RetrievalChoice, gather_sources
 from citewell.answer.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.answer.queries import as_asked, history_text, parse_queries, worth_generating
@@ -104,15 +104,19 @@ class ChatPipeline:
             )
         text, invalid = self._checked(completion.text, prepared)
         attribution = self.attribute(view, prepared, text)
+        written = attribution.text if attribution else text
+        abstained = self.abstention(attribution)
         return ChatResult(
             prepared,
-            attribution.text if attribution else text,
+            ABSTENTION if abstained else written,
             completion.finish_reason,
             completion.usage,
             tuple(invalid),
             extractive=False,
             tool_calls=completion.tool_calls,
             attribution=attribution,
+            abstained=abstained,
+            withheld=written if abstained else "",
         )
 
     def stream(
@@ -170,6 +174,13 @@ class ChatPipeline:
             attribution = attributor.attribute(text, skip)
             current.set_attribute("unsupported", len(attribution.unsupported))
         return attribution
+
+    def abstention(self, attribution: Attribution | None) -> str | None:
+        """'unsupported_answer' when too little of an answer is supported (abstain_below)."""
+        below = self.settings.answering.abstain_below
+        if attribution is None or not below or not attribution.abstains(below):
+            return None
+        return "unsupported_answer"
 
     def invalid_citations(self, text: str, prepared: PreparedChat) -> list[int]:
         """Numbers cited in a streamed answer that point at no source (flagged, not removed)."""
@@ -402,7 +413,7 @@ class ChatPipeline:
                 "file_ids."
             )
         else:
-            passages = [s.text for s in prepared.sources]
+            passages = [with_header(s.text, s.lead) for s in prepared.sources]
             searched = " ".join(prepared.queries) or question
             quoted = extractive_text(searched, passages, self.settings.retrieval.bm25_stemmer)
             text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"

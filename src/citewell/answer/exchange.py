@@ -62,3 +62,5 @@ class ChatResult:
     extractive: bool
     tool_calls: tuple[dict[str, Any], ...] = ()  # for the client to run
     attribution: Attribution | None = None  # each sentence's supporting source, if checked
+    abstained: str | None = None  # why the answer was withheld (a stable code), if it was
+    withheld: str = ""  # the model's answer, when it was withheld

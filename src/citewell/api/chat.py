@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from citewell.answer.agent import StreamEvent
+from citewell.answer.attribution import ABSTENTION
 from citewell.answer.citations import remove_invalid
 from citewell.answer.context import CitedSource, source_public
 from citewell.answer.exchange import ChatRequest, ChatResult, PreparedChat
@@ -130,6 +131,8 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
         body["extractive"] = True
     if result.attribution is not None:
         body["attribution"] = result.attribution.public()
+    if result.abstained:
+        body["abstained"] = {"reason": result.abstained, "withheld": result.withheld}
     return body
 
 
@@ -255,6 +258,9 @@ def _attributed(
     attribution = answers.attribute(prepared, text)
     if attribution is None:
         return None
+    abstained = answers.chat.abstention(attribution)
+    if abstained:
+        return {**attribution.public(), "content": ABSTENTION, "abstained": abstained}
     return {**attribution.public(), "content": attribution.text}
 
 

@@ -174,6 +174,8 @@ def _chat_json(result: ChatResult) -> dict[str, Any]:
         out["tool_calls"] = prepared.tool_run.calls
     if result.attribution is not None:
         out["attribution"] = result.attribution.public()
+    if result.abstained:
+        out["abstained"] = {"reason": result.abstained, "withheld": result.withheld}
     return out
 
 
@@ -218,9 +220,10 @@ def ask(
     for warning in result.prepared.warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(result.text)
-    unsupported = result.attribution.unsupported if result.attribution else []
-    for sentence in unsupported:
-        click.echo(f"  (no source supports: {result.text[sentence.start : sentence.end]!r})")
+    if result.attribution is not None:
+        for sentence in result.attribution.unsupported:
+            written = result.attribution.text[sentence.start : sentence.end]
+            click.echo(f"  (no source supports: {written!r})")
     click.echo("\nSources:")
     for source in result.prepared.sources:
         page = f", page {source.page}" if source.page else ""

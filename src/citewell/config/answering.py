@@ -85,6 +85,17 @@ class AnsweringSection(Section):
         le=1.1,
     )
 
+    abstain_below: float = setting(
+        0.5,
+        "Abstain when fewer than this share of an LLM answer's sentences is supported by its "
+        "sources: the answer then says plainly that the sources do not answer the question "
+        "(reason 'unsupported_answer'; the model's text is kept in the response). 0: never. "
+        "Needs citation_attribution.",
+        scopes=Scopes(runtime=True),
+        ge=0.0,
+        le=1.0,
+    )
+
     citation_mark_unsupported: bool = setting(
         False,
         "Write ' [unsupported]' after answer sentences no source supports (they are flagged "

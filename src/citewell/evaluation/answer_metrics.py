@@ -1,7 +1,9 @@
-"""Scores of one answer: exact match and token F1 against reference answers (SQuAD's
-normalisation), recall of reference passages or files among the sources, and two lexical
-proxies, reported as such: citation support (how much of each cited sentence's wording its
-cited sources hold) and faithfulness (how much of the answer's wording the sources hold)."""
+"""Scores of one answer: exact match, token F1 and "answer contains" against reference
+answers (SQuAD's normalisation), recall of reference passages or files among the sources,
+the share of sentences that cite, whether it abstained, and two lexical proxies, reported as
+such: citation support (how much of each cited sentence's wording its cited sources hold)
+and faithfulness (how much of the answer's wording the sources hold). A citation metric is
+None for an answer that cites nothing: there is nothing to check, which is not a success."""
 
 from __future__ import annotations
 
@@ -29,6 +31,41 @@ def words(text: str) -> list[str]:
 def exact_match(answer: str, references: Sequence[str]) -> float:
     mine = normalise(MARKER.sub(" ", answer))
     return float(any(mine == normalise(r) for r in references))
+
+
+def answer_contains(answer: str, references: Sequence[str]) -> float:
+    """1 when a reference answer appears in the answer, both normalised (the usual score of
+    open-domain QA and noise-robustness benchmarks)."""
+    mine = f" {normalise(MARKER.sub(' ', answer))} "
+    return float(any(f" {ref} " in mine for r in references if (ref := normalise(r))))
+
+
+def cited_share(sentences: Sequence[str]) -> float | None:
+    """Share of the answer's claim sentences that carry at least one [n]."""
+    if not sentences:
+        return None
+    return sum(bool(MARKER.search(s)) for s in sentences) / len(sentences)
+
+
+def citation_validity(answer: str, invalid: Sequence[int]) -> float | None:
+    """1 when every [n] named a source, 0 when some did not (the pipeline removed them),
+    None when the answer cites nothing."""
+    if invalid:
+        return 0.0
+    return 1.0 if MARKER.search(answer) else None
+
+
+ABSTAINING = re.compile(
+    r"\b(?:i (?:do not|don't|cannot|can't) (?:know|answer|find|say)|(?:cannot|can't|unable "
+    r"to) (?:answer|find|determine)|(?:no|not enough) (?:information|passage|source)s?\b|"
+    r"(?:is|are) not (?:mentioned|provided|given|stated)|(?:does|do) not (?:mention|say|"
+    r"contain|support|provide))"
+)
+
+
+def abstained(answer: str) -> float:
+    """1 when the answer says it cannot answer from what it was given."""
+    return float(bool(ABSTAINING.search(answer.lower().replace("\u2019", "'"))))
 
 
 def token_f1(answer: str, references: Sequence[str]) -> float:

@@ -2,8 +2,9 @@
 would send them (a model or preset, KBs), scored per question and in total.
 
 FILE is JSONL, one question per line: ``question``; ``answers`` (reference answers, or
-``answer``); optionally ``passages`` (reference passage texts) or ``files`` (reference
-file names) for retrieval recall, ``kb`` (or ``knowledge_bases``) and ``model``. With a
+``answer``; an empty list: nothing answers it, and the answer should abstain); optionally
+``passages`` (reference passage texts) or ``files`` (reference file names) for retrieval
+recall, ``kb`` (or ``knowledge_bases``) and ``model``. With a
 judge model, an LLM also grades correctness and each cited sentence's support."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest, ChatResult
+from citewell.answer.attribution_text import answer_units
+from citewell.answer.exchange import EXTRACTIVE_MODEL, EXTRACTIVE_NOTE, ChatRequest, ChatResult
 from citewell.app import Citewell
 from citewell.auth.access import Access
 from citewell.engine.scoped import Scoped
@@ -23,6 +25,7 @@ from citewell.errors import InvalidInput
 from citewell.evaluation import answer_metrics as m
 from citewell.llm.base import ChatMessage
 
+MIN_CLAIM_WORDS = 3  # shorter lines ("Sure!", a heading) are no claims
 JUDGE_PROMPT = (
     "Reference answers:\n{references}\n\nAnswer to grade:\n{answer}\n\nDoes the answer say "
     "what a reference answer says (extra correct detail is fine)? Reply with one word: yes "
@@ -49,15 +52,20 @@ class CaseResult:
     question: str
     answer: str
     latency_ms: float
-    exact_match: float
-    token_f1: float
-    citation_validity: float  # 1: every [n] names a source
+    answerable: bool  # False: no reference answer, the answer should abstain
+    exact_match: float | None
+    token_f1: float | None
+    answer_contains: float | None  # a reference answer appears in the answer
+    cited_share: float | None  # share of claim sentences with a [n]; None: no claims
+    citation_validity: float | None  # 1: every [n] names a source; None: it cites nothing
+    abstained: float  # 1: it says it cannot answer from the sources
     retrieval_recall: float | None = None
-    citation_support: float | None = None
+    citation_support: float | None = None  # None: it cites nothing
     faithfulness: float | None = None
     judged_correct: float | None = None  # with a judge model
     judged_support: float | None = None
     sources: list[str] = field(default_factory=list)  # file names, [n] order
+    attribution: list[dict[str, Any]] = field(default_factory=list)  # sentence → span
 
 
 def load_cases(path: Path) -> list[QACase]:
@@ -67,7 +75,7 @@ def load_cases(path: Path) -> list[QACase]:
             continue
         try:
             row = json.loads(line)
-            answers = row.get("answers") or [row["answer"]]
+            answers = row["answers"] if "answers" in row else [row["answer"]]
             kbs = row.get("knowledge_bases") or ([row["kb"]] if row.get("kb") else [])
             cases.append(
                 QACase(
@@ -106,23 +114,7 @@ class AnswerEvaluation:
         began = time.perf_counter()
         result = self.app.chat.complete(self.view, self._request(case))
         latency = (time.perf_counter() - began) * 1000
-        sources = result.prepared.sources
-        texts = {s.number: s.text for s in sources}
-        found = m.passage_recall(list(texts.values()), case.passages)
-        if found is None:
-            found = m.file_recall([s.file_name for s in sources], case.files)
-        scored = CaseResult(
-            case.question,
-            result.text,
-            round(latency, 1),
-            m.exact_match(result.text, case.answers),
-            round(m.token_f1(result.text, case.answers), 4),
-            0.0 if result.invalid_citations else 1.0,
-            found,
-            m.citation_support(result.text, texts),
-            m.faithfulness(result.text, list(texts.values())),
-            sources=[s.file_name for s in sources],
-        )
+        scored = case_scores(case, result, latency)
         if self.judge:
             self._judged(scored, case, result)
         return scored
@@ -154,18 +146,73 @@ class AnswerEvaluation:
         return 1.0 if reply.text.strip().lower().startswith("yes") else 0.0
 
 
+def case_scores(case: QACase, result: ChatResult, latency: float) -> CaseResult:
+    """Every metric of one answer (those about references only for answerable questions)."""
+    sources, text, answers = result.prepared.sources, result.text, case.answers
+    texts = {s.number: s.text for s in sources}
+    found = m.passage_recall(list(texts.values()), case.passages)
+    if found is None:
+        found = m.file_recall([s.file_name for s in sources], case.files)
+    skip = len(EXTRACTIVE_NOTE) if result.extractive else 0
+    claims = claim_sentences(text, skip)
+    return CaseResult(
+        case.question, text, round(latency, 1), bool(answers),
+        m.exact_match(text, answers) if answers else None,
+        round(m.token_f1(text, answers), 4) if answers else None,
+        m.answer_contains(text, answers) if answers else None,
+        m.cited_share(claims), m.citation_validity(text, result.invalid_citations),
+        max(m.abstained(text), float(result.abstained is not None)), found,
+        m.citation_support(text, texts), m.faithfulness(text, list(texts.values())),
+        sources=[s.file_name for s in sources],
+        attribution=_attributed(result),
+    )  # fmt: skip
+
+
+def claim_sentences(text: str, skip: int = 0) -> list[str]:
+    """The answer's sentences that claim something, as written (their [n] included):
+    questions and lines of fewer than MIN_CLAIM_WORDS words are none."""
+    return [
+        text[u.start : u.end]
+        for u in answer_units(text, skip)
+        if not u.question and len(u.claim.split()) >= MIN_CLAIM_WORDS
+    ]
+
+
+def _attributed(result: ChatResult) -> list[dict[str, Any]]:
+    """Which sentence was attributed to which span of which source."""
+    if result.attribution is None:
+        return []
+    return [
+        {
+            "sentence": result.attribution.text[s.start : s.end],
+            "status": s.status,
+            "source": s.source,
+            "quote": s.quote,
+            "quote_start": s.quote_start,
+            "quote_end": s.quote_end,
+        }
+        for s in result.attribution.sentences
+        if s.status != "not_a_claim"
+    ]
+
+
 METRICS = (
-    "exact_match", "token_f1", "citation_validity", "retrieval_recall", "citation_support",
-    "faithfulness", "judged_correct", "judged_support",
+    "exact_match", "token_f1", "answer_contains", "cited_share", "citation_validity",
+    "retrieval_recall", "citation_support", "faithfulness", "judged_correct", "judged_support",
 )  # fmt: skip
 
 
 def totals(results: list[CaseResult]) -> dict[str, float | None]:
-    """Each metric's mean over the questions that have it, and latency."""
+    """Each metric's mean over the questions that have it (None: no question has it, e.g.
+    citation_validity when no answer cites), abstention apart for answerable and
+    unanswerable questions, and latency."""
     out: dict[str, float | None] = {}
     for name in METRICS:
         values = [v for r in results if (v := getattr(r, name)) is not None]
         out[name] = round(statistics.fmean(values), 4) if values else None
+    for label, wanted in (("abstained", True), ("abstained_unanswerable", False)):
+        values = [r.abstained for r in results if r.answerable is wanted]
+        out[label] = round(statistics.fmean(values), 4) if values else None
     latency = sorted(r.latency_ms for r in results)
     out["latency_ms_p50"] = round(statistics.median(latency), 1)
     out["latency_ms_max"] = latency[-1]

@@ -44,16 +44,21 @@ def beir_measured(report: Mapping[str, Any], modes: Sequence[str]) -> dict[str, 
 
 
 def html_report(report: Mapping[str, Any]) -> str:
-    """One page: the totals, then a row per question."""
+    """One page: the totals, then a row per question, with the source span each of its
+    sentences was attributed to."""
     esc = html.escape
     totals = "".join(
         f"<tr><th>{esc(k)}</th><td>{esc(_shown(v))}</td></tr>" for k, v in report["totals"].items()
     )
-    columns = ("question", "answer", "exact_match", "token_f1", "retrieval_recall",
-               "citation_validity", "citation_support", "faithfulness", "latency_ms")  # fmt: skip
+    columns = ("question", "answer", "exact_match", "token_f1", "answer_contains",
+               "cited_share", "abstained", "retrieval_recall", "citation_validity",
+               "citation_support", "faithfulness", "latency_ms")  # fmt: skip
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(_shown(case.get(c)))}</td>" for c in columns) + "</tr>"
+        "<tr>"
+        + "".join(f"<td>{esc(_shown(case.get(c)))}</td>" for c in columns)
+        + "</tr>"
+        + _attribution_row(case.get("attribution") or [], len(columns))
         for case in report["cases"]
     )
     return (
@@ -63,6 +68,20 @@ def html_report(report: Mapping[str, Any]) -> str:
         f"<h1>Answer evaluation: {esc(str(report['model']))}</h1>"
         f"<table>{totals}</table><h2>Questions</h2><table><tr>{head}</tr>{rows}</table>"
     )
+
+
+def _attribution_row(sentences: Sequence[Mapping[str, Any]], width: int) -> str:
+    """Each sentence of the answer → its status, and the quote of the source it cites."""
+    if not sentences:
+        return ""
+    esc = html.escape
+    items = "".join(
+        f"<li>{esc(s['sentence'])} → <b>{esc(s['status'])}</b>"
+        + (f" [{s['source']}] <q>{esc(s['quote'])}</q>" if s.get("source") else "")
+        + "</li>"
+        for s in sentences
+    )
+    return f'<tr><td colspan="{width}"><ul class="attribution">{items}</ul></td></tr>'
 
 
 def _shown(value: Any) -> str:

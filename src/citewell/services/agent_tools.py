@@ -91,6 +91,7 @@ class Answer(BaseModel):
     sources: list[Passage]  # sources[n-1] is [n]
     note: str = ""
     unsupported: list[str] = []  # answer sentences no source supports (attribution)
+    abstained: str = ""  # why the answer was withheld ('unsupported_answer'), if it was
 
 
 class AgentTools:
@@ -210,14 +211,16 @@ class AgentTools:
         result = self.answers.complete(request)
         sources = [self._cited(s, kb_names) for s in result.prepared.sources]
         kept, note = self._within_budget(sources, len(result.text))
-        found = result.attribution.unsupported if result.attribution else []
-        unsupported = [result.text[s.start : s.end] for s in found]
+        attribution = result.attribution
+        found = attribution.unsupported if attribution else []
+        unsupported = [attribution.text[s.start : s.end] for s in found if attribution]
         return Answer(
             answer=result.text,
             extractive=result.extractive,
             sources=kept,
             note=note,
             unsupported=unsupported,
+            abstained=result.abstained or "",
         )
 
     # --- shaping ----------------------------------------------------------------------
