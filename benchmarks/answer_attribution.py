@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -208,12 +209,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cal_app = build(args.work / f"{label}-cal", calibration_reports, model)
         test_app = build(args.work / f"{label}-test", test_reports, model)
         name = EXTRACTIVE_MODEL if model is None else "local"
-        cal = saved(
-            args.work / f"{label}-cal.json", lambda: generate(cal_app, calibration_questions, name)
-        )  # noqa: B023
-        test = saved(
-            args.work / f"{label}-test.json", lambda: generate(test_app, test_questions, name)
-        )  # noqa: B023
+        cal = saved(args.work / f"{label}-cal.json",
+                    partial(generate, cal_app, calibration_questions, name))  # fmt: skip
+        test = saved(args.work / f"{label}-test.json",
+                     partial(generate, test_app, test_questions, name))  # fmt: skip
         config, below = calibrate(cal_app, cal) if model else (AttributionConfig(), 0.0)
         out[label] = {
             "calibrated": {"min_support": config.min_support,
