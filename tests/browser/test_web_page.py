@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 
+LINK = r"#/file/(\w+)\?start=(\d+)&end=(\d+)"
 pytestmark = [pytest.mark.browser]
 
 # No double quotes: browsers send them as %22 in a multipart file name.
@@ -49,6 +50,16 @@ def shot(page, artifacts, name: str) -> None:
     page.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
 
 
+def assert_opens_the_supporting_sentence(page, chip, start: int, end: int) -> None:
+    """A chip opens the sentence that supports the answer (its attribution): a span inside
+    its source's chunk, shorter than the chunk the sources list opens."""
+    number = chip.inner_text()
+    listed = page.locator(f"ol.sources li[value='{number}'] a").first.get_attribute("href")
+    _, chunk_start, chunk_end = re.match(LINK, listed).groups()
+    assert int(chunk_start) <= start < end <= int(chunk_end)
+    assert end - start < int(chunk_end) - int(chunk_start)
+
+
 def test_upload_ask_and_open_the_cited_passage(page, site, shared_docs, artifacts):
     sign_in(page, site, "ada", site.admin_password)
     shot(page, artifacts, "knowledge-bases-empty")
@@ -76,7 +87,8 @@ def test_upload_ask_and_open_the_cited_passage(page, site, shared_docs, artifact
     shot(page, artifacts, "chat")
 
     href = chip.get_attribute("href")
-    file_id, start, end = re.match(r"#/file/(\w+)\?start=(\d+)&end=(\d+)", href).groups()
+    file_id, start, end = re.match(LINK, href).groups()
+    assert_opens_the_supporting_sentence(page, chip, int(start), int(end))
     chip.click()
     # a PDF: the cited page itself, the passage's lines highlighted on it
     page_mark = page.locator(".page-mark").first

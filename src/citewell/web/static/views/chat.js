@@ -108,7 +108,7 @@ async function stream(chat, answer, item, signal) {
     // The last chunk: the answer with its citations checked against the sources.
     if (chunk.attribution && chunk.attribution.content !== undefined) {
       answer.content = chunk.attribution.content;
-      answer.unsupported = chunk.attribution.unsupported;
+      answer.attributed = chunk.attribution.sentences;
       item.replaceWith((item = messageItem(answer)));
     }
     const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
@@ -123,7 +123,7 @@ function messageItem(message) {
   if (message.role === "user") return h("li", { class: "message user" }, h("p", { class: "who" }, "You"), h("p", {}, message.content));
   return h("li", { class: "message assistant", "aria-busy": message.pending ? "true" : false },
     h("p", { class: "who" }, "Citewell", message.extractive ? h("span", { class: "badge", title: "No LLM: sentences quoted from the sources" }, "extractive answer") : null),
-    h("div", { class: "answer" }, message.pending && !message.content ? "Searching…" : citedText(message.content, message.sources)),
+    h("div", { class: "answer" }, message.pending && !message.content ? "Searching…" : citedText(message.content, message.sources, message.attributed)),
     message.error ? h("p", { class: "error", role: "alert" }, message.error) : null,
     message.sources && message.sources.length ? h("details", { class: "sources-panel", open: true },
       h("summary", {}, `Sources (${message.sources.length})`), sourcesList(message.sources)) : null,

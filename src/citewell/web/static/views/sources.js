@@ -11,8 +11,18 @@ function label(source) {
   return `${meta.name}${meta.page != null ? `, page ${meta.page}` : ""}`;
 }
 
+/** Where a chip for source n in the sentence around offset `at` points: the span of the
+ *  source that supports that sentence (its attribution), else the whole source. */
+function citedSpan(source, n, at, attributed) {
+  const sentence = (attributed || []).find((s) => s.start <= at && at < s.end);
+  if (sentence && sentence.source === n && sentence.quote_start != null) {
+    return { ...source.metadata, start: sentence.quote_start, end: sentence.quote_end };
+  }
+  return source.metadata;
+}
+
 /** The answer's text with each [n] (and [n, m]) as a chip for source n. */
-export function citedText(text, sources) {
+export function citedText(text, sources, attributed) {
   const byId = new Map((sources || []).map((s) => [s.id, s]));
   const parts = [];
   let at = 0;
@@ -22,7 +32,8 @@ export function citedText(text, sources) {
     parts.push(text.slice(at, match.index));
     for (const n of numbers) {
       const source = byId.get(n);
-      parts.push(h("a", { class: "chip", href: sourceLink(source.metadata), "aria-label": `Source ${n}: ${label(source)}`, title: label(source) }, String(n)));
+      const span = citedSpan(source, n, match.index, attributed);
+      parts.push(h("a", { class: "chip", href: sourceLink(span), "aria-label": `Source ${n}: ${label(source)}`, title: label(source) }, String(n)));
     }
     at = match.index + match[0].length;
   }
