@@ -39,7 +39,9 @@ Similarity = Callable[[Sequence[str], Sequence[str]], list[list[float]]]
 Terms = Callable[[str], list[str]]
 MIN_CLAIM_TERMS = 3  # fewer content words: a greeting, a heading, "In short:", not a claim
 PAIR_MARGIN = 0.1  # what two sentences in a row must hold beyond one to be the span
-SEMANTIC_CANDIDATES = 3  # best sources by wording whose spans the embedding model compares
+SEMANTIC_CANDIDATES = 2  # best sources by wording whose spans the embedding model compares
+# A sentence sharing no word with any source is about something else: no model call.
+MEANING_FLOOR = 1e-6
 UNSUPPORTED_MARK = " [unsupported]"
 ABSTENTION = (
     "The sources found do not support an answer to this question, so I will not guess. "
@@ -194,32 +196,28 @@ class Attributor:
         return sorted(found, key=lambda f: (-f.support, f.candidate.number))
 
     def _by_meaning(self, units: list[Unit], found: list[list[_Found] | None]) -> None:
-        """Where no source holds enough of a sentence's words, the embedding model compares
-        it with its best few sources' spans (one call for the whole answer)."""
+        """Where no source holds enough of a sentence's words (but one holds some), the
+        embedding model compares it with its best few sources' spans, each span embedded
+        once, in one call for the whole answer."""
         if self.similar is None:
             return
         weak = [
             i for i, f in enumerate(found)
-            if f is not None and (not f or f[0].support < self.config.min_support)
+            if f and MEANING_FLOOR <= f[0].support < self.config.min_support
         ]  # fmt: skip
-        if not weak:
-            return
-        spans = [list(found[i] or [])[:SEMANTIC_CANDIDATES] for i in weak]
-        texts = [f.candidate.text for options in spans for f in options]
+        options = {i: (found[i] or [])[:SEMANTIC_CANDIDATES] for i in weak}
+        texts = list(dict.fromkeys(f.candidate.text for i in weak for f in options[i]))
         if not texts:
             return
         rows = self.similar([units[i].claim for i in weak], texts)
-        offset = 0
-        for row_index, i in enumerate(weak):
-            options = spans[row_index]
-            cosines = rows[row_index][offset : offset + len(options)]
-            offset += len(options)
+        column = {text: n for n, text in enumerate(texts)}
+        for row, i in zip(rows, weak, strict=True):
             meant = [
-                _Found(o.candidate, c, "meaning") for o, c in zip(options, cosines, strict=True)
+                _Found(o.candidate, row[column[o.candidate.text]], "meaning") for o in options[i]
             ]
-            meant.sort(key=lambda f: -f.support)
-            if meant and meant[0].support >= self.config.min_similarity:
-                found[i] = [meant[0], *(found[i] or [])]
+            best = max(meant, key=lambda f: f.support)
+            if best.support >= self.config.min_similarity:
+                found[i] = [best, *(found[i] or [])]
 
     def _supports(self, f: _Found) -> bool:
         limit = self.config.min_similarity if f.by == "meaning" else self.config.min_support
