@@ -151,7 +151,6 @@ class Attributor:
         similar: Similarity | None = None,
     ) -> None:
         self.terms, self.config, self.similar = terms, config, similar
-        self.numbers = {s.number for s in sources}
         self.candidates = _candidates(sources, terms)
         df = Counter(t for c in self.candidates for t in c.terms)
         n = max(1, len(self.candidates))
