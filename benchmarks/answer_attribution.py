@@ -199,6 +199,28 @@ def attribution_cost(app: Citewell, generated: list[Generated]) -> dict[str, flo
             "ms_p50": round(statistics.median(times), 1)}  # fmt: skip
 
 
+def extractive_chat_ms(work: Path, reports: list[Report], questions: list[FactQuestion]) -> dict:
+    """Extractive chat latency (prepare, answer and attribution), attribution off and on,
+    side by side on one data dir: the median of each question's best of 3, per side."""
+    app = build(work, reports, None)
+    view = Scoped(app, Access.everything())
+    sides: dict[str, list[float]] = {"off": [], "on": []}
+    try:
+        for question in questions:
+            request = ChatRequest(model=EXTRACTIVE_MODEL, knowledge=(KB,), access=view.access,
+                                  messages=(ChatMessage("user", question.question),))  # fmt: skip
+            for side in ("off", "on", "off", "on", "off", "on"):
+                app.live.update({"citation_attribution": side == "on"}, persist=False)
+                began = time.perf_counter()
+                app.chat.complete(view, request)
+                sides[side].append((time.perf_counter() - began) * 1000)
+    finally:
+        app.close()
+    best = {k: [min(v[i : i + 3]) for i in range(0, len(v), 3)] for k, v in sides.items()}
+    off, on = (statistics.median(best[k]) for k in ("off", "on"))
+    return {"off_ms_p50": round(off, 2), "on_ms_p50": round(on, 2), "ratio": round(on / off, 3)}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     calibration_reports, calibration_questions = fact_set(seed=7)
@@ -224,6 +246,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }  # fmt: skip
         if label == "extractive":
             out["attribution_cost"] = attribution_cost(test_app, test)
+            out["extractive_chat"] = extractive_chat_ms(
+                args.work / "extractive-chat", test_reports, test_questions
+            )
         cal_app.close()
         test_app.close()
     return out

@@ -159,3 +159,19 @@ def test_source_spans_are_sentences_rows_and_headings():
         "| a | b |",
         "| 1 | 2 |",
     ]
+
+
+def test_with_small_to_big_the_window_the_model_read_supports_too():
+    window = "Parental leave lasts sixteen weeks at full pay. Receipts must be attached."
+    chunk = "Receipts must be attached."
+    source = CitedSource(
+        1, chunk, "f1", "hr.md", "text/markdown", None, 148, 148 + len(chunk), 0.5, "c1",
+        "kb", context=window, window_start=100, window_end=100 + len(window),
+    )  # fmt: skip
+    terms = lambda text: tokenize(text, "english")  # noqa: E731
+    result = Attributor([source], terms, AttributionConfig()).attribute(
+        "Parental leave lasts sixteen weeks at full pay."
+    )
+    (sentence,) = result.sentences
+    assert (sentence.status, sentence.quote_start) == ("added", 100)
+    assert sentence.quote == "Parental leave lasts sixteen weeks at full pay."

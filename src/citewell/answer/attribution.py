@@ -129,7 +129,7 @@ class _Candidate:
 
     @property
     def text(self) -> str:
-        return self.source.text[self.start : self.end]
+        return read_text(self.source)[0][self.start : self.end]
 
 
 @dataclass(frozen=True)
@@ -268,21 +268,31 @@ class Attributor:
 
 def _attributed(status: str, cited: tuple[int, ...], found: _Found) -> SentenceAttribution:
     cand, source = found.candidate, found.candidate.source
-    in_file = source.chunk_id is not None and source.end - source.start == len(source.text)
+    base = read_text(source)[1]
     return SentenceAttribution(
         0, 0, status, cited, cand.number, found.support, found.by,
         quote=cand.text,
-        quote_start=source.start + cand.start if in_file else None,
-        quote_end=source.start + cand.end if in_file else None,
+        quote_start=base + cand.start if base is not None else None,
+        quote_end=base + cand.end if base is not None else None,
         page=source.page,
     )  # fmt: skip
+
+
+def read_text(source: CitedSource) -> tuple[str, int | None]:
+    """What the model read of a source (the wider window, with small-to-big) and where that
+    text starts in the file's text (None: not known, e.g. a whole document's summary)."""
+    if source.context and source.window_start is not None:
+        return source.context, source.window_start
+    in_file = source.chunk_id is not None and source.end - source.start == len(source.text)
+    return source.text, source.start if in_file else None
 
 
 def _candidates(sources: Sequence[CitedSource], terms: Terms) -> list[_Candidate]:
     found = []
     for source in sources:
-        for start, end in source_spans(source.text):
-            held = frozenset(terms(source.text[start:end]))
+        text = read_text(source)[0]
+        for start, end in source_spans(text):
+            held = frozenset(terms(text[start:end]))
             if held:
                 found.append(_Candidate(source.number, start, end, held, source))
     return found
