@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from citewell import Citewell, Settings
+from citewell.answer.abstention import not_mentioned, unknown_names
 from citewell.answer.attribution import AttributionConfig, Attributor, embedding_similarity
 from citewell.answer.context import CitedSource
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest
@@ -106,14 +107,18 @@ def generate(app: Citewell, questions: list[FactQuestion], model: str) -> list[G
 def scores(
     app: Citewell, generated: list[Generated], config: AttributionConfig | None, below: float
 ) -> dict[str, Any]:
-    """The metrics of the answers as written (``config`` None) or as attributed."""
+    """The metrics of the answers as written (``config`` None), or as Citewell gives them
+    back: withheld when the question names what no source has, else attributed."""
     rows = []
     similar = embedding_similarity(app.embedder) if config else None
     for g in generated:
         text, abstained = g.text, m.abstained(g.text)
+        if config is not None and unknown_names(g.question.question, g.sources):
+            rows.append(_row(g, not_mentioned(["?"]), 1.0))  # answered without the model
+            continue
         if config is not None and g.sources:
             attributor = Attributor(g.sources, _terms(app), config, similar)
-            attribution = attributor.attribute(text, _skip(text))
+            attribution = attributor.attribute(text, _skip(text), g.question.question)
             text = attribution.text
             if below and attribution.abstains(below):
                 abstained = 1.0

@@ -173,3 +173,25 @@ def test_extractive_answers_carry_their_attribution(extractive_server):
     assert body["extractive"] is True
     statuses = {s["status"] for s in body["attribution"]["sentences"]}
     assert statuses == {"kept"}  # quotes are their sources' own sentences
+
+
+def test_a_question_naming_what_no_source_mentions_is_answered_without_the_model(
+    attributed, writes
+):
+    writes("Nadia Ferreira was appointed as safety officer at Pinecrest.")
+    asked = "Who did the Pinecrest warehouse appoint as safety officer?"
+    calls = len(attributed.llm.requests)
+    with attributed.client() as c:
+        body = _ask(c, messages=[{"role": "user", "content": asked}])
+        streamed = c.post("/v1/chat/completions", json={
+            "model": "fake-llm", "messages": [{"role": "user", "content": asked}],
+            "knowledge_collections": ["hr"], "stream": True,
+        })  # fmt: skip
+    content = body["choices"][0]["message"]["content"]
+    assert content.startswith("None of the sources found mention \u201cPinecrest\u201d")
+    assert body["abstained"] == {"reason": "unknown_name"}
+    chunks = [json.loads(line[6:]) for line in streamed.text.splitlines()
+              if line.startswith("data: {")]  # fmt: skip
+    last = next(ch for ch in chunks if ch.get("attribution"))
+    assert last["attribution"]["abstained"] == "unknown_name"
+    assert len(attributed.llm.requests) == calls  # the model was not asked

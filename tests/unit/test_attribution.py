@@ -175,3 +175,15 @@ def test_with_small_to_big_the_window_the_model_read_supports_too():
     (sentence,) = result.sentences
     assert (sentence.status, sentence.quote_start) == ("added", 100)
     assert sentence.quote == "Parental leave lasts sixteen weeks at full pay."
+
+
+def test_a_short_answer_is_attributed_with_the_question_it_answers():
+    asked = "In the inventory, what is the bin of PX-1200?"
+    result = _attributor().attribute("C-02", question=asked)
+    (sentence,) = result.sentences
+    assert (result.text, sentence.status) == ("C-02 [3]", "added")
+    assert sentence.quote.endswith("| PX-1200 | C-02 | 5 |")
+    wrong = _attributor().attribute("B-99", question=asked)  # no span holds the answer
+    assert wrong.sentences[0].status == "unsupported"
+    alone = _attributor().attribute("C-02")  # without the question: too short to check
+    assert alone.sentences[0].status == "not_a_claim"

@@ -120,6 +120,12 @@ class Attribution:
 
 
 @dataclass(frozen=True)
+class _Claim:
+    terms: frozenset[str]  # empty: not a claim
+    required: frozenset[str] = frozenset()  # terms a supporting span must hold
+
+
+@dataclass(frozen=True)
 class _Candidate:
     number: int
     start: int
@@ -157,26 +163,43 @@ class Attributor:
         self.idf = {t: math.log(1 + n / count) for t, count in df.items()}
         self.unseen = math.log(1 + n * 2)  # a term no source has weighs most
 
-    def attribute(self, answer: str, skip: int = 0) -> Attribution:
+    def attribute(self, answer: str, skip: int = 0, question: str = "") -> Attribution:
         """``answer`` with its citations set right; lines before offset ``skip`` (a note
-        about the answer, not a claim) are left alone."""
+        about the answer, not a claim) are left alone. ``question``: what was asked, which
+        gives a short answer ("56", "Nadia Ferreira.") the words it answers."""
         units = answer_units(answer, skip)
-        claims = [self._claim_terms(u) for u in units]
-        found = [self._ranked(t) if t else None for t in claims]
+        claims = [self._claim(u) for u in units]
+        if question and len(units) == 1 and not claims[0].terms:
+            units, claims = self._short_answer(units[0], question)
+        found = [self._ranked(c) if c.terms else None for c in claims]
         self._by_meaning(units, found)
-        return self._written(answer, units, claims, found)
+        return self._written(answer, units, [c.terms for c in claims], found)
 
     # --- scoring ------------------------------------------------------------------------
-    def _claim_terms(self, unit: Unit) -> frozenset[str]:
+    def _claim(self, unit: Unit) -> _Claim:
         terms = frozenset(self.terms(unit.claim))
-        return terms if len(terms) >= MIN_CLAIM_TERMS and not unit.question else frozenset()
+        long_enough = len(terms) >= MIN_CLAIM_TERMS and not unit.question
+        return _Claim(terms if long_enough else frozenset())
 
-    def _support(self, claim: frozenset[str], held: frozenset[str]) -> float:
-        weights = {t: self.idf.get(t, self.unseen) for t in claim}
+    def _short_answer(self, unit: Unit, question: str) -> tuple[list[Unit], list[_Claim]]:
+        """A whole answer of a word or two is a claim with the question's words (those some
+        source has: not "what" or "who"), and a span must hold the answer's own words."""
+        own = frozenset(self.terms(unit.claim))
+        if not own:
+            return [unit], [_Claim(frozenset())]
+        asked = f"{question} {unit.claim}"
+        framing = frozenset(t for t in self.terms(question) if t in self.idf)  # not "what"
+        claim = _Claim(own | framing, own)
+        return [replace(unit, claim=asked)], [claim]
+
+    def _support(self, claim: _Claim, held: frozenset[str]) -> float:
+        if not claim.required <= held:
+            return 0.0
+        weights = {t: self.idf.get(t, self.unseen) for t in claim.terms}
         total = sum(weights.values())
         return sum(w for t, w in weights.items() if t in held) / total if total else 0.0
 
-    def _ranked(self, claim: frozenset[str]) -> list[_Found]:
+    def _ranked(self, claim: _Claim) -> list[_Found]:
         """Each source's best span (one sentence, or two in a row), best first; two in a
         row must hold clearly more (PAIR_MARGIN) to be preferred."""
         best: dict[int, tuple[float, _Found]] = {}

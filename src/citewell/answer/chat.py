@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from citewell.answer.abstention import not_mentioned, unknown_names
 from citewell.answer.agent import (
     StreamEvent,
     ToolLimits,
@@ -17,7 +18,8 @@ from citewell.answer.agent import (
     tool_room,
     with_tools_note,
 )
-from citewell.answer.attribution import ABSTENTION, Attribution, attributor_for
+from citewell.answer.attribution import ABSTENTION, Attribution
+from citewell.answer.checked import abstains_early, attributed, unsupported_reason
 from citewell.answer.citations import cited_numbers, remove_invalid
 from citewell.answer.context import CitedSource, context_string, context_tokens
 from citewell.answer.exchange import (
@@ -93,6 +95,8 @@ class ChatPipeline:
     def complete(self, view: Scoped, request: ChatRequest) -> ChatResult:
         """The whole answer to ``request``, from what ``view``'s caller may read."""
         prepared = self.prepare(view, request)
+        if self._abstains_early(prepared):
+            return self._not_mentioned(prepared)
         if self.llm is None:
             return self._extractive(view, prepared)
         if prepared.tools is not None:
@@ -125,8 +129,8 @@ class ChatPipeline:
         """The prepared chat and its deltas; with builtin tools, status and source events
         between them (the sources of ``prepared`` grow as tools find passages)."""
         prepared = self.prepare(view, request)
-        if self.llm is None:
-            result = self._extractive(view, prepared)
+        if self.llm is None or self._abstains_early(prepared):
+            result = self.complete_prepared(view, prepared)
             return prepared, iter(
                 [Delta(result.text), Delta(finish_reason="stop", usage=result.usage)]
             )
@@ -163,24 +167,27 @@ class ChatPipeline:
     def attribute(
         self, view: Scoped, prepared: PreparedChat, text: str, skip: int = 0
     ) -> Attribution | None:
-        """Each sentence of ``text`` checked against the sources (``citation_attribution``);
-        None when it is off or there is nothing to check."""
-        if not prepared.sources or not text.strip() or prepared.task:
-            return None
-        with span("attribute citations") as current:
-            attributor = attributor_for(self.settings, prepared.sources, view.app.embedder)
-            if attributor is None:
-                return None
-            attribution = attributor.attribute(text, skip)
-            current.set_attribute("unsupported", len(attribution.unsupported))
-        return attribution
+        """Each sentence of ``text`` checked against the sources (``citation_attribution``)."""
+        return attributed(self.settings, view.app.embedder, prepared, text, skip)
+
+    def complete_prepared(self, view: Scoped, prepared: PreparedChat) -> ChatResult:
+        """The answer where the model is not asked: withheld, or extractive."""
+        if self._abstains_early(prepared):
+            return self._not_mentioned(prepared)
+        return self._extractive(view, prepared)
+
+    def _abstains_early(self, prepared: PreparedChat) -> bool:
+        return abstains_early(self.settings, prepared)
+
+    def _not_mentioned(self, prepared: PreparedChat) -> ChatResult:
+        prepared.abstained = "unknown_name"
+        text = not_mentioned(prepared.unknown)
+        usage = self.usage(prepared, text)
+        extractive = self.llm is None
+        return ChatResult(prepared, text, "stop", usage, (), extractive, abstained="unknown_name")
 
     def abstention(self, attribution: Attribution | None) -> str | None:
-        """'unsupported_answer' when too little of an answer is supported (abstain_below)."""
-        below = self.settings.answering.abstain_below
-        if attribution is None or not below or not attribution.abstains(below):
-            return None
-        return "unsupported_answer"
+        return unsupported_reason(self.settings, attribution)
 
     def invalid_citations(self, text: str, prepared: PreparedChat) -> list[int]:
         """Numbers cited in a streamed answer that point at no source (flagged, not removed)."""
@@ -247,6 +254,7 @@ class ChatPipeline:
             prepared.messages = self._inject(messages, prepared.context, question, preset)
             current.set_attribute("context_tokens", prepared.context_tokens)
         prepared.used_rag = True
+        prepared.unknown = unknown_names(question, prepared.sources)
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return self._equipped(prepared, view, scope, preset) if caps.tools else prepared
 

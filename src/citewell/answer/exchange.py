@@ -50,6 +50,8 @@ class PreparedChat:
     # The sources as one string in the prompt, and its tokens (counted once, in pack).
     context: str = ""
     context_tokens: int = 0
+    unknown: list[str] = field(default_factory=list)  # what the question names, no source has
+    abstained: str = ""  # why it is answered without the model (a stable code), if it is
 
 
 @dataclass(frozen=True)

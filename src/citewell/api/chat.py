@@ -132,7 +132,9 @@ def completion_body(result: ChatResult, completion_id: str) -> dict[str, Any]:
     if result.attribution is not None:
         body["attribution"] = result.attribution.public()
     if result.abstained:
-        body["abstained"] = {"reason": result.abstained, "withheld": result.withheld}
+        body["abstained"] = {"reason": result.abstained}
+        if result.withheld:
+            body["abstained"]["withheld"] = result.withheld
     return body
 
 
@@ -254,6 +256,8 @@ def _attributed(
 ) -> dict[str, Any] | None:
     """The streamed answer's attribution, with ``content``: the whole answer as it reads
     with its citations set right (what was streamed cannot be taken back)."""
+    if prepared.abstained:  # answered without the model: what was streamed is all
+        return {"sentences": [], "content": written, "abstained": prepared.abstained}
     text, _ = remove_invalid(written, [s.number for s in prepared.sources])
     attribution = answers.attribute(prepared, text)
     if attribution is None:

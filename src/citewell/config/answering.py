@@ -96,6 +96,15 @@ class AnsweringSection(Section):
         le=1.0,
     )
 
+    abstain_on_unknown_names: bool = setting(
+        True,
+        "Answer that the sources do not answer, without asking the LLM, when the question "
+        "names something (a capitalised name, a code such as PX-9492) that no retrieved "
+        "source mentions (reason 'unknown_name'). Not with builtin tools, which may search "
+        "further.",
+        scopes=Scopes(runtime=True),
+    )
+
     citation_mark_unsupported: bool = setting(
         False,
         "Write ' [unsupported]' after answer sentences no source supports (they are flagged "

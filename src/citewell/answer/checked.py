@@ -1,0 +1,44 @@
+"""An answer checked against its sources, as the settings ask: each sentence attributed
+(``citation_attribution``), and the reasons to answer without the model or to withhold what
+it wrote (``abstain_on_unknown_names``, ``abstain_below``)."""
+
+from __future__ import annotations
+
+from citewell.answer.attribution import Attribution, attributor_for
+from citewell.answer.exchange import PreparedChat
+from citewell.config import Settings
+from citewell.embedders import Embedder
+from citewell.tracing import span
+
+
+def attributed(
+    settings: Settings, embedder: Embedder, prepared: PreparedChat, text: str, skip: int = 0
+) -> Attribution | None:
+    """Each sentence of ``text`` checked against the prepared sources; None when attribution
+    is off or there is nothing to check."""
+    if not prepared.sources or not text.strip() or prepared.task:
+        return None
+    with span("attribute citations") as current:
+        attributor = attributor_for(settings, prepared.sources, embedder)
+        if attributor is None:
+            return None
+        asked = [m.content for m in prepared.request.messages if m.role == "user"]
+        attribution = attributor.attribute(text, skip, asked[-1] if asked else "")
+        current.set_attribute("unsupported", len(attribution.unsupported))
+    return attribution
+
+
+def abstains_early(settings: Settings, prepared: PreparedChat) -> bool:
+    """The question names something no source mentions: the sources cannot answer it, and a
+    model would answer about the nearest thing they do mention. Not with builtin tools,
+    which may search further."""
+    wanted = settings.answering.abstain_on_unknown_names
+    return bool(wanted and prepared.unknown and prepared.tools is None)
+
+
+def unsupported_reason(settings: Settings, attribution: Attribution | None) -> str | None:
+    """'unsupported_answer' when too little of an answer is supported (abstain_below)."""
+    below = settings.answering.abstain_below
+    if attribution is None or not below or not attribution.abstains(below):
+        return None
+    return "unsupported_answer"
