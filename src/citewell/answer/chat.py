@@ -19,7 +19,12 @@ from citewell.answer.agent import (
     with_tools_note,
 )
 from citewell.answer.attribution import ABSTENTION, Attribution
-from citewell.answer.checked import abstains_early, attributed, unsupported_reason
+from citewell.answer.checked import (
+    abstains_early,
+    attributed,
+    quoted_attribution,
+    unsupported_reason,
+)
 from citewell.answer.citations import cited_numbers, remove_invalid
 from citewell.answer.context import CitedSource, context_string, context_tokens
 from citewell.answer.exchange import (
@@ -29,7 +34,7 @@ from citewell.answer.exchange import (
     PreparedChat,
 )
 from citewell.answer.expand import Expansion
-from citewell.answer.extractive import extractive_text, with_header
+from citewell.answer.extractive import NO_MATCH, extractive_quotes, with_header
 from citewell.answer.gather import RetrievalChoice, gather_sources
 from citewell.answer.limits import MESSAGE_OVERHEAD, fit_messages
 from citewell.answer.queries import as_asked, history_text, parse_queries, worth_generating
@@ -95,10 +100,8 @@ class ChatPipeline:
     def complete(self, view: Scoped, request: ChatRequest) -> ChatResult:
         """The whole answer to ``request``, from what ``view``'s caller may read."""
         prepared = self.prepare(view, request)
-        if self._abstains_early(prepared):
-            return self._not_mentioned(prepared)
-        if self.llm is None:
-            return self._extractive(view, prepared)
+        if self.llm is None or abstains_early(self.settings, prepared):
+            return self._without_model(prepared)
         if prepared.tools is not None:
             loop = self._loop(prepared)
             completion = loop.complete(prepared.messages)
@@ -129,8 +132,8 @@ class ChatPipeline:
         """The prepared chat and its deltas; with builtin tools, status and source events
         between them (the sources of ``prepared`` grow as tools find passages)."""
         prepared = self.prepare(view, request)
-        if self.llm is None or self._abstains_early(prepared):
-            result = self.complete_prepared(view, prepared)
+        if self.llm is None or abstains_early(self.settings, prepared):
+            result = self._without_model(prepared)
             return prepared, iter(
                 [Delta(result.text), Delta(finish_reason="stop", usage=result.usage)]
             )
@@ -170,14 +173,11 @@ class ChatPipeline:
         """Each sentence of ``text`` checked against the sources (``citation_attribution``)."""
         return attributed(self.settings, view.app.embedder, prepared, text, skip)
 
-    def complete_prepared(self, view: Scoped, prepared: PreparedChat) -> ChatResult:
+    def _without_model(self, prepared: PreparedChat) -> ChatResult:
         """The answer where the model is not asked: withheld, or extractive."""
-        if self._abstains_early(prepared):
+        if abstains_early(self.settings, prepared):
             return self._not_mentioned(prepared)
-        return self._extractive(view, prepared)
-
-    def _abstains_early(self, prepared: PreparedChat) -> bool:
-        return abstains_early(self.settings, prepared)
+        return self._extractive(prepared)
 
     def _not_mentioned(self, prepared: PreparedChat) -> ChatResult:
         prepared.abstained = "unknown_name"
@@ -410,8 +410,9 @@ class ChatPipeline:
     def _checked(self, text: str, prepared: PreparedChat) -> tuple[str, list[int]]:
         return remove_invalid(text, {s.number for s in prepared.sources})
 
-    def _extractive(self, view: Scoped, prepared: PreparedChat) -> ChatResult:
+    def _extractive(self, prepared: PreparedChat) -> ChatResult:
         question = next(m.content for m in reversed(prepared.request.messages) if m.role == "user")
+        attribution = None
         if prepared.task:
             text = task_reply(question)
         elif not prepared.used_rag:
@@ -423,9 +424,12 @@ class ChatPipeline:
         else:
             passages = [with_header(s.text, s.lead) for s in prepared.sources]
             searched = " ".join(prepared.queries) or question
-            quoted = extractive_text(searched, passages, self.settings.retrieval.bm25_stemmer)
+            stemmer = self.settings.retrieval.bm25_stemmer
+            quotes = extractive_quotes(searched, passages, stemmer)
+            quoted = " ".join(q.written() for q in quotes) if quotes else NO_MATCH
             text = f"{EXTRACTIVE_NOTE}\n\n{quoted}"
-        attribution = self.attribute(view, prepared, text, skip=len(EXTRACTIVE_NOTE))
+            if self.settings.answering.citation_attribution and quotes:
+                attribution = quoted_attribution(text, quotes, prepared.sources, passages)
         usage = self.usage(prepared, text)
         return ChatResult(prepared, text, "stop", usage, (), True, attribution=attribution)
 

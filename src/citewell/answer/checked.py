@@ -4,8 +4,12 @@ it wrote (``abstain_on_unknown_names``, ``abstain_below``)."""
 
 from __future__ import annotations
 
-from citewell.answer.attribution import Attribution, attributor_for
+from collections.abc import Sequence
+
+from citewell.answer.attribution import Attribution, SentenceAttribution, attributor_for
+from citewell.answer.context import CitedSource
 from citewell.answer.exchange import PreparedChat
+from citewell.answer.extractive import Quote
 from citewell.config import Settings
 from citewell.embedders import Embedder
 from citewell.tracing import span
@@ -42,3 +46,30 @@ def unsupported_reason(settings: Settings, attribution: Attribution | None) -> s
     if attribution is None or not below or not attribution.abstains(below):
         return None
     return "unsupported_answer"
+
+
+def quoted_attribution(
+    text: str, quotes: Sequence[Quote], sources: Sequence[CitedSource], passages: Sequence[str]
+) -> Attribution:
+    """An extractive answer's attribution, known as it was written: each quote is kept with
+    the span it was taken from (the quotes end ``text``; ``passages`` are what they were
+    quoted from, a table's header before some)."""
+    sentences = []
+    cursor = len(text) - len(" ".join(q.written() for q in quotes))
+    for quote in quotes:
+        source, written = sources[quote.rank], quote.written()
+        shift = len(passages[quote.rank]) - len(source.text)  # a header put before the rows
+        start, end = quote.start - shift, quote.end - shift
+        in_file = (
+            start >= 0
+            and source.chunk_id is not None
+            and source.end - source.start == len(source.text)
+        )
+        sentences.append(SentenceAttribution(
+            cursor, cursor + len(written), "kept", (source.number,), source.number, 1.0,
+            "wording", quote=passages[quote.rank][quote.start : quote.end],
+            quote_start=source.start + start if in_file else None,
+            quote_end=source.start + end if in_file else None, page=source.page,
+        ))  # fmt: skip
+        cursor += len(written) + 1
+    return Attribution(text, tuple(sentences))

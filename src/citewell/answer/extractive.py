@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from citewell.splitters.semantic import sentence_spans
 from citewell.types import TABLE_DELIMITER, Answer, Citation, ScoredChunk, table_heading
@@ -62,55 +63,79 @@ def with_header(text: str, header: str) -> str:
     return f"{header}\n{text}" if header and header not in text else text
 
 
+@dataclass(frozen=True)
+class Quote:
+    """A sentence quoted from passage ``rank`` (0-based), at ``start``..``end`` in it."""
+
+    rank: int
+    start: int
+    end: int
+    sentence: str  # as quoted: whitespace collapsed, a table row with its header's names
+    score: float = 0.0
+
+    def written(self) -> str:
+        return f"\u201c{self.sentence}\u201d [{self.rank + 1}]"
+
+
 def extractive_text(query: str, passages: Sequence[str], stemmer: str) -> str:
     """The best sentences of ``passages`` (numbered 1..n in order), each quoted and followed
     by [n]."""
+    quotes = extractive_quotes(query, passages, stemmer)
+    return " ".join(q.written() for q in quotes) if quotes else NO_MATCH
+
+
+def extractive_quotes(query: str, passages: Sequence[str], stemmer: str) -> list[Quote]:
+    """The quotes of the extractive answer, in reading order."""
     from citewell.retrieval.tokenize import tokenize
 
-    if not passages:
-        return NO_MATCH
     query_terms = set(tokenize(query, stemmer))
-    candidates = []  # (chunk rank, start, sentence, terms)
+    candidates = []  # (quote, terms)
     for rank, text in enumerate(passages):
-        for start, sentence in passage_sentences(text):
-            candidates.append((rank, start, sentence, set(tokenize(sentence, stemmer))))
-    df = Counter(t for *_, terms in candidates for t in terms)
+        for start, end, sentence in passage_pieces(text):
+            quote = Quote(rank, start, end, sentence)
+            candidates.append((quote, set(tokenize(sentence, stemmer))))
+    df = Counter(t for _, terms in candidates for t in terms)
     n = len(candidates)
     scored = []
-    for rank, start, sentence, terms in candidates:
+    for quote, terms in candidates:
         overlap = sum(math.log(1 + n / df[t]) ** 2 for t in terms & query_terms)
-        score = overlap / math.sqrt(len(terms) + 1) * (1 + RANK_BONUS / (rank + 1))
-        scored.append((score, rank, start, sentence))
-    best = _chosen(sorted(scored, key=lambda s: -s[0]))
-    best.sort(key=lambda s: (s[1], s[2]))
-    return " ".join(f"\u201c{sentence}\u201d [{rank + 1}]" for _, rank, _, sentence in best)
+        score = overlap / math.sqrt(len(terms) + 1) * (1 + RANK_BONUS / (quote.rank + 1))
+        scored.append(replace(quote, score=score))
+    best = _chosen(sorted(scored, key=lambda q: -q.score))
+    return sorted(best, key=lambda q: (q.rank, q.start))
 
 
-def _chosen(ranked: list[tuple[float, int, int, str]]) -> list[tuple[float, int, int, str]]:
+def _chosen(ranked: list[Quote]) -> list[Quote]:
     """The best sentences, each once (the same filler in two chunks is quoted once), none
     far weaker than the best (KEEP_SHARE)."""
-    chosen: list[tuple[float, int, int, str]] = []
+    chosen: list[Quote] = []
     seen: set[str] = set()
-    for item in ranked:
-        key = " ".join(item[3].casefold().split())
-        if key in seen or (chosen and item[0] < KEEP_SHARE * chosen[0][0]):
+    for quote in ranked:
+        key = " ".join(quote.sentence.casefold().split())
+        if key in seen or (chosen and quote.score < KEEP_SHARE * chosen[0].score):
             continue
         seen.add(key)
-        chosen.append(item)
+        chosen.append(quote)
         if len(chosen) == MAX_SENTENCES:
             break
     return chosen
 
 
 def passage_sentences(text: str) -> list[tuple[int, str]]:
-    """(offset, sentence) of a passage, whitespace collapsed. Headings are not sentences (nor
+    """(offset, sentence) of a passage (``passage_pieces`` without their ends)."""
+    return [(start, sentence) for start, _, sentence in passage_pieces(text)]
+
+
+def passage_pieces(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, sentence) of a passage, whitespace collapsed. Headings are not sentences (nor
     the start of the one after them), and a passage's own bracketed numbers are dropped: in a
     quote they would read as Citewell's citations. Each row of a Markdown table is a
     sentence of its own, read with its header's names ("Part: PX-8891; Bin: B-14"); the
     header and delimiter rows are none."""
-    pieces: list[tuple[int, str]] = []
+    pieces: list[tuple[int, int, str]] = []
     prose_start = 0
     names: list[str] = []
+    rows_at: set[int] = set()  # rows are never title-like lines
     rows = list(TABLE_ROW.finditer(text))
     for i, row in enumerate(rows):
         pieces += _prose_sentences(text, prose_start, row.start())
@@ -122,9 +147,10 @@ def passage_sentences(text: str) -> list[tuple[int, str]]:
         if TABLE_DELIMITER.match(following):
             names = _cells(line)  # a header row: the names of the rows after it
             continue
-        pieces.append((row.start(), _labelled(_cells(line), names)))
+        pieces.append((row.start(), row.end(), _labelled(_cells(line), names)))
+        rows_at.add(row.start())
     pieces += _prose_sentences(text, prose_start, len(text))
-    whole = [p for p in pieces if not _title_like(p[1])]
+    whole = [p for p in pieces if p[0] in rows_at or not _title_like(p[2])]
     return whole or pieces
 
 
@@ -139,17 +165,23 @@ def _labelled(cells: list[str], names: list[str]) -> str:
     return "; ".join(f"{name}: {cell}" for name, cell in zip(names, cells, strict=True) if cell)
 
 
-def _prose_sentences(text: str, begin: int, stop: int) -> list[tuple[int, str]]:
+def _prose_sentences(text: str, begin: int, stop: int) -> list[tuple[int, int, str]]:
+    """(start, end, sentence) of the prose in ``text[begin:stop]``; a sentence that runs
+    over a paragraph break is two."""
     pieces = []
     part = text[begin:stop]
     for start, end in sentence_spans(part):
-        offset = start
-        for paragraph in PARAGRAPH_BREAK.split(part[start:end]):
+        cursor = start
+        breaks = [(m.start(), m.end()) for m in PARAGRAPH_BREAK.finditer(part, start, end)]
+        for piece_end, next_start in [*breaks, (end, end)]:
+            paragraph = part[cursor:piece_end]
             cleaned = BRACKETED_NUMBERS.sub("", HEADING_LINE.sub(" ", paragraph))
             sentence = " ".join(cleaned.split())
             if sentence:
-                pieces.append((begin + offset, sentence))
-            offset += len(paragraph)
+                lead = len(paragraph) - len(paragraph.lstrip())
+                at = begin + cursor
+                pieces.append((at + lead, at + len(paragraph.rstrip()), sentence))
+            cursor = next_start
     return pieces
 
 
