@@ -33,7 +33,12 @@ from typing import Any
 
 from citewell import Citewell, Settings
 from citewell.answer.abstention import not_mentioned, unknown_names
-from citewell.answer.attribution import AttributionConfig, Attributor, embedding_similarity
+from citewell.answer.attribution import (
+    ABSTENTION,
+    AttributionConfig,
+    Attributor,
+    embedding_similarity,
+)
 from citewell.answer.context import CitedSource
 from citewell.answer.exchange import EXTRACTIVE_MODEL, ChatRequest
 from citewell.auth.access import Access
@@ -121,7 +126,7 @@ def scores(
             attribution = attributor.attribute(text, _skip(text), g.question.question)
             text = attribution.text
             if below and attribution.abstains(below):
-                abstained = 1.0
+                text, abstained = ABSTENTION, 1.0  # what the reader gets
         rows.append(_row(g, text, abstained))
     return _totals(rows)
 
