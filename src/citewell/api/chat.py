@@ -4,8 +4,11 @@ Sources: every response carries ``sources`` (the seed's shape, one entry per chu
 the model).
 ``[n]`` in the answer refers to the source whose ``id`` is n (``index`` is n - 1). Streaming:
 the first chunk carries ``sources`` (and ``extractive`` when no LLM wrote the answer); the
-last carries ``sources`` again and ``invalid_citations`` (numbers the model cited that match
-no source).
+last carries ``sources`` again, ``invalid_citations`` (numbers the model cited that match
+no source) and ``attribution``: each sentence checked against the sources, with
+``content``, the answer as it reads with its citations set right (or withheld). A
+non-streamed answer is given back checked, with ``attribution`` and, if it was withheld,
+``abstained``.
 """
 
 from __future__ import annotations

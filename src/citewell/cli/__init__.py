@@ -175,7 +175,8 @@ def _chat_json(result: ChatResult) -> dict[str, Any]:
     if result.attribution is not None:
         out["attribution"] = result.attribution.public()
     if result.abstained:
-        out["abstained"] = {"reason": result.abstained, "withheld": result.withheld}
+        withheld = {"withheld": result.withheld} if result.withheld else {}
+        out["abstained"] = {"reason": result.abstained, **withheld}
     return out
 
 
