@@ -24,4 +24,5 @@ def test_a_name_no_source_mentions_is_unknown():
     assert unknown_names("What is the bin of PX-1200 at Willow Creek?", sources) == []
     assert unknown_names("Who runs Pinecrest?", [_source("x", "pinecrest-audit.md")]) == []
     assert unknown_names("Who runs Pinecrest?", []) == []  # no sources: nothing to judge
+    assert unknown_names("What is Willow Creek's bin?", sources) == []  # a possessive
     assert "\u201cPX-9492\u201d" in not_mentioned(["PX-9492"])

@@ -187,3 +187,5 @@ def test_a_short_answer_is_attributed_with_the_question_it_answers():
     assert wrong.sentences[0].status == "unsupported"
     alone = _attributor().attribute("C-02")  # without the question: too short to check
     assert alone.sentences[0].status == "not_a_claim"
+    asking_back = _attributor().attribute("Which bin?", question=asked)
+    assert asking_back.sentences[0].status == "not_a_claim"  # a question claims nothing

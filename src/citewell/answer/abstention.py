@@ -28,6 +28,7 @@ QUESTION_WORDS = frozenset(
     )
 )  # fmt: skip
 WORD = re.compile(r"[\w][\w'’-]*")
+POSSESSIVE = re.compile(r"['’]s$")
 SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
 
 
@@ -36,7 +37,7 @@ def named_things(question: str) -> list[str]:
     words) and codes that mix letters and digits or numbers of four digits or more."""
     found = []
     for match in WORD.finditer(question):
-        word = match.group().strip("'’-")
+        word = POSSESSIVE.sub("", match.group()).strip("'’-")
         if not word:
             continue
         if any(c.isdigit() for c in word):

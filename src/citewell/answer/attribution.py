@@ -169,7 +169,7 @@ class Attributor:
         gives a short answer ("56", "Nadia Ferreira.") the words it answers."""
         units = answer_units(answer, skip)
         claims = [self._claim(u) for u in units]
-        if question and len(units) == 1 and not claims[0].terms:
+        if question and len(units) == 1 and not claims[0].terms and not units[0].question:
             units, claims = self._short_answer(units[0], question)
         found = [self._ranked(c) if c.terms else None for c in claims]
         self._by_meaning(units, found)
