@@ -306,8 +306,14 @@ def read_text(source: CitedSource) -> tuple[str, int | None]:
     text starts in the file's text (None: not known, e.g. a whole document's summary)."""
     if source.context and source.window_start is not None:
         return source.context, source.window_start
+    return source.text, file_offset(source)
+
+
+def file_offset(source: CitedSource) -> int | None:
+    """Where the source's text starts in its file's text: a chunk's start, when its text is
+    that span of the file (None: a whole document's text as given, or a summary)."""
     in_file = source.chunk_id is not None and source.end - source.start == len(source.text)
-    return source.text, source.start if in_file else None
+    return source.start if in_file else None
 
 
 def _candidates(sources: Sequence[CitedSource], terms: Terms) -> list[_Candidate]:

@@ -254,7 +254,8 @@ class ChatPipeline:
             prepared.messages = self._inject(messages, prepared.context, question, preset)
             current.set_attribute("context_tokens", prepared.context_tokens)
         prepared.used_rag = True
-        prepared.unknown = unknown_names(question, prepared.sources)
+        if self.settings.answering.abstain_on_unknown_names:
+            prepared.unknown = unknown_names(question, prepared.sources)
         trace["timings_ms"] = {"prepare": round((time.perf_counter() - started) * 1000, 2)}
         return self._equipped(prepared, view, scope, preset) if caps.tools else prepared
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citewell.answer.attribution import Attribution, SentenceAttribution, attributor_for
+from citewell.answer.attribution import (
+    Attribution,
+    SentenceAttribution,
+    attributor_for,
+    file_offset,
+)
 from citewell.answer.context import CitedSource
 from citewell.answer.exchange import PreparedChat
 from citewell.answer.extractive import Quote
@@ -60,16 +65,12 @@ def quoted_attribution(
         source, written = sources[quote.rank], quote.written()
         shift = len(passages[quote.rank]) - len(source.text)  # a header put before the rows
         start, end = quote.start - shift, quote.end - shift
-        in_file = (
-            start >= 0
-            and source.chunk_id is not None
-            and source.end - source.start == len(source.text)
-        )
+        base = file_offset(source) if start >= 0 else None
         sentences.append(SentenceAttribution(
             cursor, cursor + len(written), "kept", (source.number,), source.number, 1.0,
             "wording", quote=passages[quote.rank][quote.start : quote.end],
-            quote_start=source.start + start if in_file else None,
-            quote_end=source.start + end if in_file else None, page=source.page,
+            quote_start=base + start if base is not None else None,
+            quote_end=base + end if base is not None else None, page=source.page,
         ))  # fmt: skip
         cursor += len(written) + 1
     return Attribution(text, tuple(sentences))

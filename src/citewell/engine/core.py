@@ -42,10 +42,8 @@ from citewell.operations.check import CheckReport, ConsistencyCheck
 from citewell.operations.spaces import EmbeddingSpaces
 from citewell.retrieval import HybridRetriever, RetrievalTrace
 from citewell.sources import SourceItem, text_item
-from citewell.sources.base import SourceContext
 from citewell.sources.kinds import uploaded
 from citewell.sources.registry import gather
-from citewell.sources.web import WebReader
 from citewell.splitters import Splitter, budget_measure
 from citewell.stores.base import ChunkStore
 from citewell.types import ChunkFilter, IngestReport, ScoredChunk, SearchMode
@@ -89,7 +87,7 @@ class Engine:
             enricher=lambda: self.enricher,
             sets=self.chunk_sets,
         )
-        self.web = WebSources(WebReader(settings), catalog, self.ingestor)
+        self.web = WebSources.from_settings(settings, catalog, self.ingestor)
         self.jobs = spaces.jobs
         self.rechunker = Rechunker(self.chunk_sets, self.ingestor, self.jobs)
         self.connectors = connector_runs(
@@ -352,8 +350,7 @@ class Engine:
     ) -> tuple[list[SourceItem], list[str]]:
         """The targets as items, through the source kind ``source`` (default: a URL or a
         path, by its look), and the targets that failed (``sources.registry.gather``)."""
-        context = SourceContext(self.settings, self.web.reader)
-        return gather([str(t) for t in targets], source, context)
+        return gather([str(t) for t in targets], source, self.web.source_context())
 
     def get_file(self, file_id: str) -> FileRecord:
         record = self.catalog.get_file(file_id)

@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from citewell.catalog import Catalog, FileRecord
+from citewell.config import Settings
 from citewell.errors import InvalidInput, WebSearchError
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.ingestor import Ingestor
 from citewell.sources import SourceItem
+from citewell.sources.base import SourceContext
 from citewell.sources.web import WebReader
 from citewell.types import IngestReport
 from citewell.websearch import WebResult
@@ -61,6 +63,15 @@ class WebSources:
         self.settings = reader.settings
         self.catalog = catalog
         self.ingestor = ingestor
+
+    @classmethod
+    def from_settings(cls, settings: Settings, catalog: Catalog, ingestor: Ingestor) -> WebSources:
+        return cls(WebReader(settings), catalog, ingestor)
+
+    def source_context(self) -> SourceContext:
+        """What source kinds may use: the start-up settings (what they read, the web and
+        connector settings, does not change at run time) and this web reader."""
+        return SourceContext(self.settings, self.reader)
 
     def close(self) -> None:
         self.reader.close()

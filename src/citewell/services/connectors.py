@@ -24,7 +24,6 @@ from citewell.ingest.sync import SyncTally
 from citewell.jobs import Job
 from citewell.sources.connectors import SyncRequest
 from citewell.sources.connectors.store import Connector, SyncStatus
-from citewell.sources.registry import SourceContext
 
 __all__ = ["Connector", "ConnectorService", "ConnectorSpec", "SyncStatus", "SyncTally"]
 
@@ -176,11 +175,11 @@ class ConnectorService:
 
     def kinds(self) -> list[str]:
         """The source kinds a connector may have: those whose sources list their entries."""
-        return syncable_kinds(SourceContext(self.app.settings, self.app.web.reader))
+        return syncable_kinds(self.app.web.source_context())
 
     def check_kind(self, kind: str) -> None:
         """A 4xx for a kind no connector may have, before anything is made."""
-        syncable(kind, SourceContext(self.app.settings, self.app.web.reader))
+        syncable(kind, self.app.web.source_context())
 
     def sync_here(self, connector_id: str) -> SyncTally:
         """Sync now, in this process, and wait for it (the CLI's ``sync``)."""
@@ -219,7 +218,7 @@ class ConnectorService:
                 "Put credentials in 'credentials' (token, username), not in the URL: the "
                 "target is shown to every writer of the KB."
             )
-        context = SourceContext(self.app.settings, self.app.web.reader)
+        context = self.app.web.source_context()
         trusted = self.local if local is None else local
         reader = self.store.reader(self.view.access.user_id if owner is None else owner)
         request = SyncRequest(target, options, credentials, trusted=trusted, reader=reader)

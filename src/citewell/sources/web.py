@@ -41,6 +41,25 @@ def split_list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def fetch_limits(settings: Settings) -> FetchLimits:
+    """The URL fetches' limits (web_fetch_*), for pages, remote files and crawled sites."""
+    web = settings.web
+    return FetchLimits(
+        web.web_fetch_timeout,
+        web.web_fetch_max_bytes,
+        web.web_fetch_max_redirects,
+        web.web_fetch_user_agent,
+    )
+
+
+def fetch_guard(settings: Settings) -> AddressGuard:
+    """The addresses any fetch may reach (web_fetch_allowlist, web_fetch_allow_private)."""
+    web = settings.web
+    return AddressGuard.from_allowlist(
+        split_list(web.web_fetch_allowlist), web.web_fetch_allow_private
+    )
+
+
 class WebReader:
     """The web as the settings allow it (web_fetch_*, youtube_*, web_search_*): built once
     per engine, shared by every request; ``close`` ends its HTTP clients."""
@@ -48,16 +67,7 @@ class WebReader:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         web = settings.web
-        guard = AddressGuard.from_allowlist(
-            split_list(web.web_fetch_allowlist), web.web_fetch_allow_private
-        )
-        limits = FetchLimits(
-            web.web_fetch_timeout,
-            web.web_fetch_max_bytes,
-            web.web_fetch_max_redirects,
-            web.web_fetch_user_agent,
-        )
-        self.fetcher = UrlFetcher(guard, limits)
+        self.fetcher = UrlFetcher(fetch_guard(settings), fetch_limits(settings))
         self.youtube = YouTubeTranscripts(
             web.youtube_url, web.web_fetch_timeout, split_list(web.youtube_languages)
         )

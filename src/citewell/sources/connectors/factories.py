@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from citewell.config import Settings
-from citewell.fetch.guard import AddressGuard
-from citewell.fetch.pages import FetchLimits, UrlFetcher
+from citewell.fetch.pages import UrlFetcher
 from citewell.sources.connectors.folder import FolderSource
 from citewell.sources.connectors.folder_grants import FolderGrants
 from citewell.sources.connectors.git import GitSource
 from citewell.sources.connectors.s3 import S3Source
 from citewell.sources.connectors.webdav import WebDavSource
 from citewell.sources.connectors.website import WebsiteSource
+from citewell.sources.web import fetch_guard, fetch_limits
 
 
 def folder_grants(settings: Settings) -> FolderGrants:
@@ -50,19 +50,3 @@ def website_source(settings: Settings) -> WebsiteSource:
     """Websites, fetched by a client of the URL fetches (their guard and limits) per run."""
     guard = fetch_guard(settings)
     return WebsiteSource(lambda: UrlFetcher(guard, fetch_limits(settings)), guard)
-
-
-def fetch_limits(settings: Settings) -> FetchLimits:
-    web = settings.web
-    return FetchLimits(
-        web.web_fetch_timeout,
-        web.web_fetch_max_bytes,
-        web.web_fetch_max_redirects,
-        web.web_fetch_user_agent,
-    )
-
-
-def fetch_guard(settings: Settings) -> AddressGuard:
-    return AddressGuard.from_allowlist(
-        settings.web.web_fetch_allowlist.split(","), settings.web.web_fetch_allow_private
-    )
