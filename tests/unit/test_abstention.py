@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from citewell.answer.abstention import named_things, not_mentioned, unknown_names
+from citewell.answer.abstention import (
+    counted_thing,
+    named_things,
+    not_mentioned,
+    singular,
+    unknown_names,
+)
 from citewell.answer.context import CitedSource
 
 
@@ -26,3 +32,23 @@ def test_a_name_no_source_mentions_is_unknown():
     assert unknown_names("Who runs Pinecrest?", []) == []  # no sources: nothing to judge
     assert unknown_names("What is Willow Creek's bin?", sources) == []  # a possessive
     assert "\u201cPX-9492\u201d" in not_mentioned(["PX-9492"])
+
+
+def test_what_a_how_many_question_counts():
+    assert counted_thing("How many forklifts did the Foxmoor audit find broken?") == "forklifts"
+    assert counted_thing("how many damaged pallets were found?") == "damaged pallets"
+    assert counted_thing("How many of the parts in bin C-02 are there?") == "parts"
+    assert counted_thing("What is the bin of PX-1200?") == ""
+
+
+def test_a_counted_thing_no_source_mentions_is_unknown():
+    sources = [_source("The Foxmoor audit found 41 damaged pallets in the loading bays.")]
+    asked = "How many forklifts did the Foxmoor audit find broken?"
+    assert unknown_names(asked, sources) == ["forklifts"]
+    # Either number matches, and one word of the counted thing in a source is enough.
+    assert unknown_names("How many pallet did the Foxmoor audit find?", sources) == []
+    assert unknown_names("How many damaged forklifts were there?", sources) == []
+    assert unknown_names("How many bays were audited?", sources) == []
+    assert [singular(w) for w in ("forklifts", "boxes", "parties", "status", "glass")] == [
+        "forklift", "box", "party", "status", "glass"
+    ]  # fmt: skip

@@ -3,9 +3,10 @@
 Two signs, each with a stable reason code:
 
 - ``unknown_name``: the question names something (a capitalised name inside the sentence,
-  or a code with digits: "Pinecrest", "PX-9492", "2031") that no source mentions. Found
-  before the model is asked, so it costs nothing; a model asked anyway would answer about
-  the nearest thing the sources do mention.
+  or a code with digits: "Pinecrest", "PX-9492", "2031"), or counts something ("how many
+  forklifts"), that no source mentions. Found before the model is asked, so it costs
+  nothing; a model asked anyway would answer about the nearest thing the sources do
+  mention (the damaged pallets when asked about broken forklifts).
 - ``unsupported_answer``: most of an answer's sentences no source supports (attribution,
   ``Attribution.abstains``).
 """
@@ -30,6 +31,16 @@ QUESTION_WORDS = frozenset(
 WORD = re.compile(r"[\w][\w'’-]*")
 POSSESSIVE = re.compile(r"['’]s$")
 SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+COUNTED = re.compile(
+    r"\bhow\s+(?:many|much)\s+(?:of\s+(?:the|their|its|our)\s+)?([^?.!,;:]*)", re.I
+)
+# Where the counted thing ends: "how many forklifts | did ...", "how many staff | in ...".
+COUNTED_END = frozenset(
+    (
+        "are", "at", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has",
+        "have", "in", "is", "of", "on", "should", "there", "was", "were", "will", "with", "would",
+    )
+)  # fmt: skip
 
 
 def named_things(question: str) -> list[str]:
@@ -50,9 +61,35 @@ def named_things(question: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def counted_thing(question: str) -> str:
+    """What a "how many" question counts: the words after it up to the verb or preposition
+    ("How many broken forklifts did ..." → "broken forklifts"), at most three."""
+    match = COUNTED.search(question)
+    if match is None:
+        return ""
+    words = []
+    for word in WORD.findall(match.group(1)):
+        if word.casefold() in COUNTED_END or len(words) == 3:
+            break
+        words.append(word)
+    return " ".join(words)
+
+
+def singular(word: str) -> str:
+    """A plural's singular, roughly ("forklifts", "boxes", "parties"), so the two match."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
 def unknown_names(question: str, sources: Sequence[CitedSource]) -> list[str]:
     """The things the question names that no source mentions (in its text, the window the
-    model reads, or its file's name)."""
+    model reads, or its file's name), and what it counts when no source has any of its
+    words (either number)."""
     if not sources:
         return []
     texts = " ".join(f"{s.text} {s.context} {s.file_name} {s.lead}" for s in sources).casefold()
@@ -62,6 +99,10 @@ def unknown_names(question: str, sources: Sequence[CitedSource]) -> list[str]:
         parts = name.casefold().replace("-", " ").split()
         if name.casefold() not in held and not all(p in held for p in parts):
             missing.append(name)
+    counted = counted_thing(question)
+    stems = {singular(word) for word in held}
+    if counted and not any(singular(w) in stems for w in counted.casefold().split()):
+        missing.append(counted)
     return missing
 
 

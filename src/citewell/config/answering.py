@@ -99,9 +99,9 @@ class AnsweringSection(Section):
     abstain_on_unknown_names: bool = setting(
         True,
         "Answer that the sources do not answer, without asking the LLM, when the question "
-        "names something (a capitalised name, a code such as PX-9492) that no retrieved "
-        "source mentions (reason 'unknown_name'). Not with builtin tools, which may search "
-        "further.",
+        "names something (a capitalised name, a code such as PX-9492), or counts something "
+        "('how many forklifts'), that no retrieved source mentions (reason 'unknown_name'). "
+        "Not with builtin tools, which may search further.",
         scopes=Scopes(runtime=True),
     )
 
