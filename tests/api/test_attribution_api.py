@@ -14,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from citewell.config import Settings
 from tests.api.conftest import Server, ensure_kb, run_server
+from tests.fake_servers import FakeService, serve
 
 pytestmark = pytest.mark.api
 
@@ -163,6 +164,28 @@ def test_attribution_can_be_turned_off_at_run_time(attributed, writes):
             c.post("/api/v1/retrieval/config/reset", json={})
     assert body["choices"][0]["message"]["content"] == UNCITED
     assert "attribution" not in body
+
+
+def test_the_configured_reranker_judges_what_the_wording_leaves_short(attributed, writes):
+    said = "Parents get sixteen weeks away from work on their salary."
+    writes(said)
+    service = FakeService()  # the wire-faithful rerank API: relevance is shared words
+    with serve(service) as rerank_url, attributed.client() as c:
+        change = {
+            "RAG_RERANKING_ENGINE": "external",
+            "RAG_EXTERNAL_RERANKER_URL": rerank_url + "/v1/rerank",
+            "settings": {"citation_checker": "reranker", "citation_min_similarity": 0.3},
+        }
+        assert c.post("/api/v1/retrieval/config/update", json=change).status_code == 200
+        try:
+            body = _ask(c)
+        finally:
+            c.post("/api/v1/retrieval/config/reset", json={})
+    (sentence,) = body["attribution"]["sentences"]
+    assert (sentence["source"], sentence["by"]) == (_leave_source(body), "meaning")
+    assert sentence["quote"] == "Parental leave lasts sixteen weeks at full pay."
+    asked = [body["query"] for path, body in service.requests if path.endswith("/rerank")]
+    assert said in asked  # the sentence was the reranker's query
 
 
 def test_extractive_answers_carry_their_attribution(extractive_server):

@@ -3,9 +3,16 @@ added and flagged, where markers go, and which span of a source is quoted."""
 
 from __future__ import annotations
 
-from citewell.answer.attribution import AttributionConfig, Attributor
+from citewell.answer.attribution import (
+    AttributionConfig,
+    Attributor,
+    attributor_for,
+    reranker_similarity,
+)
 from citewell.answer.attribution_text import answer_units, source_spans, with_markers
 from citewell.answer.context import CitedSource
+from citewell.config import Settings
+from citewell.rerankers.base import apply_scores
 from citewell.retrieval.tokenize import tokenize
 
 HANDBOOK = (
@@ -189,3 +196,54 @@ def test_a_short_answer_is_attributed_with_the_question_it_answers():
     assert alone.sentences[0].status == "not_a_claim"
     asking_back = _attributor().attribute("Which bin?", question=asked)
     assert asking_back.sentences[0].status == "not_a_claim"  # a question claims nothing
+
+
+class WordReranker:
+    """A stand-in reranker (the Reranker protocol, no model): relevance 0.95 for a span
+    holding ``word``, else 0.05. Records the queries it was asked."""
+
+    def __init__(self, word: str) -> None:
+        self.word, self.queries = word, []
+
+    def rerank(self, query, candidates, top_k):
+        self.queries.append(query)
+        scores = [0.95 if self.word in c.chunk.text else 0.05 for c in candidates]
+        return apply_scores(candidates, scores, top_k)
+
+
+class FixedEmbedder:
+    """A stand-in embedder: every text the same vector (cosine 1.0 with everything)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts, kind):
+        self.calls += 1
+        return [[1.0, 0.0] for _ in texts]
+
+
+def test_the_reranker_judges_meaning_when_the_settings_choose_it():
+    sources = [_source(1, HANDBOOK), _source(2, EXPENSES)]
+    answer = "New parents get four months off with salary."
+    reranker, embedder = WordReranker("sixteen"), FixedEmbedder()
+    chosen = Settings(citation_checker="reranker")
+    attributor = attributor_for(chosen, sources, embedder, reranker)
+    assert attributor is not None
+    (sentence,) = attributor.attribute(answer).sentences
+    assert (sentence.status, sentence.source) == ("added", 1)
+    assert reranker.queries == [answer] and embedder.calls == 0
+    # The embedding model by default, and when no reranker is configured.
+    for settings, given in ((Settings(), reranker), (chosen, None)):
+        attributor = attributor_for(settings, sources, embedder, given)
+        assert attributor is not None and attributor.attribute(answer).sentences[0].source
+    assert embedder.calls == 2 and len(reranker.queries) == 1
+    # 1.1: wording alone, no model at all.
+    alone = attributor_for(Settings(citation_checker="reranker", citation_min_similarity=1.1),
+                           sources, embedder, reranker)  # fmt: skip
+    assert alone is not None and alone.attribute(answer).sentences[0].status == "unsupported"
+    assert len(reranker.queries) == 1 and embedder.calls == 2
+
+
+def test_reranker_similarity_keeps_the_spans_order():
+    similar = reranker_similarity(WordReranker("b"))
+    assert similar(["q1", "q2"], ["a", "b", "c"]) == [[0.05, 0.95, 0.05]] * 2

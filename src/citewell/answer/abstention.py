@@ -67,7 +67,7 @@ def counted_thing(question: str) -> str:
     match = COUNTED.search(question)
     if match is None:
         return ""
-    words = []
+    words: list[str] = []
     for word in WORD.findall(match.group(1)):
         if word.casefold() in COUNTED_END or len(words) == 3:
             break

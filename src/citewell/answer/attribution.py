@@ -32,9 +32,12 @@ from citewell.answer.context import CitedSource
 from citewell.config import Settings
 from citewell.embedders import Embedder
 from citewell.embedders.base import normalize
+from citewell.rerankers.base import Reranker
 from citewell.retrieval.tokenize import tokenize
+from citewell.types import ScoredChunk, StoredChunk
 
-# What one similarity call gets: the claims, then the candidate spans' texts; cosine rows.
+# What one similarity call gets: the claims, then the candidate spans' texts; rows of
+# cosines (the embedding model) or relevances (a reranker), 0..1.
 Similarity = Callable[[Sequence[str], Sequence[str]], list[list[float]]]
 Terms = Callable[[str], list[str]]
 MIN_CLAIM_TERMS = 3  # fewer content words: a greeting, a heading, "In short:", not a claim
@@ -328,9 +331,13 @@ def _candidates(sources: Sequence[CitedSource], terms: Terms) -> list[_Candidate
 
 
 def attributor_for(
-    settings: Settings, sources: Sequence[CitedSource], embedder: Embedder | None
+    settings: Settings,
+    sources: Sequence[CitedSource],
+    embedder: Embedder | None,
+    reranker: Reranker | None = None,
 ) -> Attributor | None:
-    """The attributor the settings ask for (None: attribution is off)."""
+    """The attributor the settings ask for (None: attribution is off): its meaning check
+    is the reranker's when ``citation_checker`` asks for it and one is configured."""
     answering = settings.answering
     if not answering.citation_attribution:
         return None
@@ -340,8 +347,13 @@ def attributor_for(
         answering.citation_mark_unsupported,
     )
     stemmer = settings.retrieval.bm25_stemmer
-    use_model = embedder is not None and answering.citation_min_similarity <= 1.0
-    similar = embedding_similarity(embedder) if use_model and embedder else None
+    similar: Similarity | None = None
+    if answering.citation_min_similarity > 1.0:
+        similar = None  # wording alone
+    elif answering.citation_checker == "reranker" and reranker is not None:
+        similar = reranker_similarity(reranker)
+    elif embedder is not None:
+        similar = embedding_similarity(embedder)
     return Attributor(sources, lambda text: tokenize(text, stemmer), config, similar)
 
 
@@ -354,3 +366,26 @@ def embedding_similarity(embedder: Embedder) -> Similarity:
         return (vectors[: len(claims)] @ vectors[len(claims) :].T).tolist()  # type: ignore[no-any-return]
 
     return similar
+
+
+def reranker_similarity(reranker: Reranker) -> Similarity:
+    """The reranker's relevance (0..1) of each span to each claim: the claim is the query
+    and the spans its candidates, one rerank call per claim."""
+
+    def similar(claims: Sequence[str], spans: Sequence[str]) -> list[list[float]]:
+        candidates = [
+            ScoredChunk(str(n), 0.0, _span_chunk(n, text)) for n, text in enumerate(spans)
+        ]
+        rows = []
+        for claim in claims:
+            scored = reranker.rerank(claim, candidates, len(candidates))
+            by_span = {c.chunk_id: c.rerank_score or 0.0 for c in scored}
+            rows.append([by_span.get(str(n), 0.0) for n in range(len(spans))])
+        return rows
+
+    return similar
+
+
+def _span_chunk(n: int, text: str) -> StoredChunk:
+    """A source's span dressed as a chunk, so a reranker can read it."""
+    return StoredChunk(str(n), "", (), n, text, 0, len(text), None, (), "", "")

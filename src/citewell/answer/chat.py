@@ -171,7 +171,7 @@ class ChatPipeline:
         self, view: Scoped, prepared: PreparedChat, text: str, skip: int = 0
     ) -> Attribution | None:
         """Each sentence of ``text`` checked against the sources (``citation_attribution``)."""
-        return attributed(self.settings, view.app.embedder, prepared, text, skip)
+        return attributed(self.live.current, view.app.embedder, prepared, text, skip)
 
     def _without_model(self, prepared: PreparedChat) -> ChatResult:
         """The answer where the model is not asked: withheld, or extractive."""

@@ -17,18 +17,24 @@ from citewell.answer.exchange import PreparedChat
 from citewell.answer.extractive import Quote
 from citewell.config import Settings
 from citewell.embedders import Embedder
+from citewell.live_settings import SettingsInForce
 from citewell.tracing import span
 
 
 def attributed(
-    settings: Settings, embedder: Embedder, prepared: PreparedChat, text: str, skip: int = 0
+    in_force: SettingsInForce,
+    embedder: Embedder | None,
+    prepared: PreparedChat,
+    text: str,
+    skip: int = 0,
 ) -> Attribution | None:
     """Each sentence of ``text`` checked against the prepared sources; None when attribution
     is off or there is nothing to check."""
     if not prepared.sources or not text.strip() or prepared.task:
         return None
     with span("attribute citations") as current:
-        attributor = attributor_for(settings, prepared.sources, embedder)
+        reranker = in_force.ranking.reranker  # the server's, for citation_checker 'reranker'
+        attributor = attributor_for(in_force.settings, prepared.sources, embedder, reranker)
         if attributor is None:
             return None
         asked = [m.content for m in prepared.request.messages if m.role == "user"]

@@ -85,6 +85,16 @@ class AnsweringSection(Section):
         le=1.1,
     )
 
+    citation_checker: Literal["embedding", "reranker"] = setting(
+        "embedding",
+        "What compares a sentence with its sources' spans where the wording falls short: "
+        "'embedding' (cosine) or 'reranker' (the configured reranker's relevance, 0..1; a "
+        "cross-encoder judges a sentence against a span more finely, at more cost). Either "
+        "counts as support from citation_min_similarity. 'reranker' with no reranker "
+        "configured uses the embedding model.",
+        scopes=Scopes(runtime=True),
+    )
+
     abstain_below: float = setting(
         0.5,
         "Abstain when fewer than this share of an LLM answer's sentences is supported by its "
