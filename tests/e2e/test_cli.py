@@ -239,3 +239,17 @@ def test_ask_checks_the_citations_of_what_the_model_wrote(tmp_path, shared_docs)
     (sentence,) = answer["attribution"]["sentences"]
     assert sentence["status"] == "unsupported" and sentence["source"] is None
     assert answer["abstained"] == {"reason": "unsupported_answer", "withheld": llm.reply}
+
+
+def test_import_loads_chunks_with_their_vectors(tmp_path, onnx_embedder):
+    texts = ["Parental leave lasts sixteen weeks at full pay.", "Receipts must be attached."]
+    vectors = onnx_embedder.embed(texts, "document")
+    lines = [json.dumps({"file": "hr.md", "text": t, "vector": v.tolist()})
+             for t, v in zip(texts, vectors, strict=True)]  # fmt: skip
+    (tmp_path / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    report = json.loads(citewell(data, "import", str(tmp_path / "chunks.jsonl"), "--kb", "hr",
+                                 "--json"))  # fmt: skip
+    assert (report["files_imported"], report["chunks_stored"]) == (1, 2)
+    found = citewell(data, "search", "how long is parental leave", "--kb", "hr")
+    assert found.splitlines()[1].strip() == texts[0]

@@ -6,13 +6,14 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.file_ids import FileIds
 from citewell.catalog.folders import Folders
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
+from citewell.catalog.link_rows import IN_LIST, link_row, taken_paths
 from citewell.catalog.synced_paths import SyncedPaths
 from citewell.db import ensure_schema
 from citewell.db.changes import ChangeCache, change_counter
@@ -318,6 +319,12 @@ class Catalog:
         with self._session() as session, session.begin():
             session.merge(FileRow(**record.__dict__))
 
+    def add_files(self, records: Sequence[FileRecord]) -> None:
+        """New files in one transaction (an import's batch): inserted, not merged."""
+        if records:
+            with self._session() as session, session.begin():
+                session.execute(insert(FileRow), [r.__dict__ for r in records])
+
     def delete_file(self, file_id: str) -> None:
         with self._session() as session, session.begin():
             session.query(KnowledgeBaseFileRow).filter_by(file_id=file_id).delete()
@@ -352,26 +359,26 @@ class Catalog:
     def add_links(self, links: Sequence[FileLink]) -> None:
         """Each link in one transaction, replacing what its KB had under its path."""
         now = time.time()
+        links = list({(link.kb_id, link.path): link for link in links}.values())  # last wins
         with self._session() as session, session.begin():
+            taken = taken_paths(session, links)
             for link in links:
-                session.merge(
-                    KnowledgeBaseFileRow(
-                        kb_id=link.kb_id,
-                        file_id=link.file_id,
-                        path=link.path,
-                        name=link.name,
-                        added_by=link.added_by,
-                        added_at=link.added_at or now,
-                        source=link.source,
-                        url=link.url,
-                        # Unset, a replaced path keeps its entry id and a new one gets one.
-                        **({"entry_id": link.entry_id} if link.entry_id else {}),
-                    )
-                )
+                # A new path is added (inserted in bulk at the flush); a taken one merged.
+                keep = session.merge if (link.kb_id, link.path) in taken else session.add
+                keep(link_row(link, now))
             for kb_id in {link.kb_id for link in links}:
                 kb = session.get(KnowledgeBaseRow, kb_id)
                 if kb is not None:
                     kb.updated_at = now
+
+    def existing_files(self, file_ids: Collection[str]) -> set[str]:
+        """Which of these files the catalog holds."""
+        ids, found = list(file_ids), set()
+        with self._reads() as session:
+            for start in range(0, len(ids), IN_LIST):
+                query = select(FileRow.id).where(FileRow.id.in_(ids[start : start + IN_LIST]))
+                found |= set(session.scalars(query))
+        return found
 
     def links(
         self, file_ids: Collection[str] | None = None, kb_ids: Collection[str] | None = None

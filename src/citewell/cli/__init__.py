@@ -37,6 +37,7 @@ COMMANDS = {
     "files": "citewell.cli.server:files",
     "check": "citewell.cli.server:check",
     "ingest": "citewell.cli.ingest:ingest",
+    "import": "citewell.cli.ingest:import_chunks",
     "eval": "citewell.cli.eval:evaluate",
     "kb": "citewell.cli.kb:kb",
     "sync": "citewell.cli.connectors:sync",

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import click
@@ -71,6 +72,34 @@ def ingest(
     )
     for error in report.errors:
         click.echo(f"  failed: {error}", err=True)
+
+
+@click.command("import")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@pass_app
+def import_chunks(ctx: Context, path: Path, kb: str, as_json: bool) -> None:
+    """Add chunks with their vectors from a Parquet or JSON Lines file (columns file, text,
+    vector; page, headings, url): nothing is parsed or embedded, so it moves a corpus in
+    from another system at the speed of the writes. The vectors must come from the model
+    this server embeds queries with."""
+    with click_errors():
+        report = ctx.ingesting().import_chunks(path, kb, _import_progress)
+    _wait_for_training(ctx.app())
+    if as_json:
+        click.echo(json.dumps({**asdict(report), "chunks_per_second": report.chunks_per_second}))
+        return
+    click.echo(
+        f"{report.files_seen} files: {report.files_imported} imported "
+        f"({report.files_replaced} replacing an older text), {report.files_unchanged} "
+        f"unchanged; {report.chunks_stored} chunks in {report.seconds:.1f} s "
+        f"({report.chunks_per_second:,.0f} chunks/s)."
+    )
+
+
+def _import_progress(report: Any) -> None:
+    click.echo(f"  {report.chunks_stored:,} chunks of {report.files_imported:,} files", err=True)
 
 
 def _estimate(ctx: Context, targets: tuple[str, ...], kb: str, as_json: bool, source: str) -> None:

@@ -84,6 +84,18 @@ class ChunkRows:
         ]
         return stored, texts
 
+    def given(
+        self, file_id: str, chunks: Sequence[Chunk], target: ChunkTarget, name: str
+    ) -> list[StoredChunk]:
+        """Chunks made elsewhere (``citewell import``), as the target's set keeps them: the
+        same ids, labels and BM25 terms an ingested chunk gets, without enrichment."""
+        salt = "" if target.shared else target.label
+        enriched = re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]) if target.bm25_enriched else ""
+        return [
+            self._stored_chunk(file_id, (target.label,), i, c, name, enriched, salt)
+            for i, c in enumerate(chunks)
+        ]
+
     def _bm25_prefix(
         self, index: int, enrichment: Enrichment, name: str, document: Document, enriched: bool
     ) -> str:

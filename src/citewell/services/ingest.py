@@ -4,11 +4,14 @@ operations are the operator's (admins); each checks that and records what it add
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from citewell.catalog import KnowledgeBase
 from citewell.engine.scoped import Scoped
+from citewell.ingest.chunk_files import read_chunk_file
+from citewell.ingest.imports import ChunkImport, ImportReport
 from citewell.ingest.types import IngestEstimate, ProgressCallback
 from citewell.jobs import Job
 from citewell.services.accounts import require_admin
@@ -61,6 +64,20 @@ class IngestService:
             batch = jobs[0].batch_id
             self.view.record("file.batch", "knowledge_base", found.id, files=len(jobs), batch=batch)
         return jobs
+
+    def import_chunks(
+        self, path: Path, kb: str, progress: Callable[[ImportReport], None] | None = None
+    ) -> ImportReport:
+        """Chunks with their vectors from a Parquet or JSON Lines file into ``kb`` (made if
+        missing): nothing parsed or embedded (ingest.imports)."""
+        found = self._kb(kb)
+        files = read_chunk_file(path)
+        report = ChunkImport(self.app.ingestor, found, self.view.access.user_id).run(
+            files, progress
+        )
+        self.view.record("kb.import", "knowledge_base", found.id, files=report.files_imported,
+                         chunks=report.chunks_stored)  # fmt: skip
+        return report
 
     def batch(self, batch_id: str, known: dict[str, int] | None = None) -> BatchState:
         """``known``: chunks of jobs already counted; the indexed jobs are listed only when

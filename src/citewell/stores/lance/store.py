@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from citewell.errors import StoreError
@@ -121,7 +122,7 @@ class LanceChunkStore:
     def upsert(self, chunks: Sequence[StoredChunk]) -> int:
         if not chunks:
             return 0
-        data = pa.Table.from_pylist([self._row(c) for c in chunks], schema=schema(self.dimension))
+        data = self._table_of(chunks)
         with self._write_lock:
             (
                 self._table.merge_insert("id")
@@ -133,10 +134,19 @@ class LanceChunkStore:
         self._changed()
         return len(chunks)
 
-    def _row(self, chunk: StoredChunk) -> dict[str, Any]:
-        if chunk.vector is None or len(chunk.vector) != self.dimension:
-            raise StoreError(f"Chunk {chunk.id} has no {self.dimension}-dimensional vector.")
-        return {**chunk_row(chunk), "vector": list(chunk.vector)}
+    def _table_of(self, chunks: Sequence[StoredChunk]) -> pa.Table:
+        """The rows as Arrow: the vectors as one float32 matrix (a list per row costs ten
+        times as much to convert)."""
+        for chunk in chunks:
+            if chunk.vector is None or len(chunk.vector) != self.dimension:
+                raise StoreError(f"Chunk {chunk.id} has no {self.dimension}-dimensional vector.")
+        wanted = schema(self.dimension)
+        rows = pa.Table.from_pylist(
+            [chunk_row(c) for c in chunks], schema=wanted.remove(wanted.get_field_index("vector"))
+        )
+        matrix = np.asarray([c.vector for c in chunks], dtype=np.float32).reshape(-1)
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(matrix), self.dimension)
+        return rows.append_column(wanted.field("vector"), vectors)
 
     def delete(self, where: ChunkFilter) -> int:
         predicate = where_sql(where)

@@ -1,0 +1,46 @@
+"""A KB's links as database rows: what ``Catalog.add_links`` writes, in bulk where it can."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from citewell.db.models import KnowledgeBaseFileRow
+
+if TYPE_CHECKING:
+    from citewell.catalog.catalog import FileLink
+
+IN_LIST = 500  # ids per IN (...): well under every database's limit on parameters
+
+
+def taken_paths(session: Session, links: Sequence[FileLink]) -> set[tuple[str, str]]:
+    """The (KB, path) pairs of ``links`` that a link holds already: those are merged, the
+    others inserted (one statement for many rows, where a merge reads each row first)."""
+    taken: set[tuple[str, str]] = set()
+    for kb_id in {link.kb_id for link in links}:
+        paths = list({link.path for link in links if link.kb_id == kb_id})
+        for start in range(0, len(paths), IN_LIST):
+            query = select(KnowledgeBaseFileRow.path).where(
+                (KnowledgeBaseFileRow.kb_id == kb_id)
+                & KnowledgeBaseFileRow.path.in_(paths[start : start + IN_LIST])
+            )
+            taken |= {(kb_id, path) for path in session.scalars(query)}
+    return taken
+
+
+def link_row(link: FileLink, now: float) -> KnowledgeBaseFileRow:
+    return KnowledgeBaseFileRow(
+        kb_id=link.kb_id,
+        file_id=link.file_id,
+        path=link.path,
+        name=link.name,
+        added_by=link.added_by,
+        added_at=link.added_at or now,
+        source=link.source,
+        url=link.url,
+        # Unset, a replaced path keeps its entry id and a new one gets one.
+        **({"entry_id": link.entry_id} if link.entry_id else {}),
+    )

@@ -1,0 +1,144 @@
+"""Files of chunks made elsewhere, with their vectors: what ``citewell import`` reads.
+
+One row per chunk, the rows of a file together and in order:
+
+- ``file`` (text, required): the file's name in the knowledge base;
+- ``text`` (text, required): the chunk's text;
+- ``vector`` (list of floats, required): its embedding, by the model this server embeds
+  queries with;
+- ``page`` (integer) and ``headings`` (list of texts), where the chunk lies; ``url``, where
+  the file came from (read from a file's first row).
+
+Parquet (``.parquet``) is read in record batches, its vectors as one array per batch;
+JSON Lines (``.jsonl``, ``.ndjson``) a line at a time. A file's rows that come back after
+another file's are refused: the file would be imported twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citewell.errors import InvalidInput
+
+PARQUET_BATCH = 16384  # rows read at a time
+REQUIRED = ("file", "text", "vector")
+
+
+@dataclass(frozen=True)
+class ImportedChunk:
+    text: str
+    vector: np.ndarray  # float32, one dimension
+    page: int | None = None
+    headings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    name: str
+    chunks: tuple[ImportedChunk, ...]
+    url: str = ""
+
+
+def read_chunk_file(path: Path) -> Iterator[ImportedFile]:
+    """The files of ``path`` (Parquet or JSON Lines, by its extension), one at a time."""
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a file; give a .parquet or .jsonl file of chunks.")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        rows = _parquet_rows(path)
+    elif suffix in (".jsonl", ".ndjson"):
+        rows = _jsonl_rows(path)
+    else:
+        raise InvalidInput(f"{path.name}: give a .parquet or .jsonl file of chunks.")
+    return _files(rows)
+
+
+def _files(rows: Iterator[tuple[str, str, ImportedChunk]]) -> Iterator[ImportedFile]:
+    """Consecutive rows of one file, as that file."""
+    done: set[str] = set()
+    name, url, chunks = "", "", list[ImportedChunk]()
+    for file, file_url, chunk in rows:
+        if file != name:
+            if chunks:
+                yield ImportedFile(name, tuple(chunks), url)
+                done.add(name)
+            if file in done:
+                raise InvalidInput(
+                    f"The rows of {file!r} are not together; sort the rows by file, keeping "
+                    "each file's chunks in order."
+                )
+            name, url, chunks = file, file_url, []
+        chunks.append(chunk)
+    if chunks:
+        yield ImportedFile(name, tuple(chunks), url)
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
+    import pyarrow.parquet as pq
+
+    reader = pq.ParquetFile(path)
+    missing = [c for c in REQUIRED if c not in reader.schema_arrow.names]
+    if missing:
+        raise InvalidInput(f"{path.name} has no column {', '.join(missing)}; {_columns()}")
+    for batch in reader.iter_batches(PARQUET_BATCH):
+        if not batch.num_rows:
+            continue
+        # Vectors go to numpy whole; only the other columns become Python objects.
+        columns = {n: batch.column(n).to_pylist() for n in batch.schema.names if n != "vector"}
+        vectors = _vectors(batch.column("vector"), path.name)
+        pages = columns.get("page") or [None] * batch.num_rows
+        headings = columns.get("headings") or [None] * batch.num_rows
+        urls = columns.get("url") or [""] * batch.num_rows
+        for i in range(batch.num_rows):
+            chunk = ImportedChunk(
+                _text(columns["text"][i], i), vectors[i], pages[i], tuple(headings[i] or ())
+            )
+            yield _name(columns["file"][i], i), urls[i] or "", chunk
+
+
+def _vectors(column: Any, name: str) -> np.ndarray:
+    """A batch's vectors as one float32 matrix (list or fixed-size-list column)."""
+    try:
+        values = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        return values.reshape(len(column), -1)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(
+            f"{name}: every vector must be a list of numbers of one length ({exc})."
+        ) from exc
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                vector = np.asarray(row["vector"], dtype=np.float32)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidInput(f"{path.name}, line {number}: {exc}; {_columns()}") from exc
+            page, headings = row.get("page"), row.get("headings") or ()
+            chunk = ImportedChunk(_text(row.get("text"), number), vector, page, tuple(headings))
+            yield _name(row.get("file"), number), row.get("url") or "", chunk
+
+
+def _name(value: Any, row: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"Row {row} has no file name; {_columns()}")
+    return value
+
+
+def _text(value: Any, row: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"Row {row} has no text; {_columns()}")
+    return value
+
+
+def _columns() -> str:
+    return "each row needs 'file', 'text' and 'vector' (see docs/user-guide.md, Importing chunks)."

@@ -1,0 +1,188 @@
+"""Chunks made elsewhere, with their vectors, into a knowledge base (``citewell import``).
+
+Nothing is parsed, split or embedded, so an import runs at the speed of the writes: the
+way to move a corpus in from another system, or to build a large one from vectors already
+computed. Each file's text is its chunks joined by blank lines, so the viewer shows it and
+citations point into it; its chunks get their BM25 terms, ids and labels as ingested ones
+do (``ChunkRows.given``). The vectors must come from the model this server embeds queries
+with: their length is checked against it, their meaning cannot be.
+
+A file the KB holds with the same text is left alone; one with another text is replaced.
+Chunks, stored texts and catalog rows are written a batch at a time under the ingestor's
+lock, chunks first, so a crash leaves chunks no catalog row names (``citewell check
+--repair`` removes them), never a file without its chunks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from citewell.catalog import FileLink, FileRecord, KnowledgeBase
+from citewell.embedders import embedding_tenant
+from citewell.errors import InvalidInput
+from citewell.ingest.chunk_files import ImportedFile
+from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.types import ChunkTarget
+from citewell.sources import SourceItem
+from citewell.types import Chunk, StoredChunk
+
+if TYPE_CHECKING:
+    from citewell.ingest.ingestor import Ingestor
+
+IMPORT_BATCH = 8192  # chunks per write
+SEPARATOR = "\n\n"
+
+
+@dataclass
+class ImportReport:
+    files_seen: int = 0
+    files_imported: int = 0
+    files_unchanged: int = 0
+    files_replaced: int = 0
+    chunks_stored: int = 0
+    seconds: float = 0.0
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks_stored / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class _NewFile:
+    record: FileRecord
+    text: str
+    chunks: list[StoredChunk]
+    link: FileLink
+    item: SourceItem  # to link it instead, should the tenant hold its text already
+
+
+@dataclass
+class _Batch:
+    new: list[_NewFile] = field(default_factory=list)
+    same: list[tuple[str, SourceItem]] = field(default_factory=list)  # stored already
+    replaced: list[str] = field(default_factory=list)  # file ids the new ones replace
+
+    @property
+    def chunks(self) -> int:
+        return sum(len(f.chunks) for f in self.new)
+
+
+class ChunkImport:
+    """One import into one KB, as ``added_by`` (the KB's owner embeds nothing here, but the
+    files are theirs: stored under their tenant)."""
+
+    def __init__(self, ingestor: Ingestor, kb: KnowledgeBase, added_by: str = "") -> None:
+        self.ingestor, self.kb, self.added_by = ingestor, kb, added_by
+        self.stored: set[str] = set()  # file ids this import wrote
+
+    def run(
+        self,
+        files: Iterable[ImportedFile],
+        progress: Callable[[ImportReport], None] | None = None,
+    ) -> ImportReport:
+        report, began = ImportReport(), time.perf_counter()
+        ingestor = self.ingestor
+        with ingestor.lock, embedding_tenant(self.kb.owner_id):
+            targets = ingestor.sets.targets(self.kb.id, ingestor.embedder)
+            existing = ingestor.catalog.files_in_kb(self.kb.id)
+            batch = _Batch()
+            for file in files:
+                report.files_seen += 1
+                self._add(batch, file, targets, existing.get(file.name), report)
+                if batch.chunks >= IMPORT_BATCH:
+                    self._write(batch, targets, report)
+                    batch = _Batch()
+                    report.seconds = time.perf_counter() - began
+                    if progress:
+                        progress(report)
+            self._write(batch, targets, report)
+            ingestor.writer.optimize()
+        report.seconds = time.perf_counter() - began
+        return report
+
+    def _add(
+        self,
+        batch: _Batch,
+        file: ImportedFile,
+        targets: Sequence[ChunkTarget],
+        previous: FileRecord | None,
+        report: ImportReport,
+    ) -> None:
+        text, chunks = joined(file)
+        digest = sha256(text.encode("utf-8"))
+        if previous is not None and previous.sha256 == digest:
+            report.files_unchanged += 1
+            return
+        if previous is not None:
+            batch.replaced.append(previous.id)
+            report.files_replaced += 1
+        tenant = self.kb.owner_id
+        file_id = self.ingestor.catalog.file_id(tenant, digest)
+        item = SourceItem(file.name, file.name, lambda: b"", source="import", url=file.url,
+                          added_by=self.added_by)  # fmt: skip
+        if file_id in self.stored:
+            batch.same.append((file_id, item))  # the same text twice in this import
+            return
+        self._check_vectors(file)
+        self.stored.add(file_id)
+        made: list[StoredChunk] = []
+        for target in targets:  # one set per chunking the KB reads (two while re-chunked)
+            made += self.ingestor.rows.given(file_id, chunks, target, file.name)
+        vectors = [c.vector for c in file.chunks] * len(targets)
+        rows = [replace(c, vector=tuple(v.tolist())) for c, v in zip(made, vectors, strict=True)]
+        record = self._record(file, file_id, digest, len(chunks), len(text))
+        link = FileLink(self.kb.id, file_id, file.name, file.name, self.added_by, 0.0, "import",
+                        file.url)  # fmt: skip
+        batch.new.append(_NewFile(record, text, rows, link, item))
+
+    def _record(
+        self, file: ImportedFile, file_id: str, digest: str, chunks: int, size: int
+    ) -> FileRecord:
+        return FileRecord(
+            id=file_id, sha256=digest, text_sha256=digest, name=file.name,
+            mime_type="text/plain", size=size, chunk_count=chunks, status="indexed",
+            created_at=time.time(), source="import", url=file.url, tenant=self.kb.owner_id,
+        )  # fmt: skip
+
+    def _check_vectors(self, file: ImportedFile) -> None:
+        dimension = self.ingestor.embedder.dimension
+        for number, chunk in enumerate(file.chunks, 1):
+            if chunk.vector.shape != (dimension,):
+                raise InvalidInput(
+                    f"{file.name}, chunk {number}: a vector of {chunk.vector.size} numbers, "
+                    f"where this server's embedding model gives {dimension}. Import vectors "
+                    "made by the model the server embeds queries with (embedding_model)."
+                )
+
+    def _write(self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport) -> None:
+        """Chunks, then stored texts, then the catalog (one transaction), then links to
+        files stored before and the removal of what the new ones replace."""
+        ingestor = self.ingestor
+        held = ingestor.catalog.existing_files([f.record.id for f in batch.new])
+        new = [f for f in batch.new if f.record.id not in held]
+        same = [*batch.same, *((f.record.id, f.item) for f in batch.new if f.record.id in held)]
+        if new:
+            ingestor.writer.upsert([c for f in new for c in f.chunks])
+            for f in new:
+                ingestor.storage.put(f.record.id, f.text.encode("utf-8"), f.text)
+            ingestor.catalog.add_files([f.record for f in new])
+            ingestor.catalog.add_links([f.link for f in new])
+        if same:  # the tenant holds these texts already: linked, not stored again
+            ingestor.link_many(self.kb.id, same, targets)
+        for file_id in batch.replaced:
+            ingestor.remove_from_kb(self.kb.id, file_id)
+        report.files_imported += len(new) + len(same)
+        report.chunks_stored += sum(len(f.chunks) for f in new)
+
+
+def joined(file: ImportedFile) -> tuple[str, list[Chunk]]:
+    """The file's text (its chunks joined by blank lines) and its chunks' places in it."""
+    chunks, start = [], 0
+    for chunk in file.chunks:
+        end = start + len(chunk.text)
+        chunks.append(Chunk(chunk.text, start, end, chunk.page, chunk.headings))
+        start = end + len(SEPARATOR)
+    return SEPARATOR.join(c.text for c in file.chunks), chunks

@@ -1,0 +1,107 @@
+"""``citewell import``: chunks with their vectors into a KB, nothing parsed or embedded.
+Real parts: the ONNX embedder makes the vectors, LanceDB and SQLite keep them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from citewell.auth.access import Access
+from citewell.engine.scoped import Scoped
+from citewell.errors import InvalidInput
+from citewell.services.ingest import IngestService
+from citewell.types import ChunkFilter
+
+LEAVE = ["Parental leave lasts sixteen weeks at full pay.", "Sick leave needs a doctor's note."]
+EXPENSES = ["Expenses are reimbursed within thirty days.", "Receipts must be attached."]
+
+
+def _rows(app, files: dict[str, list[str]]) -> list[dict]:
+    rows = []
+    for name, texts in files.items():
+        vectors = app.embedder.embed(texts, "document")
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            rows.append({"file": name, "text": text, "vector": [float(x) for x in vector],
+                         "page": i + 1, "headings": ["Policy"]})  # fmt: skip
+    return rows
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _parquet(path: Path, rows: list[dict]) -> Path:
+    columns = {key: [r[key] for r in rows] for key in rows[0]}
+    matrix = np.asarray(columns.pop("vector"), dtype=np.float32)
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+    pq.write_table(pa.table({**columns, "vector": vectors}), path)
+    return path
+
+
+def _service(app) -> IngestService:
+    return IngestService(Scoped(app, Access.everything()))
+
+
+@pytest.mark.parametrize("write", [_jsonl, _parquet], ids=["jsonl", "parquet"])
+def test_imported_chunks_are_found_viewed_and_cited_like_ingested_ones(app, tmp_path, write):
+    rows = _rows(app, {"leave.md": LEAVE, "expenses.md": EXPENSES})
+    path = write(tmp_path / f"chunks.{write.__name__[1:]}", rows)
+    report = _service(app).import_chunks(path, "hr")
+    assert (report.files_imported, report.chunks_stored) == (2, 4)
+    (best, *_) = app.search("how long is parental leave", ["hr"])
+    assert best.chunk.text == LEAVE[0] and best.bm25_score  # found by meaning and by words
+    assert (best.chunk.page, best.chunk.headings) == (1, ("Policy",))
+    text = app.storage.text(best.chunk.file_id)
+    assert text == "\n\n".join(LEAVE)
+    assert text[best.chunk.start : best.chunk.end] == LEAVE[0]  # a citation points into it
+    files = app.catalog.files_in_kb(app.kb_id("hr"))
+    assert set(files) == {"leave.md", "expenses.md"}
+    assert files["leave.md"].source == "import" and files["leave.md"].chunk_count == 2
+
+
+def test_a_second_import_leaves_unchanged_files_and_replaces_changed_ones(app, tmp_path):
+    service = _service(app)
+    service.import_chunks(_jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE})), "hr")
+    same = _jsonl(tmp_path / "b.jsonl", _rows(app, {"leave.md": LEAVE}))
+    again = service.import_chunks(same, "hr")
+    assert (again.files_unchanged, again.chunks_stored) == (1, 0)
+    changed = ["Parental leave lasts twenty weeks at full pay."]
+    other = _jsonl(tmp_path / "c.jsonl", _rows(app, {"leave.md": changed}))
+    report = service.import_chunks(other, "hr")
+    assert (report.files_replaced, report.chunks_stored) == (1, 1)
+    texts = [r.chunk.text for r in app.search("parental leave weeks", ["hr"], k=10)]
+    assert texts == changed  # the old text's chunks are gone
+    assert app.store.count(ChunkFilter()) == 1
+
+
+def test_the_same_text_under_two_names_is_stored_once(app, tmp_path):
+    rows = _rows(app, {"leave.md": LEAVE, "copy-of-leave.md": LEAVE})
+    report = _service(app).import_chunks(_jsonl(tmp_path / "a.jsonl", rows), "hr")
+    assert (report.files_imported, report.chunks_stored) == (2, 2)
+    assert set(app.catalog.files_in_kb(app.kb_id("hr"))) == {"leave.md", "copy-of-leave.md"}
+
+
+def test_bad_files_are_refused_with_what_to_do(app, tmp_path):
+    service = _service(app)
+    short = [{**r, "vector": r["vector"][:10]} for r in _rows(app, {"leave.md": LEAVE})]
+    with pytest.raises(InvalidInput, match="a vector of 10 numbers, where .* gives 384"):
+        service.import_chunks(_jsonl(tmp_path / "short.jsonl", short), "hr")
+    assert app.store.count(ChunkFilter()) == 0  # nothing half-written
+    apart = _rows(app, {"leave.md": LEAVE, "expenses.md": EXPENSES})
+    apart = [apart[0], apart[2], apart[1], apart[3]]
+    with pytest.raises(InvalidInput, match="not together; sort the rows by file"):
+        service.import_chunks(_jsonl(tmp_path / "apart.jsonl", apart), "hr")
+    no_text = [{"file": "a.md", "vector": [0.0] * 384}]
+    with pytest.raises(InvalidInput, match="no text"):
+        service.import_chunks(_jsonl(tmp_path / "no-text.jsonl", no_text), "hr")
+    with pytest.raises(InvalidInput, match=r"give a \.parquet or \.jsonl file"):
+        service.import_chunks(_jsonl(tmp_path / "chunks.csv", no_text), "hr")
+    pq.write_table(pa.table({"file": ["a.md"], "text": ["x"]}), tmp_path / "novec.parquet")
+    with pytest.raises(InvalidInput, match="no column vector"):
+        service.import_chunks(tmp_path / "novec.parquet", "hr")
