@@ -6,10 +6,14 @@ past the ANN threshold and its copy's vectors go through the in-memory IVF index
 
 import time
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.store import LanceChunkStore
+from citewell.stores.memory.shared_copy import read_copy, write_copy
+from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
 
@@ -18,8 +22,11 @@ pytestmark = pytest.mark.conformance
 POLICY = VectorIndexPolicy(min_rows=4)
 
 
-def open_store(path, table_copy_mb=64, cls=LanceChunkStore):
-    store = cls(path, "chunks_test", DIM, POLICY, kb_snapshot_mb=0, table_copy_mb=table_copy_mb)
+def open_store(path, table_copy_mb=64, cls=LanceChunkStore, copies_dir=None):
+    store = cls(
+        path, "chunks_test", DIM, POLICY, kb_snapshot_mb=0, table_copy_mb=table_copy_mb,
+        copies_dir=copies_dir,
+    )  # fmt: skip
     store._snapshots._quiet = 0.0  # no ingestion to wait out here
     return store
 
@@ -41,6 +48,14 @@ class TestLanceChunkStoreWithTableCopy(ScanConformance):
     @pytest.fixture
     def store(self, tmp_path):
         return open_store(tmp_path / "lance", cls=CopyWaitingStore)
+
+
+class TestLanceChunkStoreWithSharedCopy(ScanConformance):
+    """The same suite on a copy mapped from the files every process of a machine shares."""
+
+    @pytest.fixture
+    def store(self, tmp_path):
+        return open_store(tmp_path / "lance", cls=CopyWaitingStore, copies_dir=tmp_path / "copies")
 
 
 def wait_for_copy(store: LanceChunkStore):
@@ -103,3 +118,56 @@ def test_the_copy_and_its_recall_are_reported(tmp_path):
     assert (stats.current, stats.rows, stats.budget_mb, stats.state) == (True, 5, 64, "current")
     assert stats.partitions == 0 and stats.megabytes > 0
     assert (stats.recall_at_50, stats.recall_samples) == (1.0, 5)
+
+
+def test_processes_of_one_machine_map_one_copy(tmp_path):
+    first = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
+    first.upsert(CORPUS)
+    mapped = wait_for_copy(first)
+    assert isinstance(mapped.vectors, np.memmap)  # the file's pages, not a private array
+    (built,) = (tmp_path / "copies" / "chunks_test").glob("v*")
+    made = built.stat().st_mtime_ns
+    second = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")  # as another process
+    other = wait_for_copy(second)
+    assert built.stat().st_mtime_ns == made  # read, not built again
+    assert other.version == mapped.version and isinstance(other.vectors, np.memmap)
+    hits = second.vector_search(unit(0), 5, ChunkFilter(kb_ids=("kb1",)))
+    assert hits[0].chunk_id == "c1" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    found = second.keyword_search("leav", 5, ChunkFilter(kb_ids=("kb1",)))
+    assert {h.chunk_id for h in found} == {"c1", "c2"}
+
+
+def test_a_write_makes_a_new_shared_copy_and_old_ones_go(tmp_path):
+    store = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
+    store.upsert(CORPUS)
+    wait_for_copy(store)
+    for n in range(3):
+        store.upsert([make_chunk(f"n{n}", f"fn{n}", ("kb1",), f"New chunk {n}.", n)])
+        assert f"n{n}" in wait_for_copy(store).row_of
+    kept = sorted(p.name for p in (tmp_path / "copies" / "chunks_test").glob("v*"))
+    assert len(kept) == 2  # the newest two; a process mapping an older one keeps its pages
+
+
+def test_a_copy_read_back_from_its_files_searches_as_the_one_built(tmp_path):
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5000, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    terms = [f"w{i % 97} w{i % 13} common" for i in range(5000)]
+    data = pa.table({
+        "id": [f"c{i}" for i in range(5000)], "file_id": [f"f{i // 10}" for i in range(5000)],
+        "kb_ids": [["a"] if i % 9 else ["a", "b"] for i in range(5000)],
+        "idx": pa.array([i % 10 for i in range(5000)], pa.int32()), "text": terms,
+        "start": [0] * 5000, "end": [1] * 5000, "page": pa.array([None] * 5000, pa.int32()),
+        "headings": [[] for _ in range(5000)], "file_name": ["x.md"] * 5000, "terms": terms,
+        "vector": list(vectors),
+    })  # fmt: skip
+    policy = VectorIndexPolicy(min_rows=100)
+    built = TableSnapshot.from_arrow(7, data, 16, policy)
+    assert built.ann is not None and built.ann.index is not None  # faiss codes written too
+    write_copy(built, tmp_path / "v7")
+    read = read_copy(tmp_path / "v7", policy)
+    for where in (ChunkFilter(), ChunkFilter(kb_ids=("b",)), ChunkFilter(file_ids=("f3",))):
+        assert read.search(vectors[42], 10, where) == built.search(vectors[42], 10, where)
+        words = ["w5", "common"]
+        assert read.keyword_search(words, 10, where) == built.keyword_search(words, 10, where)
+    assert read.get(["c7"]) == built.get(["c7"])

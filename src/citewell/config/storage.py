@@ -81,18 +81,29 @@ class StorageSection(Section):
     table_copy_mb: Annotated[int, Field(ge=0)] | Literal["auto"] = setting(
         "auto",
         "Memory (MB) for an in-memory copy of a whole chunk table at or above "
-        "vector_index_min_rows, in each API process (LanceDB only). 'auto', the default: a "
-        "fifth of the machine's memory (or of the container's limit) shared by the `workers` "
-        "API processes, so 4.7 GB on a 24 GB machine with one; 0 keeps big tables in LanceDB "
-        "alone. A table is copied when rows x (5 x dimension + 1,536) bytes fits: about 3.3 GB "
-        "a million 384-dimensional chunks (text, BM25 postings, vectors and an IVF index of "
-        "4-bit codes made with faiss; twice that for a minute while it is made, so it is put "
-        "off while less memory is free). Searches then run on the copy while it holds the "
-        "table's latest version: at a million chunks in one KB a hybrid search took 23-30 ms "
-        "instead of 42-99 (docs/benchmarks/journal.md). After a write searches read LanceDB "
+        "vector_index_min_rows (LanceDB only): the machine's one copy with table_copy_shared,"
+        " else each API process's own. 'auto', the default: a fifth of the machine's memory "
+        "(or of the container's limit), so 4.7 GB on a 24 GB machine (divided among the "
+        "`workers` API processes when copies are not shared); 0 keeps big tables in LanceDB "
+        "alone. A table is copied when rows x (5 x dimension + 1,536) bytes fits: about 3.3 "
+        "GB a million 384-dimensional chunks (text, BM25 postings, vectors and an IVF index "
+        "of 4-bit codes made with faiss; twice that for a minute while it is made, so it is "
+        "put off while less memory is free). Searches then run on the copy while it holds the"
+        " table's latest version: at a million chunks in one KB a hybrid search took 23-30 ms"
+        " instead of 42-99 (docs/benchmarks/journal.md). After a write searches read LanceDB "
         "until the table has had no write for 20 seconds and a new copy is made (about a "
         "minute at a million chunks, at the lowest priority). 'citewell check' says when a "
         "big table does not fit; GET /api/v1/stats/store shows the copy and its budget.",
+    )
+
+    table_copy_shared: bool = setting(
+        True,
+        "Keep the in-memory copy of a big chunk table in files under data_dir/table_copies "
+        "that every API process of the machine maps into memory: one copy per machine, not "
+        "one per process, so `serve --workers 4` searches a table as big as one process "
+        "would (the page cache holds it once; each process adds about 350 MB a million "
+        "chunks of its own). Off: each process holds its own copy in table_copy_mb / "
+        "workers. The data dir must be on a local disk.",
     )
 
     @field_validator("data_dir", mode="before")

@@ -27,6 +27,9 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
         kb_snapshot_mb=settings.storage.kb_snapshot_mb,
         table_copy_mb=table_copy_budget_mb(settings),
         memory_free=memory_free_bytes,
+        copies_dir=settings.storage.data_dir / "table_copies"
+        if settings.storage.table_copy_shared
+        else None,
     )
 
 
@@ -38,11 +41,13 @@ AUTO_TABLE_COPY_SHARE = 5
 
 def table_copy_budget_mb(settings: Settings, memory: int | None = None) -> int:
     """``table_copy_mb`` in megabytes, with "auto" sized by the machine (``memory`` bytes,
-    read from it when not given) and the API processes that each keep a copy."""
+    read from it when not given): one copy for the machine when copies are shared, else
+    one for each API process."""
     if settings.storage.table_copy_mb != "auto":
         return settings.storage.table_copy_mb
     total = memory_bytes() if memory is None else memory
-    return total // AUTO_TABLE_COPY_SHARE // settings.server.workers >> 20
+    holders = 1 if settings.storage.table_copy_shared else settings.server.workers
+    return total // AUTO_TABLE_COPY_SHARE // holders >> 20
 
 
 def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:

@@ -31,7 +31,8 @@ from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
 from citewell.stores.memory.filter_counts import FilterCounts
 from citewell.stores.memory.keeper import SnapshotKeeper
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
-from citewell.stores.memory.snapshot import TableSnapshot
+from citewell.stores.memory.shared_copy import SharedCopies
+from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -52,7 +53,10 @@ class LanceChunkStore:
         kb_snapshot_mb: int = 512,
         table_copy_mb: int = 0,
         memory_free: Callable[[], int | None] | None = None,
+        copies_dir: Path | None = None,
     ):
+        """``copies_dir``: where the copy of a big table is kept for every process of the
+        machine to map (memory/shared_copy.py); None: each process holds its own."""
         path.mkdir(parents=True, exist_ok=True)
         self.dimension = dimension
         self._table_copy_mb = table_copy_mb
@@ -79,8 +83,11 @@ class LanceChunkStore:
             with self._write_lock:  # a table from an older release may lack newer indexes
                 self._upkeep.ensure_scalar_indexes()
         self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
+        source: SnapshotSource = LanceSnapshotSource(self._table, dimension)
+        if copies_dir is not None:
+            source = SharedCopies(source, copies_dir / table)
         self._snapshots = SnapshotKeeper(
-            LanceSnapshotSource(self._table, dimension),
+            source,
             self.vector_index.min_rows,
             big_rows=(table_copy_mb << 20) // self._copy_row_bytes(),
             big_bytes=table_copy_mb << 20,
