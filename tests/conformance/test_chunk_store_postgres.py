@@ -7,7 +7,8 @@ import pytest
 from citewell.db.engine import url_engine
 from citewell.stores.memory.keeper import SnapshotKeeper
 from citewell.stores.postgres.store import PostgresChunkStore
-from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance
+from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance, make_chunk, unit
+from citewell.types import ChunkFilter
 
 pytestmark = pytest.mark.conformance
 
@@ -437,3 +438,54 @@ def test_a_write_by_another_process_is_seen_once_its_notification_lands(engine):
     )
     assert reader.get([first.id]) == []
     other.dispose()
+
+
+class CopyWaitingKeeper(SnapshotKeeper):
+    """Waits for the copy of a big table (no quiet period here) instead of sending the
+    search to SQL meanwhile."""
+
+    def current(self):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            snapshot = super().current()
+            if snapshot is not None:
+                return snapshot
+            time.sleep(0.005)
+        raise AssertionError("no copy of the table in 20 s")
+
+
+def with_shared_copy(engine, table: str, copies) -> PostgresChunkStore:
+    """A "big" table (past a threshold of 4 rows) copied into memory, its copy kept in
+    files under ``copies`` for every process of the machine."""
+    store = PostgresChunkStore(engine, table, DIM, 4, table_copy_mb=64, copies_dir=copies)
+    made = store._snapshots
+    store._snapshots = CopyWaitingKeeper(
+        made._source, 4, check_interval=0.0, big_rows=made._big_rows, big_bytes=made._big_bytes,
+        quiet=0.0, index=made._index,
+    )  # fmt: skip
+    return store
+
+
+class TestPostgresChunkStoreWithSharedCopy(ScanConformance):
+    """The same behaviour answered from the machine's shared copy of a big table."""
+
+    @pytest.fixture
+    def store(self, engine, tmp_path):
+        return with_shared_copy(engine, "chunks_test", tmp_path / "copies")
+
+
+def test_a_big_table_is_copied_once_per_machine_and_kept_current(engine, tmp_path):
+    first = with_shared_copy(engine, "t", tmp_path / "copies")
+    first.upsert(CORPUS)
+    hits = first.vector_search(unit(0), 5, ChunkFilter(kb_ids=("kb1",)))
+    assert hits[0].chunk_id == "c1"
+    stats = first.table_copy()
+    assert (stats.current, stats.shared, stats.rows) == (True, True, len(CORPUS))
+    (made,) = (tmp_path / "copies" / "t").glob("v*")
+    second = with_shared_copy(engine, "t", tmp_path / "copies")  # another API process
+    assert second.vector_search(unit(0), 5, ChunkFilter(kb_ids=("kb1",)))[0].chunk_id == "c1"
+    assert [p.name for p in (tmp_path / "copies" / "t").glob("v*")] == [made.name]  # mapped
+    # A write through one process: the other's next search sees it (its version moved).
+    second.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
+    assert first.vector_search(unit(6), 1, ChunkFilter(kb_ids=("kb1",)))[0].chunk_id == "c9"
+    assert first.table_copy().needed_mb > 0

@@ -3,6 +3,7 @@ stored files is found, and --repair makes them agree (a real LanceDB, a real SQL
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -145,7 +146,15 @@ def test_check_says_what_memory_a_copy_of_a_big_table_takes(filled):
     # Two chunks past a threshold of two: a "big" table, with no memory allowed for a copy.
     without = run(CITEWELL_TABLE_COPY_MB="0")
     assert without.returncode == 0, without.stderr
-    assert "a copy in memory needs about 1 MB, table_copy_mb allows 0" in without.stdout
-    assert "table_copy_mb = 1, where each API process has that memory" in without.stdout
+    assert re.search(
+        r"in-memory copy: about 1 MB for 2 chunks \([\d,]+ MB a million\), one copy for the "
+        r"machine's API processes; table_copy_mb allows 0",
+        without.stdout,
+    ), without.stdout
+    assert "table_copy_mb = 1, where the machine has that memory" in without.stdout
+    own = run(CITEWELL_TABLE_COPY_MB="0", CITEWELL_TABLE_COPY_SHARED="false")
+    assert "in each API process" in own.stdout
+    assert "table_copy_mb = 1, where each API process has that memory" in own.stdout
     by_default = run()  # "auto": a fifth of this machine's memory is plenty for two chunks
-    assert by_default.returncode == 0 and "table_copy_mb" not in by_default.stdout
+    assert by_default.returncode == 0 and "too small" not in by_default.stdout
+    assert "in-memory copy: about 1 MB for 2 chunks" in by_default.stdout

@@ -304,19 +304,27 @@ def _print_check(report: Any) -> None:
 
 
 def _table_copy_hint(app: Any) -> None:
-    """A table past the ANN threshold without the memory for a copy: say what it takes."""
-    from citewell.services.stats import table_copy_shortfall
+    """A table past the ANN threshold: what its copy in memory takes, and when there is not
+    the memory for it, what it would take."""
+    from citewell.services.stats import table_copy_memory
 
-    shortfall = table_copy_shortfall(app)
-    if shortfall is not None:
-        needed, budget = shortfall
+    memory = table_copy_memory(app)
+    if memory is None:
+        return
+    held = "one copy for the machine's API processes" if memory.shared else "in each API process"
+    click.echo(
+        f"in-memory copy: about {math.ceil(memory.needed_mb):,} MB for {memory.rows:,} chunks "
+        f"({math.ceil(memory.per_million_mb):,} MB a million), {held}; table_copy_mb allows "
+        f"{memory.budget_mb:,}"
+    )
+    if memory.budget_mb < memory.needed_mb:
         auto = " ('auto' on this machine)" if app.settings.storage.table_copy_mb == "auto" else ""
+        where = "the machine has" if memory.shared else "each API process has"
         click.echo(
-            f"searches read LanceDB's indexes: a copy in memory needs about "
-            f"{math.ceil(needed)} MB, table_copy_mb{auto} allows {budget}; "
-            f"table_copy_mb = {math.ceil(needed * 1.1)}, where each API process has that "
-            "memory to spare, would let it search a copy, about 2-3x faster at a million "
-            "chunks (docs/user-guide.md, 'A whole big table in memory')"
+            f"searches read LanceDB's indexes: table_copy_mb{auto} is too small; "
+            f"table_copy_mb = {math.ceil(memory.needed_mb * 1.1)}, where {where} that memory "
+            "to spare, would let it search a copy, about 2-3x faster at a million chunks "
+            "(docs/user-guide.md, 'A whole big table in memory')"
         )
 
 

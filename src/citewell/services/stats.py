@@ -31,7 +31,7 @@ class StoreStats:
     rows: int
     index: IndexHealth | None  # None: the store cannot report its indexes
     kb_copies: KbCopyStats | None  # None: the store keeps none (PostgreSQL)
-    table_copy: TableCopyStats | None  # None: the store keeps none (PostgreSQL)
+    table_copy: TableCopyStats | None  # None: the store keeps none (a plug-in's, say)
     sentence_pairs: int  # rows of the table beside it (``sentence_vectors``)
 
 
@@ -47,13 +47,29 @@ def store_stats(app: Engine, access: Access, recall_samples: int = 0) -> StoreSt
     return StoreStats(type(store).__name__, rows, now.index, now.kb_copies, now.table_copy, pairs)
 
 
-def table_copy_shortfall(app: Engine) -> tuple[float, int] | None:
-    """(MB a copy of the big table needs, MB table_copy_mb allows) when it does not fit."""
+@dataclass(frozen=True)
+class TableCopyMemory:
+    """What the in-memory copy of the big table takes, for ``citewell check``."""
+
+    rows: int
+    needed_mb: float
+    per_million_mb: float
+    budget_mb: int
+    shared: bool  # one copy for the machine's API processes (table_copy_shared)
+
+
+def table_copy_memory(app: Engine) -> TableCopyMemory | None:
+    """None below the ANN threshold (every table is searched from memory anyway) and for
+    stores that keep no copy."""
     needed = table_copy_needed_mb(app.store)
-    if needed is None:
+    if not needed:
         return None
+    rows = app.store.count(ChunkFilter())
+    per_million = needed * 1_000_000 / rows if rows else 0.0
     budget = table_copy_budget_mb(app.settings)
-    return (needed, budget) if needed and budget < needed else None
+    return TableCopyMemory(
+        rows, needed, per_million, budget, app.settings.storage.table_copy_shared
+    )
 
 
 def readiness(app: Engine) -> str:

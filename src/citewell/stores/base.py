@@ -197,7 +197,8 @@ class TableCopyStats:
     searched from memory anyway); ``too_big`` (over table_copy_mb); ``waiting`` (written in
     the last 20 s, made once the table is quiet); ``copying``; ``put_off`` (less than twice
     its size free, tried again in a minute); ``failed`` (see the log; not again until a
-    restart)."""
+    restart). ``shared``: the copy is mapped from files every API process of the machine
+    maps (``table_copy_shared``), so the machine holds it once."""
 
     budget_mb: float
     needed_mb: float
@@ -208,6 +209,7 @@ class TableCopyStats:
     recall_at_50: float | None = None
     recall_samples: int = 0
     state: str = "current"
+    shared: bool = False  # mapped from the files the machine's processes share
 
 
 @runtime_checkable

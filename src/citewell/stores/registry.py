@@ -62,7 +62,13 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
         )
     engine = shared_engine(settings.storage.database_url)
     ensure_vector_extension(engine)
-    return PostgresChunkStore(engine, table, dimension, settings.storage.vector_index_min_rows)
+    shared = settings.storage.table_copy_shared
+    return PostgresChunkStore(
+        engine, table, dimension, settings.storage.vector_index_min_rows,
+        table_copy_mb=table_copy_budget_mb(settings),
+        copies_dir=settings.storage.data_dir / "table_copies" if shared else None,
+        memory_free=memory_free_bytes,
+    )  # fmt: skip
 
 
 CHUNK_STORES: Registry[Callable[[Settings, str, int], ChunkStore]] = Registry("chunk_stores")

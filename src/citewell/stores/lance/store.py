@@ -29,7 +29,7 @@ from citewell.stores.lance.search_table import (
 from citewell.stores.lance.tables import connect, quote, schema, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
 from citewell.stores.memory.filter_counts import FilterCounts
-from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.memory.keeper import SnapshotKeeper, copy_row_bytes
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
@@ -38,7 +38,6 @@ from citewell.types import ChunkFilter, StoredChunk
 
 WRITE_CACHE_MB = 64
 LINK_BATCH = 500  # files named in one update (the SQL stays short)
-BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
 
 
 class LanceChunkStore:
@@ -245,8 +244,7 @@ class LanceChunkStore:
         return round(rows * self._copy_row_bytes() / 2**20, 3)
 
     def _copy_row_bytes(self) -> int:
-        """A row of a big table's copy, as ``table_copy_mb`` is documented to count it."""
-        return 5 * self.dimension + BIG_ROW_EXTRA
+        return copy_row_bytes(self.dimension)
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""

@@ -24,6 +24,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
@@ -34,6 +36,12 @@ CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes (La
 RETRY_INTERVAL = 1.0  # after a failed build
 QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this long
 MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is tried again
+BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
+
+
+def copy_row_bytes(dimension: int) -> int:
+    """A row of a big table's copy, as ``table_copy_mb`` is documented to count it."""
+    return 5 * dimension + BIG_ROW_EXTRA
 
 
 class SnapshotKeeper:
@@ -112,9 +120,11 @@ class SnapshotKeeper:
         recall = ann.recall(recall_samples) if recall_samples else None
         megabytes = round(snapshot.nbytes / 2**20, 3)
         rows, partitions = len(snapshot.ids), ann.partitions
+        shared = isinstance(snapshot.vectors, np.memmap)
         return TableCopyStats(
-            budget_mb, needed_mb, True, rows, megabytes, partitions, recall, recall_samples
-        )
+            budget_mb, needed_mb, True, rows, megabytes, partitions, recall, recall_samples,
+            shared=shared,
+        )  # fmt: skip
 
     def changed(self) -> None:
         """This process wrote to the table: the snapshot no longer holds it."""

@@ -14,6 +14,7 @@ trusted (the listener is down, or not yet connected).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.stores.rows import ROW_COLUMNS
 
+LOAD_BATCH = 20_000  # rows turned into Arrow at a time while a snapshot is read
 _TYPES = {
     "kb_ids": pa.list_(pa.string()),
     "headings": pa.list_(pa.string()),
@@ -91,10 +93,16 @@ class PostgresSnapshotSource:
                 version = int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
                 driver = db.connection.driver_connection
                 assert driver is not None  # a checked-out connection always has its driver's
-                with driver.cursor(binary=True) as cursor:
+                # A server-side cursor, read in batches: a million rows fetched at once were
+                # a few GB of Python tuples beside the copy being made.
+                with driver.cursor("citewell_copy", binary=True) as cursor:
                     cursor.execute(f"SELECT {columns} FROM {self.table}")  # type: ignore[arg-type]
-                    rows = cursor.fetchall()
-        return TableSnapshot.from_arrow(version, self._arrow(rows), self.dimension, index)
+                    parts = [
+                        self._arrow(rows)
+                        for rows in iter(partial(cursor.fetchmany, LOAD_BATCH), [])
+                    ]
+        data = pa.concat_tables(parts) if parts else self._arrow([])
+        return TableSnapshot.from_arrow(version, data, self.dimension, index)
 
     def _arrow(self, rows: list[tuple[Any, ...]]) -> pa.Table:
         names = [*ROW_COLUMNS, "terms"]

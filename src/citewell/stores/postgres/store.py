@@ -11,7 +11,8 @@ that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -21,10 +22,13 @@ from sqlalchemy.engine import Connection, Engine
 from citewell.db.change_listener import ChangeListener
 from citewell.db.changes import change_counter
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, IndexHealth, SearchHit
+from citewell.stores.base import FileChunks, IndexHealth, SearchHit, TableCopyStats
+from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.filter_counts import FilterCounts
-from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.memory.keeper import SnapshotKeeper, copy_row_bytes
 from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
+from citewell.stores.memory.shared_copy import SharedCopies
+from citewell.stores.memory.snapshot import SnapshotSource
 from citewell.stores.postgres.bm25 import FilterPlan, Postings
 from citewell.stores.postgres.schema import create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
@@ -49,9 +53,21 @@ EXACT_ROWS = 20_000
 
 class PostgresChunkStore:
     """``memory_rows``: below this many chunks searches and row reads use an in-memory
-    snapshot of the table (postgres_snapshot), checked against the table's version first."""
+    snapshot of the table (postgres_snapshot), checked against the table's version first.
+    A bigger table is copied into memory too within ``table_copy_mb`` (as the embedded
+    store does), its vectors under an IVF index; with ``copies_dir`` that copy is the
+    machine's one, shared by its processes (memory/shared_copy.py)."""
 
-    def __init__(self, engine: Engine, table: str, dimension: int, memory_rows: int = 0) -> None:
+    def __init__(  # noqa: PLR0913 - the copy's budget and place come from the settings
+        self,
+        engine: Engine,
+        table: str,
+        dimension: int,
+        memory_rows: int = 0,
+        table_copy_mb: int = 0,
+        copies_dir: Path | None = None,
+        memory_free: Callable[[], int | None] | None = None,
+    ) -> None:
         if not TABLE_NAME.match(table):
             raise StoreError(f"{table!r} is not a usable table name.")
         self.engine, self.table, self.dimension = engine, table, dimension
@@ -62,9 +78,30 @@ class PostgresChunkStore:
             create_tables(db, table, dimension, self.bm25.create)
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
-        source = PostgresSnapshotSource(engine, table, self.stats, dimension, listener)
-        self._snapshots = SnapshotKeeper(source, memory_rows, check_interval=0.0)
+        source: SnapshotSource = PostgresSnapshotSource(
+            engine, table, self.stats, dimension, listener
+        )
+        if copies_dir is not None:
+            source = SharedCopies(source, copies_dir / table)
+        self._memory_rows, self._table_copy_mb = memory_rows, table_copy_mb
+        self._snapshots = SnapshotKeeper(
+            source, memory_rows, check_interval=0.0,
+            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension),
+            big_bytes=table_copy_mb << 20, index=VectorIndexPolicy(min_rows=memory_rows),
+            memory_free=memory_free,
+        )  # fmt: skip
         self._scopes = ScopeStatisticsCache(self._scope_terms)
+
+    def table_copy(self, recall_samples: int = 0) -> TableCopyStats:
+        """This process's in-memory copy of the whole big table (``table_copy_mb``)."""
+        needed = self.table_copy_needed_mb()
+        return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
+
+    def table_copy_needed_mb(self) -> float:
+        rows = self.count(ChunkFilter())
+        if not self._memory_rows or rows < self._memory_rows:
+            return 0.0
+        return round(rows * copy_row_bytes(self.dimension) / 2**20, 3)
 
     def _changed(self) -> None:
         self._snapshots.changed()

@@ -1,0 +1,178 @@
+"""`serve --workers 4` on a big table: the machine's one shared copy against a copy per
+process (``table_copy_shared`` on and off), side by side on the same data dir.
+
+The data dir is built once (``--rows``, default a million) through ``citewell import``: SciFact's
+chunks (an ingested SciFact data dir, ``--source``) and noisy copies of them made as
+``million.py`` makes them (sentences shuffled, one swapped, a random token added; vector plus
+Gaussian noise, sigma 0.025), ten chunks a file, all in one knowledge base.
+
+For each setting a server is started with ``--workers``, the copies awaited (each worker
+must report ``table_copy.current``, or ``too_big``, through ``GET /api/v1/stats/store``), then
+``--queries`` SciFact test queries are searched one after another over HTTP (hybrid, k=8,
+after 20 untimed), and the memory of the server's process tree read from
+``/proc/PID/smaps_rollup``: PSS (each shared page divided among the processes that map it)
+and RSS, summed.
+
+    .venv/bin/python -m benchmarks.shared_copy --source /tmp/scifact --work /tmp/shared \
+        --rows 1000000 --workers 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.common import open_scifact_index
+from citewell.testing.served import kill, start_server
+
+SENTENCE = re.compile(r"(?<=[.!?])\s+")
+SIGMA = 0.025
+KB = "all"
+PORT = 8731
+
+
+def source_rows(source: Path) -> tuple[list[dict[str, Any]], np.ndarray, list[str]]:
+    app, data, _kb = open_scifact_index(source)
+    table = app.store._table.to_arrow().sort_by([("file_id", "ascending"), ("idx", "ascending")])
+    vectors = table["vector"].combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
+    rows = table.select(["file_id", "file_name", "text"]).to_pylist()
+    app.close()
+    return rows, vectors.astype(np.float32), list(data.queries.values())
+
+
+def noisy(row: dict[str, Any], other: str, vector: np.ndarray, rng: random.Random) -> tuple:
+    sentences = SENTENCE.split(row["text"])
+    rng.shuffle(sentences)
+    sentences[rng.randrange(len(sentences))] = rng.choice(SENTENCE.split(other))
+    text = " ".join(sentences) + f" zq{rng.getrandbits(24):06x}"
+    moved = vector + np.random.default_rng(rng.getrandbits(32)).normal(0, SIGMA, len(vector))
+    return text, (moved / np.linalg.norm(moved)).astype(np.float32)
+
+
+def write_parquet(path: Path, rows, vectors: np.ndarray, count: int) -> None:
+    files, texts, out = [], [], np.zeros((count, vectors.shape[1]), dtype=np.float32)
+    rng = random.Random(11)
+    for position in range(count):
+        n, i = divmod(position, len(rows))
+        row = rows[i]
+        if n == 0:
+            text, vector = row["text"], vectors[i]
+        else:
+            text, vector = noisy(row, rows[rng.randrange(len(rows))]["text"], vectors[i], rng)
+        files.append(f"copy{n}/{row['file_name']}")
+        texts.append(text)
+        out[position] = vector
+    flat = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), vectors.shape[1])
+    pq.write_table(pa.table({"file": files, "text": texts, "vector": flat}), path)
+
+
+def build(args: argparse.Namespace) -> list[str]:
+    rows, vectors, queries = source_rows(args.source)
+    data = args.work / "data"
+    if not (data / "lancedb").exists():
+        parquet = args.work / "chunks.parquet"
+        if not parquet.exists():
+            write_parquet(parquet, rows, vectors, args.rows)
+        from citewell import Citewell, Settings
+        from citewell.auth.access import Access
+        from citewell.engine.scoped import Scoped
+        from citewell.services.ingest import IngestService
+
+        app = Citewell.from_settings(Settings.load(data_dir=data))
+        report = IngestService(Scoped(app, Access.everything())).import_chunks(parquet, KB)
+        print(f"imported {report.chunks_stored:,} chunks in {report.seconds:.0f} s", flush=True)
+        app.store.wait_for_training(None)
+        app.close()
+    return queries
+
+
+def process_tree(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(k) for k in children.read_text().split()] if children.exists() else []
+    return [pid, *(p for kid in kids for p in process_tree(kid))]
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    totals = {"Pss": 0, "Rss": 0}
+    for process in process_tree(pid):
+        for line in Path(f"/proc/{process}/smaps_rollup").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in totals:
+                totals[key] += int(value.split()[0])
+    return {"pss_mb": round(totals["Pss"] / 1024), "rss_mb": round(totals["Rss"] / 1024)}
+
+
+def copies_ready(client: httpx.Client, workers: int, limit: float) -> dict[str, int]:
+    """Ask until ``4 x workers`` answers in a row say every copy is current (or too big)."""
+    deadline, streak, states = time.monotonic() + limit, 0, {}
+    while time.monotonic() < deadline and streak < 4 * workers:
+        copy = client.get("/api/v1/stats/store").json()["table_copy"]
+        state = "current" if copy["current"] else copy["state"]
+        states[state] = states.get(state, 0) + 1
+        streak = streak + 1 if state in ("current", "too_big") else 0
+        time.sleep(0.05 if streak else 2.0)
+    return states
+
+
+def measure(args: argparse.Namespace, shared: bool, queries: list[str]) -> dict[str, Any]:
+    env = {"CITEWELL_TABLE_COPY_SHARED": str(shared).lower()}
+    options = ("--workers", str(args.workers))
+    server = start_server(args.work / "data", PORT, env, options, args.work / "server.log")
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=120) as client:
+            began = time.monotonic()
+            states = copies_ready(client, args.workers, args.wait)
+            ready = time.monotonic() - began
+            spent = []
+            for n, query in enumerate(queries[: args.queries + 20]):
+                body = {"collection_names": [KB], "query": query, "k": 8}
+                start = time.perf_counter()
+                client.post("/api/v1/retrieval/query/collection", json=body).raise_for_status()
+                if n >= 20:
+                    spent.append((time.perf_counter() - start) * 1000)
+            copy = client.get("/api/v1/stats/store").json()["table_copy"]
+        memory = memory_mb(server.pid)
+    finally:
+        kill(server)
+    spent.sort()
+    return {
+        "shared": shared, "workers": args.workers, "copy_states_seen": states,
+        "copies_ready_s": round(ready), "copy": copy, **memory,
+        "p50_ms": round(statistics.median(spent), 1),
+        "p95_ms": round(spent[int(0.95 * (len(spent) - 1))], 1),
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, default=Path("/tmp/scifact"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/shared"))
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--wait", type=float, default=900.0, help="seconds to wait for copies")
+    parser.add_argument("--only", choices=("shared", "own"), default=None)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    queries = build(args)
+    results = [
+        measure(args, shared, queries)
+        for shared in (True, False)
+        if args.only is None or args.only == ("shared" if shared else "own")
+    ]
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
