@@ -7,6 +7,10 @@ the first upload to the last job indexed. Rounds alternate encoder and API on a 
 dir (empty embedding cache). The figure that matters is the ratio API/encoder.
 
     python -m benchmarks.api_ingest_throughput --docs 1000 --rounds 2
+
+``--instant-embedder`` puts a stub in the encoder's place that answers at once (unit vectors
+from a fixed pool, as a remote embedding service with spare capacity would return them), so
+the figure is the pipeline's own ceiling: upload, queue, parse, split, write.
 """
 
 from __future__ import annotations
@@ -36,8 +40,27 @@ from citewell.testing.asgi import served  # noqa: E402
 UPLOAD_BATCH = 250
 
 
+class InstantEmbedder:
+    """A stub embedding model that answers at once: 384-dimensional unit vectors drawn from
+    a fixed pool (their meaning is not what this benchmark measures)."""
+
+    model_id = "instant-stub:384"
+    dimension = 384
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        pool = np.random.default_rng(1).standard_normal((4096, self.dimension))
+        self.pool = (pool / np.linalg.norm(pool, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed(self, texts, kind="document"):  # noqa: ANN001, ANN201 - the Embedder protocol
+        del kind  # documents and queries alike
+        rows = [hash(text) % len(self.pool) for text in texts]
+        return self.pool[rows]
+
+
 @contextmanager
-def server(embedder: OnnxEmbedder, variant: str) -> Iterator[str]:
+def server(embedder: OnnxEmbedder | InstantEmbedder, variant: str) -> Iterator[str]:
     """A server with the default settings, changed by ``variant`` ("name=value,...")."""
     changes = dict(pair.split("=", 1) for pair in variant.split(",") if pair)
     settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), auth="none", **changes)
@@ -76,15 +99,19 @@ def main() -> None:
         default=[""],
         help='settings to compare side by side, e.g. "job_batch_files=256,extract_workers=1"',
     )
+    parser.add_argument(
+        "--instant-embedder", action="store_true", help="a stub that answers at once"
+    )
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
     embedder, texts = encoder_and_texts(docs)
+    served_by = InstantEmbedder() if args.instant_embedder else embedder
     encoder: list[float] = []
     api: dict[str, list[float]] = {v: [] for v in args.variants}
     for _ in range(args.rounds):
-        encoder.append(len(texts) / timed(lambda: embedder.embed(texts)))
+        encoder.append(len(texts) / timed(lambda: served_by.embed(texts)))
         for variant in args.variants:
-            with server(embedder, variant) as base:
+            with server(served_by, variant) as base:
                 api[variant].append(len(texts) / timed(lambda b=base: ingest_through_api(b, docs)))
     result: dict[str, object] = {
         "docs": len(docs),

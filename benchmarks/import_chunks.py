@@ -50,9 +50,7 @@ def rows(count: int, dimension: int, seed: int = 5) -> dict[str, list[Any]]:
 def write_files(work: Path, made: dict[str, list[Any]]) -> tuple[Path, Path]:
     parquet, jsonl = work / "chunks.parquet", work / "chunks.jsonl"
     dimension = len(made["vector"][0])
-    vectors = pa.FixedSizeListArray.from_arrays(
-        pa.array(np.concatenate(made["vector"])), dimension
-    )
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.concatenate(made["vector"])), dimension)
     table = pa.table({"file": made["file"], "text": made["text"], "vector": vectors})
     pq.write_table(table, parquet)
     with jsonl.open("w") as out:

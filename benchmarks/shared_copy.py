@@ -4,14 +4,18 @@ process (``table_copy_shared`` on and off), side by side on the same data dir.
 The data dir is built once (``--rows``, default a million) through ``citewell import``: SciFact's
 chunks (an ingested SciFact data dir, ``--source``) and noisy copies of them made as
 ``million.py`` makes them (sentences shuffled, one swapped, a random token added; vector plus
-Gaussian noise, sigma 0.025), ten chunks a file, all in one knowledge base.
+Gaussian noise, sigma 0.025), each copy of a SciFact file a file of its own (about two
+chunks a file), all in one knowledge base.
 
-For each setting a server is started with ``--workers``, the copies awaited (each worker
-must report ``table_copy.current``, or ``too_big``, through ``GET /api/v1/stats/store``), then
-``--queries`` SciFact test queries are searched one after another over HTTP (hybrid, k=8,
-after 20 untimed), and the memory of the server's process tree read from
-``/proc/PID/smaps_rollup``: PSS (each shared page divided among the processes that map it)
-and RSS, summed.
+For each setting a server is started with ``--workers``, the copies awaited (workers must
+report ``table_copy.current``, or ``too_big``, through ``GET /api/v1/stats/store``);
+meanwhile ``2 x workers`` clients search every two seconds, each on its own connection, so
+that every worker makes or maps its copy (on its first search; a copy is made at the lowest
+priority, so a saturated server would put it off). Then ``--queries`` SciFact test queries
+are searched one after another on one connection (hybrid, k=8, after 20 untimed), and
+the memory of the server's process tree read from ``/proc/PID/smaps_rollup``: PSS (each
+shared page divided among the processes that map it) and RSS, summed, and each process's
+private and shared megabytes.
 
     .venv/bin/python -m benchmarks.shared_copy --source /tmp/scifact --work /tmp/shared \
         --rows 1000000 --workers 4
@@ -20,11 +24,14 @@ and RSS, summed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import re
 import statistics
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,14 +110,22 @@ def process_tree(pid: int) -> list[int]:
     return [pid, *(p for kid in kids for p in process_tree(kid))]
 
 
-def memory_mb(pid: int) -> dict[str, float]:
-    totals = {"Pss": 0, "Rss": 0}
+def memory_mb(pid: int) -> dict[str, Any]:
+    """PSS and RSS of the tree, summed, and each process's private and shared megabytes."""
+    totals, each = {"Pss": 0, "Rss": 0}, []
     for process in process_tree(pid):
+        fields: dict[str, int] = {}
         for line in Path(f"/proc/{process}/smaps_rollup").read_text().splitlines():
             key, _, value = line.partition(":")
-            if key in totals:
-                totals[key] += int(value.split()[0])
-    return {"pss_mb": round(totals["Pss"] / 1024), "rss_mb": round(totals["Rss"] / 1024)}
+            if value.strip().endswith("kB"):
+                fields[key] = int(value.split()[0])
+        totals["Pss"] += fields.get("Pss", 0)
+        totals["Rss"] += fields.get("Rss", 0)
+        private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+        shared = fields.get("Shared_Clean", 0) + fields.get("Shared_Dirty", 0)
+        each.append({"pid": process, "private_mb": private >> 10, "shared_mb": shared >> 10})
+    return {"pss_mb": round(totals["Pss"] / 1024), "rss_mb": round(totals["Rss"] / 1024),
+            "processes": each}  # fmt: skip
 
 
 def copies_ready(client: httpx.Client, workers: int, limit: float) -> dict[str, int]:
@@ -125,6 +140,35 @@ def copies_ready(client: httpx.Client, workers: int, limit: float) -> dict[str, 
     return states
 
 
+@contextlib.contextmanager
+def searching_everywhere(queries: list[str], workers: int, least: float = 60.0) -> Iterator[None]:
+    """Searches from ``2 x workers`` clients at once, each on its own connection, so that
+    every worker gets some and makes or maps its copy (a worker's copy is made on its
+    first search; one kept-alive connection stays with one worker). At least ``least``
+    seconds, and until the block ends."""
+    stop, began = threading.Event(), time.monotonic()
+
+    def search(offset: int) -> None:
+        with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=120) as client:
+            n = offset
+            while not stop.is_set():
+                body = {"collection_names": [KB], "query": queries[n % len(queries)], "k": 8}
+                client.post("/api/v1/retrieval/query/collection", json=body)
+                n += 2 * workers
+                stop.wait(2.0)  # light: a copy is made at the lowest priority
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(2 * workers)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+        time.sleep(max(0.0, least - (time.monotonic() - began)))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
 def measure(args: argparse.Namespace, shared: bool, queries: list[str]) -> dict[str, Any]:
     env = {"CITEWELL_TABLE_COPY_SHARED": str(shared).lower()}
     options = ("--workers", str(args.workers))
@@ -132,7 +176,8 @@ def measure(args: argparse.Namespace, shared: bool, queries: list[str]) -> dict[
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=120) as client:
             began = time.monotonic()
-            states = copies_ready(client, args.workers, args.wait)
+            with searching_everywhere(queries, args.workers):
+                states = copies_ready(client, args.workers, args.wait)
             ready = time.monotonic() - began
             spent = []
             for n, query in enumerate(queries[: args.queries + 20]):

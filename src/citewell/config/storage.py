@@ -81,7 +81,7 @@ class StorageSection(Section):
     table_copy_mb: Annotated[int, Field(ge=0)] | Literal["auto"] = setting(
         "auto",
         "Memory (MB) for an in-memory copy of a whole chunk table at or above "
-        "vector_index_min_rows (LanceDB only): the machine's one copy with table_copy_shared,"
+        "vector_index_min_rows (either store): the machine's one copy with table_copy_shared,"
         " else each API process's own. 'auto', the default: a fifth of the machine's memory "
         "(or of the container's limit), so 4.7 GB on a 24 GB machine (divided among the "
         "`workers` API processes when copies are not shared); 0 keeps big tables in LanceDB "
@@ -101,7 +101,7 @@ class StorageSection(Section):
         "Keep the in-memory copy of a big chunk table in files under data_dir/table_copies "
         "that every API process of the machine maps into memory: one copy per machine, not "
         "one per process, so `serve --workers 4` searches a table as big as one process "
-        "would (the page cache holds it once; each process adds about 350 MB a million "
+        "would (the page cache holds it once; each process adds about 0.6 GB a million "
         "chunks of its own). Off: each process holds its own copy in table_copy_mb / "
         "workers. The data dir must be on a local disk.",
     )

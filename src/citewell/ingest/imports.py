@@ -64,10 +64,11 @@ class _Batch:
     new: list[_NewFile] = field(default_factory=list)
     same: list[tuple[str, SourceItem]] = field(default_factory=list)  # stored already
     replaced: list[str] = field(default_factory=list)  # file ids the new ones replace
+    chunks: int = 0  # of the new files
 
-    @property
-    def chunks(self) -> int:
-        return sum(len(f.chunks) for f in self.new)
+    def add(self, file: _NewFile) -> None:
+        self.new.append(file)
+        self.chunks += len(file.chunks)
 
 
 class ChunkImport:
@@ -136,7 +137,7 @@ class ChunkImport:
         record = self._record(file, file_id, digest, len(chunks), len(text))
         link = FileLink(self.kb.id, file_id, file.name, file.name, self.added_by, 0.0, "import",
                         file.url)  # fmt: skip
-        batch.new.append(_NewFile(record, text, rows, link, item))
+        batch.add(_NewFile(record, text, rows, link, item))
 
     def _record(
         self, file: ImportedFile, file_id: str, digest: str, chunks: int, size: int

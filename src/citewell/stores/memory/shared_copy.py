@@ -11,17 +11,19 @@ with the processes.
 The first process to want the copy of a table version builds it (as before) and writes it
 to ``<dir>/v<version>``: the vectors, BM25 postings, KB rows and row columns as NumPy and
 Arrow files, the faiss index beside them; it writes into a temporary directory renamed
-into place, so a directory that exists is whole. The others wait on a lock file while it is
-built, then map it. What each process still holds on its own: the chunk ids and file ids
-as Python objects, the id → row and term → number dicts, and faiss's 4-bit codes (about
-350 MB a million chunks together). Versions older than the newest two are deleted; a
-process still mapping one keeps its pages until it moves on (Linux frees a deleted file's
-pages when its last mapping goes).
+into place, so a directory that exists is whole. The others wait on a lock file while it
+is built, then map it. What each process still holds on its own: the chunk ids and file
+ids as Python objects, the id → row and term → number dicts, and faiss's 4-bit codes
+(about 0.6 GB a million chunks together, measured; the process that made the copy keeps
+more). Versions older than the newest two are deleted; a process still mapping one keeps
+its pages until it moves on (Linux frees a deleted file's pages when its last mapping
+goes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import gc
 import json
@@ -73,7 +75,7 @@ class SharedCopies:
             if not self._path(version).exists():
                 write_copy(built, self._path(version))
             del built
-            gc.collect()  # the built copy's memory goes before the mapped one is read
+            release_freed_memory()  # the built copy's memory goes before the mapped one
             self._prune()
         mapped = self._mapped(version, index)
         assert mapped is not None  # written above, and never pruned while newest
@@ -169,6 +171,14 @@ def _read_arrow(path: Path) -> pa.Table:
     """Zero-copy: the table's buffers point into the mapped file."""
     source: Any = pa.memory_map(str(path), "r")
     return ipc.open_file(source).read_all()
+
+
+def release_freed_memory() -> None:
+    """Collect, then hand the heap's free pages back to the system (glibc keeps them for
+    reuse otherwise: the process that built a copy held its gigabytes after mapping it)."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _alive(pid: int) -> bool:
