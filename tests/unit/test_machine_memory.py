@@ -30,11 +30,15 @@ def test_a_containers_limit_is_what_the_server_may_use(tmp_path):
     assert memory_bytes((tmp_path / "absent", limit)) == min(GIB, PHYSICAL)
 
 
-def test_auto_gives_a_fifth_of_the_memory_shared_by_the_api_processes():
+def test_auto_gives_a_fifth_of_the_memory_to_the_machines_copy():
     one = Settings.load(table_copy_mb="auto")
     assert table_copy_budget_mb(one, memory=24 * GIB) == 24 * 1024 // 5
+    # Shared (the default), the machine holds one copy whatever the API processes.
     four = Settings.load(table_copy_mb="auto", workers=4)
-    assert table_copy_budget_mb(four, memory=24 * GIB) == 24 * 1024 // 5 // 4
+    assert table_copy_budget_mb(four, memory=24 * GIB) == 24 * 1024 // 5
+    # Each process with a copy of its own: the fifth is divided among them.
+    own = Settings.load(table_copy_mb="auto", workers=4, table_copy_shared=False)
+    assert table_copy_budget_mb(own, memory=24 * GIB) == 24 * 1024 // 5 // 4
     # A million 384-d chunks take about 3,300 MB: a 16 GB machine is just short of it.
     assert table_copy_budget_mb(one, memory=16 * GIB) == 3276
     assert table_copy_budget_mb(one) == memory_bytes() // 5 >> 20

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from citewell.catalog.file_ids import FileIds
 from citewell.catalog.folders import Folders
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
-from citewell.catalog.link_rows import IN_LIST, link_row, taken_paths
+from citewell.catalog.link_rows import IN_LIST, FileLink, link_row, taken_paths
 from citewell.catalog.synced_paths import SyncedPaths
 from citewell.db import ensure_schema
 from citewell.db.changes import ChangeCache, change_counter
@@ -49,21 +49,6 @@ class FileRecord:
     url: str = ""
     title: str = ""
     tenant: str = ""  # the owner of the KBs holding it ("": the operator's)
-
-
-@dataclass(frozen=True)
-class FileLink:
-    """A file in a KB: the name, uploader, time, source and URL that this KB's users see."""
-
-    kb_id: str
-    file_id: str
-    path: str
-    name: str  # "": the file's own name
-    added_by: str
-    added_at: float
-    source: str = ""  # "": the file's own
-    url: str = ""
-    entry_id: str = ""  # the path's own id (Open WebUI's "file id" of a KB's file)
 
 
 def _link(row: KnowledgeBaseFileRow) -> FileLink:
@@ -316,29 +301,42 @@ class Catalog:
             return {r.id: _file(r) for r in rows}
 
     def add_file(self, record: FileRecord) -> None:
-        with self._session() as session, session.begin():
-            session.merge(FileRow(**record.__dict__))
+        self.add_files([record])
 
-    def add_files(self, records: Sequence[FileRecord]) -> None:
-        """New files in one transaction (an import's batch): inserted, not merged."""
-        if records:
-            with self._session() as session, session.begin():
+    def add_files(self, records: Sequence[FileRecord], new: bool = False) -> None:
+        """Files in one transaction: merged (one may exist already), or inserted in one
+        statement when they are ``new`` (an import's batch)."""
+        if not records:
+            return
+        with self._session() as session, session.begin():
+            if new:
                 session.execute(insert(FileRow), [r.__dict__ for r in records])
+            for record in () if new else records:
+                session.merge(FileRow(**record.__dict__))
 
     def delete_file(self, file_id: str) -> None:
         with self._session() as session, session.begin():
             session.query(KnowledgeBaseFileRow).filter_by(file_id=file_id).delete()
             session.query(FileRow).filter_by(id=file_id).delete()
 
-    def files_in_kb(self, kb_id: str) -> dict[str, FileRecord]:
-        """Path → file for every file in the KB."""
+    def files_in_kb(
+        self, kb_id: str, paths: Collection[str] | None = None
+    ) -> dict[str, FileRecord]:
+        """Path → file for every file in the KB, or for those of ``paths`` it holds (what
+        an ingest of those paths reads: not the whole KB, which grows with every batch)."""
+        query = (
+            select(KnowledgeBaseFileRow.path, FileRow)
+            .join(FileRow, FileRow.id == KnowledgeBaseFileRow.file_id)
+            .where(KnowledgeBaseFileRow.kb_id == kb_id)
+        )
+        wanted = [None] if paths is None else list(dict.fromkeys(paths))
+        found: dict[str, FileRecord] = {}
         with self._reads() as session:
-            rows = session.execute(
-                select(KnowledgeBaseFileRow.path, FileRow)
-                .join(FileRow, FileRow.id == KnowledgeBaseFileRow.file_id)
-                .where(KnowledgeBaseFileRow.kb_id == kb_id)
-            )
-            return {path: _file(row) for path, row in rows}
+            for start in range(0, len(wanted), IN_LIST):
+                part = wanted[start : start + IN_LIST]
+                some = query if paths is None else query.where(KnowledgeBaseFileRow.path.in_(part))
+                found.update({path: _file(row) for path, row in session.execute(some)})
+        return found
 
     def link(
         self,
@@ -413,27 +411,15 @@ class Catalog:
             session.query(KnowledgeBaseFileRow).filter_by(kb_id=kb_id, file_id=file_id).delete()
 
     def paths_in_kb(self, kb_id: str, file_id: str) -> list[str]:
+        row = KnowledgeBaseFileRow
+        query = select(row.path).where((row.kb_id == kb_id) & (row.file_id == file_id))
         with self._reads() as session:
-            return list(
-                session.scalars(
-                    select(KnowledgeBaseFileRow.path).where(
-                        (KnowledgeBaseFileRow.kb_id == kb_id)
-                        & (KnowledgeBaseFileRow.file_id == file_id)
-                    )
-                )
-            )
+            return list(session.scalars(query))
 
     def kbs_of_file(self, file_id: str) -> list[str]:
+        query = select(KnowledgeBaseFileRow.kb_id).where(KnowledgeBaseFileRow.file_id == file_id)
         with self._reads() as session:
-            return sorted(
-                set(
-                    session.scalars(
-                        select(KnowledgeBaseFileRow.kb_id).where(
-                            KnowledgeBaseFileRow.file_id == file_id
-                        )
-                    )
-                )
-            )
+            return sorted(set(session.scalars(query)))
 
     def list_files(self) -> list[FileRecord]:
         with self._reads() as session:

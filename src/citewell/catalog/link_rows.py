@@ -1,19 +1,32 @@
-"""A KB's links as database rows: what ``Catalog.add_links`` writes, in bulk where it can."""
+"""A file's links into KBs (``FileLink``) and their database rows: what
+``Catalog.add_links`` writes, in bulk where it can."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from citewell.db.models import KnowledgeBaseFileRow
 
-if TYPE_CHECKING:
-    from citewell.catalog.catalog import FileLink
-
 IN_LIST = 500  # ids per IN (...): well under every database's limit on parameters
+
+
+@dataclass(frozen=True)
+class FileLink:
+    """A file in a KB: the name, uploader, time, source and URL that this KB's users see."""
+
+    kb_id: str
+    file_id: str
+    path: str
+    name: str  # "": the file's own name
+    added_by: str
+    added_at: float
+    source: str = ""  # "": the file's own
+    url: str = ""
+    entry_id: str = ""  # the path's own id (Open WebUI's "file id" of a KB's file)
 
 
 def taken_paths(session: Session, links: Sequence[FileLink]) -> set[tuple[str, str]]:

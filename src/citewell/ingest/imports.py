@@ -16,8 +16,9 @@ lock, chunks first, so a crash leaves chunks no catalog row names (``citewell ch
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from citewell.catalog import FileLink, FileRecord, KnowledgeBase
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from citewell.ingest.ingestor import Ingestor
 
 IMPORT_BATCH = 8192  # chunks per write
+LOOKUP_GROUP = 1024  # files whose previous versions are looked up at once
 SEPARATOR = "\n\n"
 
 
@@ -88,11 +90,10 @@ class ChunkImport:
         ingestor = self.ingestor
         with ingestor.lock, embedding_tenant(self.kb.owner_id):
             targets = ingestor.sets.targets(self.kb.id, ingestor.embedder)
-            existing = ingestor.catalog.files_in_kb(self.kb.id)
             batch = _Batch()
-            for file in files:
+            for file, previous in self._with_previous(files):
                 report.files_seen += 1
-                self._add(batch, file, targets, existing.get(file.name), report)
+                self._add(batch, file, targets, previous, report)
                 if batch.chunks >= IMPORT_BATCH:
                     self._write(batch, targets, report)
                     batch = _Batch()
@@ -103,6 +104,16 @@ class ChunkImport:
             ingestor.writer.optimize()
         report.seconds = time.perf_counter() - began
         return report
+
+    def _with_previous(
+        self, files: Iterable[ImportedFile]
+    ) -> Iterator[tuple[ImportedFile, FileRecord | None]]:
+        """Each file with the one the KB holds at its name, looked up a group at a time
+        (not the whole KB: it may hold millions)."""
+        stream = iter(files)
+        while group := list(islice(stream, LOOKUP_GROUP)):
+            held = self.ingestor.catalog.files_in_kb(self.kb.id, [f.name for f in group])
+            yield from ((file, held.get(file.name)) for file in group)
 
     def _add(
         self,
@@ -169,7 +180,7 @@ class ChunkImport:
             ingestor.writer.upsert([c for f in new for c in f.chunks])
             for f in new:
                 ingestor.storage.put(f.record.id, f.text.encode("utf-8"), f.text)
-            ingestor.catalog.add_files([f.record for f in new])
+            ingestor.catalog.add_files([f.record for f in new], new=True)
             ingestor.catalog.add_links([f.link for f in new])
         if same:  # the tenant holds these texts already: linked, not stored again
             ingestor.link_many(self.kb.id, same, targets)

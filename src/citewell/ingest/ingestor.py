@@ -142,7 +142,7 @@ class Ingestor:
             observer=observer,
             preloaded=preloaded,
         )
-        existing = self.catalog.files_in_kb(run.kb.id)
+        existing = self.catalog.files_in_kb(run.kb.id, [item.key for item in items])
         embedded_before = self.embedder.embedded
         workers = max(1, self.settings.extraction.extract_workers)
         with ThreadPoolExecutor(workers, thread_name_prefix="citewell-parse") as pool:
@@ -314,10 +314,11 @@ class Ingestor:
             self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
             for pending in run.pending:
                 self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
+        # One transaction for the batch's files and one for their links (one each per
+        # file was most of what a file cost once embedding was fast).
+        self.catalog.add_files([p.record for p in run.pending])
+        self.catalog.add_links([self._link_of(run.kb.id, p.record.id, p.item) for p in run.pending])
         for pending in run.pending:
-            self.catalog.add_file(pending.record)
-            item = pending.item
-            self._link_row(run.kb.id, pending.record.id, item)
             run.bump("indexed")
             run.notify(pending.item.key, "indexed", pending.record.id)
             run.bump("chunks", len(pending.chunks))
@@ -420,9 +421,12 @@ class Ingestor:
         ]
         self.catalog.add_links(links)
 
-    def _link_row(self, kb_id: str, file_id: str, item: SourceItem) -> None:
+    @staticmethod
+    def _link_of(kb_id: str, file_id: str, item: SourceItem) -> FileLink:
         """The catalog's link: what this KB's users see of the item (decision 0020)."""
-        self.catalog.link(kb_id, file_id, item.key, item.name, item.added_by, item.source, item.url)
+        return FileLink(
+            kb_id, file_id, item.key, item.name, item.added_by, 0.0, item.source, item.url
+        )
 
     def remove_from_kb(self, kb_id: str, file_id: str) -> None:
         """Take a file out of a KB (out of each set the KB has of it: chunks left in no KB

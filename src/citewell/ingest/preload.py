@@ -35,7 +35,7 @@ def preload(ingestor: Ingestor, items: Sequence[SourceItem], kb_id: str) -> Prel
     into the cache, as the KB's owner. Errors are kept for the ingest to report."""
     kb = ingestor.catalog.get_kb(kb_id)
     targets = ingestor.sets.targets(kb.id, ingestor.embedder)
-    existing = ingestor.catalog.files_in_kb(kb.id)
+    existing = ingestor.catalog.files_in_kb(kb.id, [item.key for item in items])
     files: dict[str, tuple[str, Future[PendingFile]]] = {}
     workers = max(1, ingestor.settings.extraction.extract_workers)
     with embedding_tenant(kb.owner_id), ThreadPoolExecutor(workers) as pool:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from citewell.catalog.catalog import FileLink
 from citewell.catalog.folders import folder_of
+from citewell.catalog.link_rows import FileLink
 from citewell.engine.as_linked import shown_name
 from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
