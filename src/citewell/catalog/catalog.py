@@ -311,8 +311,9 @@ class Catalog:
         with self._session() as session, session.begin():
             if new:
                 session.execute(insert(FileRow), [r.__dict__ for r in records])
-            for record in () if new else records:
-                session.merge(FileRow(**record.__dict__))
+            else:
+                for record in records:
+                    session.merge(FileRow(**record.__dict__))
 
     def delete_file(self, file_id: str) -> None:
         with self._session() as session, session.begin():

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from citewell.catalog import FileLink, FileRecord, KnowledgeBase
+from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.embedders import embedding_tenant
 from citewell.errors import InvalidInput
 from citewell.ingest.chunk_files import ImportedFile
@@ -57,8 +57,7 @@ class _NewFile:
     record: FileRecord
     text: str
     chunks: list[StoredChunk]
-    link: FileLink
-    item: SourceItem  # to link it instead, should the tenant hold its text already
+    item: SourceItem  # what its KB link shows (or the link, should the text be held)
 
 
 @dataclass
@@ -146,9 +145,7 @@ class ChunkImport:
         vectors = [c.vector for c in file.chunks] * len(targets)
         rows = [replace(c, vector=tuple(v.tolist())) for c, v in zip(made, vectors, strict=True)]
         record = self._record(file, file_id, digest, len(chunks), len(text))
-        link = FileLink(self.kb.id, file_id, file.name, file.name, self.added_by, 0.0, "import",
-                        file.url)  # fmt: skip
-        batch.add(_NewFile(record, text, rows, link, item))
+        batch.add(_NewFile(record, text, rows, item))
 
     def _record(
         self, file: ImportedFile, file_id: str, digest: str, chunks: int, size: int
@@ -181,7 +178,9 @@ class ChunkImport:
             for f in new:
                 ingestor.storage.put(f.record.id, f.text.encode("utf-8"), f.text)
             ingestor.catalog.add_files([f.record for f in new], new=True)
-            ingestor.catalog.add_links([f.link for f in new])
+            ingestor.catalog.add_links(
+                [ingestor.link_of(self.kb.id, f.record.id, f.item) for f in new]
+            )
         if same:  # the tenant holds these texts already: linked, not stored again
             ingestor.link_many(self.kb.id, same, targets)
         for file_id in batch.replaced:

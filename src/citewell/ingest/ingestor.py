@@ -317,7 +317,7 @@ class Ingestor:
         # One transaction for the batch's files and one for their links (one each per
         # file was most of what a file cost once embedding was fast).
         self.catalog.add_files([p.record for p in run.pending])
-        self.catalog.add_links([self._link_of(run.kb.id, p.record.id, p.item) for p in run.pending])
+        self.catalog.add_links([self.link_of(run.kb.id, p.record.id, p.item) for p in run.pending])
         for pending in run.pending:
             run.bump("indexed")
             run.notify(pending.item.key, "indexed", pending.record.id)
@@ -416,13 +416,11 @@ class Ingestor:
             record = self.catalog.get_file(file_id)
             if record is not None:
                 self.add_set(record, kb_id, target)
-        links = [
-            FileLink(kb_id, f, i.key, i.name, i.added_by, 0.0, i.source, i.url) for f, i in entries
-        ]
+        links = [self.link_of(kb_id, f, i) for f, i in entries]
         self.catalog.add_links(links)
 
     @staticmethod
-    def _link_of(kb_id: str, file_id: str, item: SourceItem) -> FileLink:
+    def link_of(kb_id: str, file_id: str, item: SourceItem) -> FileLink:
         """The catalog's link: what this KB's users see of the item (decision 0020)."""
         return FileLink(
             kb_id, file_id, item.key, item.name, item.added_by, 0.0, item.source, item.url

@@ -29,7 +29,7 @@ from citewell.stores.lance.search_table import (
 from citewell.stores.lance.tables import connect, quote, schema, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
 from citewell.stores.memory.filter_counts import FilterCounts
-from citewell.stores.memory.keeper import SnapshotKeeper, copy_row_bytes
+from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb, copy_row_bytes
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
@@ -88,7 +88,7 @@ class LanceChunkStore:
         self._snapshots = SnapshotKeeper(
             source,
             self.vector_index.min_rows,
-            big_rows=(table_copy_mb << 20) // self._copy_row_bytes(),
+            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension),
             big_bytes=table_copy_mb << 20,
             index=self.vector_index,
             memory_free=memory_free,
@@ -238,13 +238,7 @@ class LanceChunkStore:
         return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
 
     def table_copy_needed_mb(self) -> float:
-        rows = self._counts(None)
-        if rows < self.vector_index.min_rows:
-            return 0.0
-        return round(rows * self._copy_row_bytes() / 2**20, 3)
-
-    def _copy_row_bytes(self) -> int:
-        return copy_row_bytes(self.dimension)
+        return copy_needed_mb(self._counts(None), self.vector_index.min_rows, self.dimension)
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""

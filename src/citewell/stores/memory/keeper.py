@@ -44,6 +44,14 @@ def copy_row_bytes(dimension: int) -> int:
     return 5 * dimension + BIG_ROW_EXTRA
 
 
+def copy_needed_mb(rows: int, min_rows: int, dimension: int) -> float:
+    """About what a copy of a table of ``rows`` takes (0: below the ANN threshold, where
+    every table is searched from memory anyway)."""
+    if not min_rows or rows < min_rows:
+        return 0.0
+    return round(rows * copy_row_bytes(dimension) / 2**20, 3)
+
+
 class SnapshotKeeper:
     """``check_interval``: how often the table's version is read for writes by other
     processes. Reading LanceDB's goes through its event loop, where it would queue behind a

@@ -40,7 +40,7 @@ from pyarrow import ipc
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex, _faiss
 from citewell.stores.memory.bm25 import KeywordPostings
-from citewell.stores.memory.snapshot import FREEZE_ROWS, SnapshotSource, TableSnapshot
+from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 
 KEPT_VERSIONS = 2
 POSTING_ARRAYS = ("start", "rows", "impact", "tf", "lengths")
@@ -145,21 +145,13 @@ def read_copy(path: Path, index: VectorIndexPolicy) -> TableSnapshot:
         meta["b"],
     )  # fmt: skip
     rows = _read_arrow(path / "rows.arrow")
-    id_list = rows["id"].to_pylist()
     kb_rows = {kb: np.load(path / f"kb_{n}.npy", mmap_mode="r") for n, kb in enumerate(meta["kbs"])}
     ann = None
     if meta["ann"]:
         faiss_file = path / "ann.faiss"
         found = _faiss().read_index(str(faiss_file)) if faiss_file.exists() else None
         ann = MemoryVectorIndex(found, vectors, index)
-    snapshot = TableSnapshot(
-        meta["version"], np.array(id_list, dtype=object),
-        np.array(rows["file_id"].to_pylist(), dtype=object), vectors, kb_rows, rows,
-        {chunk_id: row for row, chunk_id in enumerate(id_list)}, postings, ann,
-    )  # fmt: skip
-    if len(id_list) >= FREEZE_ROWS:
-        gc.freeze()  # as TableSnapshot.from_arrow does, for the same reason
-    return snapshot
+    return TableSnapshot.of(meta["version"], vectors, kb_rows, rows, postings, ann)
 
 
 def _write_arrow(path: Path, table: pa.Table) -> None:

@@ -63,15 +63,29 @@ class TableSnapshot:
             flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
             vectors = flat.astype(np.float32, copy=False).reshape(count, dimension)
         kb_rows = _kb_rows(data["kb_ids"], count)
-        id_list = data["id"].to_pylist()
-        ids = np.array(id_list, dtype=object)
-        file_ids = np.array(data["file_id"].to_pylist(), dtype=object)
-        row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
         postings = KeywordPostings.build(data["terms"])
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
         ann = MemoryVectorIndex.build(vectors, index) if index is not None and count else None
+        return cls.of(version, vectors, kb_rows, rows, postings, ann)
+
+    @classmethod
+    def of(
+        cls,
+        version: int,
+        vectors: npt.NDArray[np.float32],
+        kb_rows: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]],
+        rows: pa.Table,
+        postings: KeywordPostings,
+        ann: MemoryVectorIndex | None,
+    ) -> TableSnapshot:
+        """A snapshot of its parts (built, or mapped from files: memory/shared_copy.py),
+        with the id maps each process makes for itself."""
+        id_list = rows["id"].to_pylist()
+        ids = np.array(id_list, dtype=object)
+        file_ids = np.array(rows["file_id"].to_pylist(), dtype=object)
+        row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
         snapshot = cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings, ann)
-        if count >= FREEZE_ROWS:
+        if len(id_list) >= FREEZE_ROWS:
             # Out of the cyclic collector's way: every full collection walked the whole
             # snapshot (150 ms on SciFact's 5k documents, every thread stopped), and a
             # busy server's young objects (spans waiting for export, say) bring them on.

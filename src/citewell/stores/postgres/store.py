@@ -25,7 +25,7 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, SearchHit, TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.filter_counts import FilterCounts
-from citewell.stores.memory.keeper import SnapshotKeeper, copy_row_bytes
+from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb, copy_row_bytes
 from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource
@@ -98,10 +98,7 @@ class PostgresChunkStore:
         return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
 
     def table_copy_needed_mb(self) -> float:
-        rows = self.count(ChunkFilter())
-        if not self._memory_rows or rows < self._memory_rows:
-            return 0.0
-        return round(rows * copy_row_bytes(self.dimension) / 2**20, 3)
+        return copy_needed_mb(self.count(ChunkFilter()), self._memory_rows, self.dimension)
 
     def _changed(self) -> None:
         self._snapshots.changed()
