@@ -8,9 +8,10 @@ do (``ChunkRows.given``). The vectors must come from the model this server embed
 with: their length is checked against it, their meaning cannot be.
 
 A file the KB holds with the same text is left alone; one with another text is replaced.
-Chunks, stored texts and catalog rows are written a batch at a time under the ingestor's
-lock, chunks first, so a crash leaves chunks no catalog row names (``citewell check
---repair`` removes them), never a file without its chunks.
+Chunks, stored texts and catalog rows are written a batch at a time, each under the
+ingestor's lock (other uploads take turns with a long import), chunks first, so a crash
+leaves chunks no catalog row names (``citewell check --repair`` removes them), never a
+file without its chunks.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.embedders import embedding_tenant
-from citewell.errors import InvalidInput
+from citewell.errors import Conflict, InvalidInput
 from citewell.ingest.chunk_files import ImportedFile
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.types import ChunkTarget
@@ -87,19 +88,22 @@ class ChunkImport:
     ) -> ImportReport:
         report, began = ImportReport(), time.perf_counter()
         ingestor = self.ingestor
-        with ingestor.lock, embedding_tenant(self.kb.owner_id):
+        with ingestor.lock:  # the space and chunk sets as they are now
+            model = ingestor.embedder.model_id
             targets = ingestor.sets.targets(self.kb.id, ingestor.embedder)
+        with embedding_tenant(self.kb.owner_id):
             batch = _Batch()
             for file, previous in self._with_previous(files):
                 report.files_seen += 1
                 self._add(batch, file, targets, previous, report)
                 if batch.chunks >= IMPORT_BATCH:
-                    self._write(batch, targets, report)
+                    self._write(batch, targets, report, model)
                     batch = _Batch()
                     report.seconds = time.perf_counter() - began
                     if progress:
                         progress(report)
-            self._write(batch, targets, report)
+            self._write(batch, targets, report, model)
+        with ingestor.lock:
             ingestor.writer.optimize()
         report.seconds = time.perf_counter() - began
         return report
@@ -166,7 +170,23 @@ class ChunkImport:
                     "made by the model the server embeds queries with (embedding_model)."
                 )
 
-    def _write(self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport) -> None:
+    def _write(
+        self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport, model: str
+    ) -> None:
+        """Under the ingestor's lock, a batch at a time, so that other uploads take turns
+        with a long import rather than wait for all of it."""
+        with self.ingestor.lock:
+            if self.ingestor.embedder.model_id != model:
+                raise Conflict(
+                    "The embedding model changed during the import; the files imported so "
+                    f"far are kept. Import {model} vectors into the old space again, or "
+                    "vectors of the new model."
+                )
+            self._write_batch(batch, targets, report)
+
+    def _write_batch(
+        self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport
+    ) -> None:
         """Chunks, then stored texts, then the catalog (one transaction), then links to
         files stored before and the removal of what the new ones replace."""
         ingestor = self.ingestor
