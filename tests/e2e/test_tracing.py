@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,6 +32,21 @@ pytestmark = pytest.mark.e2e
 SECRET = "Zanzibar ferries leave at dawn from the northern quay."
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
+CHAT_SPANS = {
+    "POST /v1/chat/completions",
+    "authenticate",
+    "generate queries",
+    "gather sources",
+    "retrieve",
+    "embed",
+    "vector",
+    "keyword",
+    "pack context",
+    "tool round",
+    "tool query_knowledge_files",
+    "chat llama3",
+    "POST",
+}
 PRESETS = [
     {"id": "agentic", "knowledge": ["handbook"], "base_model": "llama3",
      "function_calling": "native"},
@@ -87,14 +103,18 @@ def _span(span: Any) -> dict[str, Any]:
     }
 
 
-def _wait_for(spans: list[dict[str, Any]], trace: str, names: set[str]) -> list[dict[str, Any]]:
+def _wait_for(
+    spans: list[dict[str, Any]], trace: str, names: set[str], log: Path
+) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         mine = [s for s in spans if s["trace"] == trace]
         if names <= {s["name"] for s in mine}:
             return mine
         time.sleep(0.3)
-    raise AssertionError(f"missing spans {names - {s['name'] for s in mine}}: {mine}")
+    missing = names - {s["name"] for s in mine}
+    # the server's log says why an export failed
+    raise AssertionError(f"missing spans {missing}: {mine}\n{log.read_text()[-4000:]}")
 
 
 def _by_name(spans: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -138,28 +158,11 @@ def test_a_chat_with_a_tool_round_and_an_ingest_are_traced(tmp_path):
                 )  # fmt: skip
                 assert answer.status_code == 200, answer.text
                 assert answer.headers["x-trace-id"] == CALLER_TRACE
+                # while the server runs: spans go out every OTEL_BSP_SCHEDULE_DELAY
+                chat = _wait_for(spans, CALLER_TRACE, CHAT_SPANS, log)
         finally:
             server.terminate()
             server.wait(timeout=60)
-        chat = _wait_for(
-            spans,
-            CALLER_TRACE,
-            {
-                "POST /v1/chat/completions",
-                "authenticate",
-                "generate queries",
-                "gather sources",
-                "retrieve",
-                "embed",
-                "vector",
-                "keyword",
-                "pack context",
-                "tool round",
-                "tool query_knowledge_files",
-                "chat llama3",
-                "POST",
-            },
-        )
         ids = {s["id"]: s for s in chat}
         root = _by_name(chat, "POST /v1/chat/completions")
         assert root["parent"] == CALLER_SPAN  # the caller's trace goes on
@@ -180,7 +183,7 @@ def test_a_chat_with_a_tool_round_and_an_ingest_are_traced(tmp_path):
         _check_log_lines(log)
         jobs = [s for s in spans if s["name"] == "job ingest"]
         assert jobs and all(s["parent"] == "" for s in jobs)  # a trace of its own
-        job_trace = _wait_for(spans, jobs[0]["trace"], {"job ingest", "embed", "write"})
+        job_trace = _wait_for(spans, jobs[0]["trace"], {"job ingest", "embed", "write"}, log)
         assert _by_name(job_trace, "write")["attributes"]["files"] == 1
         shown = json.dumps([s["attributes"] for s in spans])
         assert "Zanzibar" not in shown and "boats" not in shown
