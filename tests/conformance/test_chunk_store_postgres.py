@@ -5,6 +5,7 @@ import time
 import pytest
 
 from citewell.db.engine import url_engine
+from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.keeper import SnapshotKeeper
 from citewell.stores.postgres.store import PostgresChunkStore
 from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance, make_chunk, unit
@@ -489,3 +490,24 @@ def test_a_big_table_is_copied_once_per_machine_and_kept_current(engine, tmp_pat
     second.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
     assert first.vector_search(unit(6), 1, ChunkFilter(kb_ids=("kb1",)))[0].chunk_id == "c9"
     assert first.table_copy().needed_mb > 0
+
+
+def test_writes_of_another_process_are_taken_into_the_copy_without_making_it_again(
+    engine, tmp_path
+):
+    first = with_shared_copy(engine, "t2", tmp_path / "copies")
+    first.upsert(CORPUS)
+    copy = first._snapshots.current()
+    (made,) = (tmp_path / "copies" / "t2").glob("v*")
+    second = with_shared_copy(engine, "t2", tmp_path / "copies")  # another API process
+    second.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
+    second.delete(ChunkFilter(file_ids=("f1",)))
+    deadline = time.monotonic() + 5  # the other process hears of the write by notification
+    while first.vector_search(unit(6), 1, ChunkFilter(kb_ids=("kb1",)))[0].chunk_id != "c9":
+        assert time.monotonic() < deadline, "the write was not seen within 5 s"
+        time.sleep(0.05)
+    changed = first._snapshots.current()
+    assert isinstance(changed, ChangedCopy) and changed.copy is copy
+    assert first.keyword_search("leav", 5, ChunkFilter()) == []  # f1's rows are gone
+    assert first.table_copy().changed_rows == 1
+    assert [p.name for p in (tmp_path / "copies" / "t2").glob("v*")] == [made.name]

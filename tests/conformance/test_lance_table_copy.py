@@ -12,6 +12,7 @@ import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.store import LanceChunkStore
+from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.shared_copy import read_copy, write_copy
 from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
@@ -78,14 +79,33 @@ def test_a_big_table_is_searched_from_its_copy_with_an_ivf_index(tmp_path):
     assert hits[0].chunk_id == "c1" and hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_a_write_sets_the_copy_aside_until_a_new_one_holds_it(tmp_path):
+def test_a_write_is_searched_beside_the_copy_it_leaves_in_place(tmp_path):
+    store = open_store(tmp_path / "lance")
+    store.upsert(CORPUS)
+    copy = wait_for_copy(store)
+    store.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
+    found = store.vector_search(unit(6), 1, ChunkFilter(kb_ids=("kb1",)))
+    assert found[0].chunk_id == "c9"  # from LanceDB or the copy with the change: never stale
+    changed = wait_for_copy(store)
+    assert isinstance(changed, ChangedCopy) and changed.copy is copy  # not made again
+    assert "c9" in changed.get(["c9"]) and store.table_copy().changed_rows == 1
+    assert store.keyword_search("ninth", 5, ChunkFilter())[0].chunk_id == "c9"
+
+
+def test_a_rewritten_or_deleted_file_is_not_found_by_its_old_rows(tmp_path):
     store = open_store(tmp_path / "lance")
     store.upsert(CORPUS)
     wait_for_copy(store)
-    store.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
-    found = store.vector_search(unit(6), 1, ChunkFilter(kb_ids=("kb1",)))
-    assert found[0].chunk_id == "c9"  # from LanceDB or from a new copy: never the old one
-    assert "c9" in wait_for_copy(store).row_of
+    store.delete(ChunkFilter(file_ids=("f1",)))
+    store.upsert([make_chunk("c3", "f2", ("kb2",), "The cafeteria now opens at eight.", 5)])
+    wait_for_copy(store)
+    everything = ChunkFilter()
+    assert {h.chunk_id for h in store.keyword_search("leav", 5, everything)} == set()
+    assert store.vector_search(unit(0), 1, ChunkFilter(kb_ids=("kb1",)))[0].chunk_id != "c1"
+    assert store.vector_search(unit(5), 1, ChunkFilter(kb_ids=("kb2",)))[0].chunk_id == "c3"
+    assert store.vector_search(unit(2), 5, ChunkFilter(kb_ids=("kb2",)))[0].chunk_id != "c3"
+    assert store.get(["c1", "c3"])[0].text == "The cafeteria now opens at eight."
+    assert [h.chunk_id for h in store.keyword_search("lunch", 5, everything)] == []
 
 
 def test_another_process_write_is_seen_before_the_copy_is_used_again(tmp_path):
@@ -137,14 +157,19 @@ def test_processes_of_one_machine_map_one_copy(tmp_path):
     assert {h.chunk_id for h in found} == {"c1", "c2"}
 
 
-def test_a_write_makes_a_new_shared_copy_and_old_ones_go(tmp_path):
+def test_writes_keep_the_shared_copy_and_a_new_one_replaces_the_old_ones(tmp_path):
     store = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
     store.upsert(CORPUS)
     wait_for_copy(store)
+    copies = tmp_path / "copies" / "chunks_test"
     for n in range(3):
         store.upsert([make_chunk(f"n{n}", f"fn{n}", ("kb1",), f"New chunk {n}.", n)])
-        assert f"n{n}" in wait_for_copy(store).row_of
-    kept = sorted(p.name for p in (tmp_path / "copies" / "chunks_test").glob("v*"))
+        assert f"n{n}" in wait_for_copy(store).get([f"n{n}"])
+    assert len(list(copies.glob("v*"))) == 1  # the files written since are beside it
+    for kb in ("kb3", "kb2"):  # a delete by KB names no files: the copy is made again
+        store.delete(ChunkFilter(kb_ids=(kb,)))
+        assert not isinstance(wait_for_copy(store), ChangedCopy)
+    kept = sorted(p.name for p in copies.glob("v*"))
     assert len(kept) == 2  # the newest two; a process mapping an older one keeps its pages
 
 

@@ -198,7 +198,8 @@ class TableCopyStats:
     the last 20 s, made once the table is quiet); ``copying``; ``put_off`` (less than twice
     its size free, tried again in a minute); ``failed`` (see the log; not again until a
     restart). ``shared``: the copy is mapped from files every API process of the machine
-    maps (``table_copy_shared``), so the machine holds it once."""
+    maps (``table_copy_shared``), so the machine holds it once. ``changed_rows``: rows of
+    files written since the copy was made, searched beside it (memory/changes.py)."""
 
     budget_mb: float
     needed_mb: float
@@ -210,6 +211,7 @@ class TableCopyStats:
     recall_samples: int = 0
     state: str = "current"
     shared: bool = False  # mapped from the files the machine's processes share
+    changed_rows: int = 0
 
 
 @runtime_checkable

@@ -8,11 +8,16 @@ against the id asked for (an address from before a compaction falls back to a lo
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory.snapshot import SNAPSHOT_COLUMNS, TableSnapshot
+from citewell.stores.lance.journal import ChangeJournal
+from citewell.stores.lance.tables import quote
+from citewell.stores.memory.changes import MAX_CHANGED_ROWS
+from citewell.stores.memory.snapshot import SNAPSHOT_COLUMNS, TableChanges, TableSnapshot
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
 
@@ -82,8 +87,17 @@ class RowAddresses:
 class LanceSnapshotSource:
     """A LanceDB table as snapshot_keeper sees it (``SnapshotSource``)."""
 
-    def __init__(self, table: Any, dimension: int) -> None:
+    def __init__(
+        self,
+        table: Any,
+        dimension: int,
+        journal: ChangeJournal | None = None,
+        open_latest: Callable[[], Any] | None = None,
+    ) -> None:
+        """``journal`` and ``open_latest`` (the table's latest version as a Lance
+        dataset): what ``changes`` reads; without them the changes are never known."""
         self._table, self._dimension = table, dimension
+        self._journal, self._open_latest = journal, open_latest
 
     def version(self) -> int:
         return int(self._table.version)
@@ -95,6 +109,37 @@ class LanceSnapshotSource:
         version = self._table.version
         data = self._table.search().select(SNAPSHOT_COLUMNS).limit(None).to_arrow()
         return TableSnapshot.from_arrow(version, data, self._dimension, index)
+
+    def changes(self, since: int) -> TableChanges | None:
+        """The rows, as they are now, of the files the journal says were written after
+        version ``since``."""
+        if self._journal is None or self._open_latest is None:
+            return None
+        dataset, lines = self._journal.read(self._open_latest)
+        files = self._journal.files_after(since, lines)
+        if files is None or len(files) > MAX_CHANGED_ROWS:
+            return None
+        listed = sorted(files)
+        parts = [
+            dataset.to_table(
+                columns=SNAPSHOT_COLUMNS, filter=_file_in(listed[at : at + FILES_A_READ])
+            )
+            for at in range(0, len(listed), FILES_A_READ)
+        ]
+        data = pa.concat_tables(parts) if parts else _empty(dataset)
+        rows = TableSnapshot.from_arrow(int(dataset.version), data, self._dimension)
+        return TableChanges(frozenset(files), rows, int(dataset.count_rows()))
+
+
+FILES_A_READ = 500  # files named in one filter (the SQL stays short)
+
+
+def _file_in(files: list[str]) -> str:
+    return f"file_id IN ({', '.join(quote(f) for f in files)})"
+
+
+def _empty(dataset: Any) -> pa.Table:
+    return dataset.to_table(columns=SNAPSHOT_COLUMNS, limit=0)
 
 
 def scope_terms(table: Any, predicate: str | None) -> Any:

@@ -7,7 +7,7 @@ column so one copy of a file's chunks serves every knowledge base it belongs to.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -19,6 +19,7 @@ import pyarrow as pa
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.journal import ChangeJournal
 from citewell.stores.lance.kb_snapshots import KbSnapshots
 from citewell.stores.lance.reads import LanceSnapshotSource, RowAddresses, scope_terms
 from citewell.stores.lance.search_table import (
@@ -28,6 +29,7 @@ from citewell.stores.lance.search_table import (
 )
 from citewell.stores.lance.tables import connect, quote, schema, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
+from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.filter_counts import FilterCounts
 from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb, copy_row_bytes
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
@@ -82,7 +84,10 @@ class LanceChunkStore:
             with self._write_lock:  # a table from an older release may lack newer indexes
                 self._upkeep.ensure_scalar_indexes()
         self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
-        source: SnapshotSource = LanceSnapshotSource(self._table, dimension)
+        self._journal = ChangeJournal(path / f"{table}.changes")
+        source: SnapshotSource = LanceSnapshotSource(
+            self._table, dimension, self._journal, self._addresses.dataset
+        )
         if copies_dir is not None:
             source = SharedCopies(source, copies_dir / table)
         self._snapshots = SnapshotKeeper(
@@ -130,15 +135,28 @@ class LanceChunkStore:
             return 0
         data = self._table_of(chunks)
         with self._write_lock:
-            (
-                self._table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(data)
+            self._journaled(
+                {c.file_id for c in chunks},
+                lambda: (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data)
+                ),
             )
             self._ensure_indexes()
         self._changed()
         return len(chunks)
+
+    def _journaled(self, files: Iterable[str] | None, write: Callable[[], object]) -> None:
+        """``write``, noted in the change journal with the files it touched (None: not
+        known), so every process's copy of a big table takes it in (stores/lance/journal)."""
+
+        def run() -> int:
+            write()
+            return int(self._table.version)
+
+        self._journal.record(files, run)
 
     def _table_of(self, chunks: Sequence[StoredChunk]) -> pa.Table:
         """The rows as Arrow: the vectors as one float32 matrix (a list per row costs ten
@@ -160,7 +178,7 @@ class LanceChunkStore:
             raise StoreError("Refusing to delete without a filter.")
         with self._write_lock:
             before = self._table.count_rows()
-            self._table.delete(predicate)
+            self._journaled(where.file_ids, lambda: self._table.delete(predicate))
             deleted = int(before - self._table.count_rows())
         self._changed()
         return deleted
@@ -173,19 +191,24 @@ class LanceChunkStore:
             where = f"file_id IN ({listed}) AND NOT array_has(kb_ids, {quote(kb_id)})"
             if within is not None:
                 where += f" AND array_has(kb_ids, {quote(within)})"
+            values = {"kb_ids": f"array_append(kb_ids, {quote(kb_id)})"}
             with self._write_lock:
-                self._table.update(
-                    where=where, values_sql={"kb_ids": f"array_append(kb_ids, {quote(kb_id)})"}
+                self._journaled(
+                    file_ids[start : start + LINK_BATCH],
+                    partial(self._table.update, where=where, values_sql=values),
                 )
         self._changed()
 
     def unlink(self, file_id: str, kb_id: str) -> None:
-        with self._write_lock:
+        def write() -> None:
             self._table.update(
                 where=f"file_id = {quote(file_id)} AND array_has(kb_ids, {quote(kb_id)})",
                 values_sql={"kb_ids": f"array_remove(kb_ids, {quote(kb_id)})"},
             )
             self._table.delete(f"file_id = {quote(file_id)} AND array_length(kb_ids) = 0")
+
+        with self._write_lock:
+            self._journaled([file_id], write)
         self._changed()
 
     # --- indexes ----------------------------------------------------------------
@@ -256,13 +279,13 @@ class LanceChunkStore:
         rows = self._run(query, k, where, "_distance")
         return [SearchHit(r["id"], 1.0 - float(r["_distance"]), i) for i, r in enumerate(rows)]
 
-    def _snapshot_for(self, where: ChunkFilter) -> TableSnapshot | None:
+    def _snapshot_for(self, where: ChunkFilter) -> TableSnapshot | ChangedCopy | None:
         """What in memory answers a search with this filter: a small table's snapshot, a
         small KB's copy (faster than the whole big table's copy: a million-row mask and
         scores for a few thousand rows), or a big table's copy; None: read LanceDB."""
         return self._kb_snapshot(where) or self._current_snapshot()
 
-    def _current_snapshot(self) -> TableSnapshot | None:
+    def _current_snapshot(self) -> TableSnapshot | ChangedCopy | None:
         """The in-memory snapshot, when the table is small and it holds the latest version."""
         return self._snapshots.current()
 
@@ -408,6 +431,7 @@ class LanceChunkStore:
     def drop(self) -> None:
         with self._write_lock:
             self._db.drop_table(self._name)
+            self._journal.path.unlink(missing_ok=True)
         self._kb_snapshots.clear()
-        self._snapshots.changed()  # no table left for the search handle to move to
+        self._snapshots.dropped()  # no table left for the search handle to move to
         self._addresses.forget()

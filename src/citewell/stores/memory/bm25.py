@@ -32,6 +32,16 @@ BATCH_ROWS = 131_072
 
 
 @dataclass(frozen=True)
+class TermStatistics:
+    """What BM25 reads from a scope beside a row's own counts: the rows in it, their average
+    length, and how many of them hold each query word."""
+
+    documents: int
+    average: float
+    df: dict[str, int]
+
+
+@dataclass(frozen=True)
 class KeywordPostings:
     vocabulary: dict[str, int]
     start: npt.NDArray[np.int64]  # len(vocabulary) + 1 offsets into rows/impact
@@ -81,28 +91,58 @@ class KeywordPostings:
         return cls(vocabulary, start, rows, impact, documents, counts, row_lengths, k1, b)
 
     def scores(
-        self, words: list[str], allowed: npt.NDArray[np.bool_] | None = None
+        self,
+        words: list[str],
+        allowed: npt.NDArray[np.bool_] | None = None,
+        given: TermStatistics | None = None,
     ) -> npt.NDArray[np.float32]:
         """The BM25 score of every row for a query's terms, with N, df and the average
         length of the ``allowed`` rows alone (0 where no term occurs, and outside
         ``allowed``: adding only a small KB's share of a big table's postings is cheaper
-        than adding them all and masking a million scores after)."""
+        than adding them all and masking a million scores after). ``given``: the statistics
+        of the scope's other rows, added to these rows' own (a table's changed rows scored
+        as rows of its copy)."""
         scores = np.zeros(self.documents, dtype=np.float32)
         documents = self.documents if allowed is None else int(np.count_nonzero(allowed))
-        if documents == self.documents:
+        if documents == self.documents and given is None:
             allowed = None  # every row: the stored impacts are the scoped ones
         elif documents == 0:
             return scores
+        elif allowed is None:
+            allowed = np.ones(self.documents, dtype=bool)  # impacts with the given average
         average = 0.0 if allowed is None else self._average_length(allowed, documents)
+        own = documents
+        if given is not None:
+            documents += given.documents
+            average = (average * own + given.average * given.documents) / max(documents, 1)
         for word, times in Counter(words).items():
             term = self.vocabulary.get(word)
             if term is None:
                 continue
             rows, impact = self._postings(term, allowed, average)
             if len(rows):
-                idf = math.log((documents + 1) / (len(rows) + 0.5))
+                df = len(rows) + (given.df.get(word, 0) if given is not None else 0)
+                idf = math.log((documents + 1) / (df + 0.5))
                 scores[rows] += np.float32(times * idf) * impact  # a row once per term
         return scores
+
+    def statistics(
+        self, words: list[str], allowed: npt.NDArray[np.bool_] | None = None
+    ) -> TermStatistics:
+        """N, the average length and each word's df over the ``allowed`` rows."""
+        documents = self.documents if allowed is None else int(np.count_nonzero(allowed))
+        if allowed is None or documents == self.documents:
+            average = max(float(self.lengths.mean(dtype=np.float64)), 1.0) if documents else 1.0
+            allowed = None
+        else:
+            average = self._average_length(allowed, documents) if documents else 1.0
+        df = {}
+        for word in set(words):
+            term = self.vocabulary.get(word)
+            if term is not None:
+                rows = self.rows[self.start[term] : self.start[term + 1]]
+                df[word] = len(rows) if allowed is None else int(np.count_nonzero(allowed[rows]))
+        return TermStatistics(documents, average, df)
 
     def _postings(
         self, term: int, allowed: npt.NDArray[np.bool_] | None, average: float

@@ -28,6 +28,7 @@ import numpy as np
 
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.changes import MAX_CHANGED_ROWS, ChangedCopy
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,8 @@ class SnapshotKeeper:
         self._memory_free = memory_free or (lambda: None)
         self._index = index or VectorIndexPolicy()
         self._lock = threading.Lock()
-        self._snapshot: TableSnapshot | None = None
+        self._snapshot: TableSnapshot | ChangedCopy | None = None
+        self._base: TableSnapshot | None = None  # the latest big copy made, kept across writes
         self._covers = -1  # table version the snapshot (or "too large: none") stands for
         self._checked = float("-inf")
         self._writes = 0  # this process's writes so far; a build started before one is stale
@@ -89,7 +91,7 @@ class SnapshotKeeper:
         self._retry_at = float("-inf")  # after a failed or put-off build
         self._big_state = "waiting"  # where the big copy stands when none is current
 
-    def current(self) -> TableSnapshot | None:
+    def current(self) -> TableSnapshot | ChangedCopy | None:
         """The snapshot of the table's latest version, or None: the table is too large, or
         the snapshot is being brought up to date (read the table meanwhile)."""
         if self._max_rows <= 0:
@@ -129,9 +131,10 @@ class SnapshotKeeper:
         megabytes = round(snapshot.nbytes / 2**20, 3)
         rows, partitions = len(snapshot.ids), ann.partitions
         shared = isinstance(snapshot.vectors, np.memmap)
+        changed = snapshot.changed_rows if isinstance(snapshot, ChangedCopy) else 0
         return TableCopyStats(
             budget_mb, needed_mb, True, rows, megabytes, partitions, recall, recall_samples,
-            shared=shared,
+            shared=shared, changed_rows=changed,
         )  # fmt: skip
 
     def changed(self) -> None:
@@ -139,6 +142,12 @@ class SnapshotKeeper:
         with self._lock:
             self._writes += 1
             self._snapshot, self._covers = None, -1
+
+    def dropped(self) -> None:
+        """The table is gone: nothing of its copy carries over to one made anew."""
+        with self._lock:
+            self._base = None
+        self.changed()
 
     def _start_build(self) -> None:
         self._building = True
@@ -150,27 +159,17 @@ class SnapshotKeeper:
         while True:
             with self._lock:
                 writes = self._writes
-            snapshot, version, spent, big, retry = None, -1, 0.0, False, RETRY_INTERVAL
+            snapshot: TableSnapshot | ChangedCopy | None = None
+            version, spent, retry = -1, 0.0, RETRY_INTERVAL
             try:
                 version = self._source.version()
-                rows = self._source.count_rows()
-                if rows < self._max_rows:
-                    snapshot = self._source.load()
-                elif rows > self._big_rows:
-                    self._big_state = "too_big"
-                elif self._quiet_since(version, writes):
-                    if self._memory_short(rows):
-                        version, retry, self._big_state = -1, MEMORY_RETRY, "put_off"
-                    else:
-                        began, big, self._big_state = time.monotonic(), True, "copying"
-                        snapshot = self._load_big(rows)
-                        spent = time.monotonic() - began
+                snapshot, version, spent, retry = self._make(version, writes)
                 if snapshot is not None:
                     version = snapshot.version
             except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
                 log.debug("building the in-memory snapshot failed", exc_info=True)
                 version = -1
-                if big:  # a minute of work each time (out of memory?): not again
+                if self._big_state == "copying":  # a minute of work each time: not again
                     log.warning("copying a big table into memory failed", exc_info=True)
                     self._big_rows, self._big_state = 0, "failed"
             with self._lock:
@@ -182,6 +181,48 @@ class SnapshotKeeper:
                     self._building = False
                     return
             time.sleep(spent)  # a big copy made in vain: rest as long before the next
+
+    def _make(
+        self, version: int, writes: int
+    ) -> tuple[TableSnapshot | ChangedCopy | None, int, float, float]:
+        """What searches of the table at ``version`` may use: (a snapshot or None, the
+        version that stands for, or -1 to try again after the last item's seconds; the
+        seconds a big copy took)."""
+        rows = self._source.count_rows()
+        if rows < self._max_rows:
+            self._base = None
+            return self._source.load(), version, 0.0, RETRY_INTERVAL
+        changed = self._with_changes(version)
+        if changed is not None:  # the big copy, kept current by the changes since it
+            return changed, version, 0.0, RETRY_INTERVAL
+        if rows > self._big_rows:
+            self._big_state = "too_big"
+            return None, version, 0.0, RETRY_INTERVAL
+        if not self._quiet_since(version, writes):
+            return None, version, 0.0, RETRY_INTERVAL
+        if self._memory_short(rows):
+            self._big_state = "put_off"
+            return None, -1, 0.0, MEMORY_RETRY
+        began, self._big_state = time.monotonic(), "copying"
+        self._base = self._load_big(rows)
+        return self._base, version, time.monotonic() - began, RETRY_INTERVAL
+
+    def _with_changes(self, version: int) -> TableSnapshot | ChangedCopy | None:
+        """The big copy with the changes since it, at ``version`` or later; None: there
+        is none, or the changes are too many or not known (made again)."""
+        base = self._base
+        if base is None:
+            return None
+        if base.version == version:
+            return base
+        changes = self._source.changes(base.version)
+        if changes is not None and len(changes.rows.ids) <= MAX_CHANGED_ROWS:
+            changed = ChangedCopy(base, changes, version)
+            if changed.adds_up:
+                return changed
+            log.warning("the table's copy missed a change: making it again")
+        self._base = None  # made again once the table is quiet
+        return None
 
     def _quiet_since(self, version: int, writes: int) -> bool:
         """Wait until the table has had no write (of any process) for ``quiet`` seconds."""

@@ -40,7 +40,7 @@ from pyarrow import ipc
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex, _faiss
 from citewell.stores.memory.bm25 import KeywordPostings
-from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
+from citewell.stores.memory.snapshot import SnapshotSource, TableChanges, TableSnapshot
 
 KEPT_VERSIONS = 2
 POSTING_ARRAYS = ("start", "rows", "impact", "tf", "lengths")
@@ -58,6 +58,9 @@ class SharedCopies:
 
     def count_rows(self) -> int:
         return self.source.count_rows()
+
+    def changes(self, since: int) -> TableChanges | None:
+        return self.source.changes(since)  # each process's own: a few rows
 
     def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot:
         if index is None:

@@ -109,8 +109,11 @@ class TableSnapshot:
         taken = self.rows.take(pa.array(found, type=pa.int64()))
         return {row["id"]: to_chunk(row) for row in taken.to_pylist()}
 
-    def mask(self, where: ChunkFilter) -> npt.NDArray[np.bool_] | None:
-        """Rows the filter allows (None: all of them)."""
+    def mask(
+        self, where: ChunkFilter, keep: npt.NDArray[np.bool_] | None = None
+    ) -> npt.NDArray[np.bool_] | None:
+        """Rows the filter allows (None: all of them), within ``keep`` when the filter
+        narrows (a whole-table search applies ``keep`` itself)."""
         allowed: npt.NDArray[np.bool_] | None = None
         if where.kb_ids is not None:
             allowed = np.zeros(len(self.ids), dtype=bool)
@@ -125,34 +128,51 @@ class TableSnapshot:
         if where.file_ids is not None:
             in_files = np.isin(self.file_ids, list(where.file_ids))
             allowed = in_files if allowed is None else allowed & in_files
+        if allowed is not None and keep is not None:
+            allowed &= keep
         if allowed is not None and len(allowed) > FULL_MASK_ROWS and allowed.all():
             return None  # one KB holding a big table: no mask to apply per search
         return allowed
 
     def keyword_search(
-        self, words: list[str], k: int, where: ChunkFilter
+        self,
+        words: list[str],
+        k: int,
+        where: ChunkFilter,
+        keep: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score) of the k best allowed rows holding a query term."""
-        scores = self.postings.scores(words, self.mask(where))
-        return self._best(scores, k, lambda s: s > 0)
+        """(chunk id, BM25 score) of the k best allowed rows holding a query term; only
+        rows ``keep`` holds (memory/changes.py: not those of files changed since)."""
+        allowed = self.mask(where, keep)
+        scores = self.postings.scores(words, allowed)
+        if allowed is None and keep is not None:
+            # the whole table's statistics still count those rows: a few among many
+            scores[~keep] = 0
+        return self.best(scores, k, lambda s: s > 0)
 
     def search(
-        self, vector: Sequence[float], k: int, where: ChunkFilter
+        self,
+        vector: Sequence[float],
+        k: int,
+        where: ChunkFilter,
+        keep: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity) of the k nearest allowed rows, best first."""
         if not len(self.ids):
             return []
         query = np.asarray(vector, dtype=np.float32)
-        allowed = self.mask(where)
+        allowed = self.mask(where, keep)
+        if allowed is None:
+            allowed = keep
         if self.ann is not None:
             rows, cosines = self.ann.search(query, k, allowed)
             return [(str(self.ids[r]), float(c)) for r, c in zip(rows, cosines, strict=True)]
         scores = self.vectors @ query
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
-        return self._best(scores, k, np.isfinite)
+        return self.best(scores, k, np.isfinite)
 
-    def _best(
+    def best(
         self, scores: npt.NDArray[np.floating], k: int, counts: Any
     ) -> list[tuple[str, float]]:
         """The k highest of the rows ``counts(scores)`` admits, best first."""
@@ -206,12 +226,25 @@ def _kb_rows(
     return found
 
 
+@dataclass(frozen=True)
+class TableChanges:
+    """The files written since a copy's version, and their rows as the table holds them
+    now (none for a file deleted): what keeps the copy current (memory/changes.py)."""
+
+    files: frozenset[str]
+    rows: TableSnapshot
+    table_rows: int  # the table's rows at the version ``rows`` were read at
+
+
 class SnapshotSource(Protocol):
     """What a chunk table offers snapshot_keeper: its version (changed by every write, from
-    any process), its row count, and a snapshot of it (at the version it read)."""
+    any process), its row count, a snapshot of it (at the version it read), and the
+    changes since a version (None: not known, make the copy again)."""
 
     def version(self) -> int: ...
 
     def count_rows(self) -> int: ...
 
     def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot: ...
+
+    def changes(self, since: int) -> TableChanges | None: ...

@@ -80,6 +80,18 @@ def _stats_version(db: Connection, table: str, dimension: int) -> None:  # noqa:
         db.execute(text(f"ALTER TABLE {stats} ADD COLUMN version bigint NOT NULL DEFAULT 0"))
 
 
+def _changes_table(db: Connection, table: str, dimension: int) -> None:  # noqa: ARG001
+    """Version 5: the files each write touched, by the version it made, so the machines'
+    copies of a big table take writes in without copying it again (memory/changes.py);
+    a null file: not known (the copy is made again)."""
+    db.execute(
+        text(f"CREATE TABLE IF NOT EXISTS {table}_changes (version bigint NOT NULL, file_id text)")
+    )
+    db.execute(
+        text(f"CREATE INDEX IF NOT EXISTS {table}_changes_version ON {table}_changes (version)")
+    )
+
+
 Step = Callable[[Connection, str, int], None]
 
 
@@ -90,6 +102,7 @@ def steps(postings: Callable[[Connection], None]) -> list[Step]:
         _stats_version,
         lambda db, table, _: _keep_vectors_inline(db, table),  # 3: vectors in the rows
         lambda db, _t, _d: postings(db),  # 4: BM25 postings with impacts, document frequencies
+        _changes_table,
     ]
 
 

@@ -14,18 +14,21 @@ trusted (the listener is down, or not yet connected).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from citewell.db.change_listener import ChangeListener
 from citewell.errors import StoreError
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory.snapshot import TableSnapshot
+from citewell.stores.memory.changes import MAX_CHANGED_ROWS
+from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
 from citewell.stores.rows import ROW_COLUMNS
 
 LOAD_BATCH = 20_000  # rows turned into Arrow at a time while a snapshot is read
@@ -86,23 +89,46 @@ class PostgresSnapshotSource:
     def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot:
         """The rows and the version they are at, read in one repeatable-read transaction
         (binary, so vectors come as bytes); ``index``: see TableSnapshot.from_arrow."""
-        columns = ", ".join(f'"{c}"' for c in (*ROW_COLUMNS, "terms", "vector"))
+        with self._repeatable() as db:
+            version = int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
+            data = self._read(db, "", [])
+        return TableSnapshot.from_arrow(version, data, self.dimension, index)
+
+    def changes(self, since: int) -> TableChanges | None:
+        """The rows, as they are now, of the files written after version ``since`` (the
+        changes table), with the version and row count they stand at."""
+        with self._repeatable() as db:
+            version, chunks = db.execute(text(f"SELECT version, chunks FROM {self.stats}")).one()
+            found = db.execute(
+                text(f"SELECT DISTINCT file_id FROM {self.table}_changes WHERE version > :v"),
+                {"v": since},
+            ).scalars()
+            files = list(found)
+            if None in files or len(files) > MAX_CHANGED_ROWS:
+                return None
+            data = self._read(db, " WHERE file_id = ANY(%s)", [files])
+        rows = TableSnapshot.from_arrow(int(version), data, self.dimension)
+        return TableChanges(frozenset(files), rows, int(chunks))
+
+    @contextlib.contextmanager
+    def _repeatable(self) -> Iterator[Connection]:
+        """A repeatable-read transaction: what it reads is of one moment."""
         with self.engine.connect() as connection:
             db = connection.execution_options(isolation_level="REPEATABLE READ")
             with db.begin():
-                version = int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
-                driver = db.connection.driver_connection
-                assert driver is not None  # a checked-out connection always has its driver's
-                # A server-side cursor, read in batches: a million rows fetched at once were
-                # a few GB of Python tuples beside the copy being made.
-                with driver.cursor("citewell_copy", binary=True) as cursor:
-                    cursor.execute(f"SELECT {columns} FROM {self.table}")  # type: ignore[arg-type]
-                    parts = [
-                        self._arrow(rows)
-                        for rows in iter(partial(cursor.fetchmany, LOAD_BATCH), [])
-                    ]
-        data = pa.concat_tables(parts) if parts else self._arrow([])
-        return TableSnapshot.from_arrow(version, data, self.dimension, index)
+                yield db
+
+    def _read(self, db: Connection, where: str, params: list[Any]) -> pa.Table:
+        """The snapshot's columns of the rows ``where`` keeps, through a server-side cursor
+        read in batches: a million rows fetched at once were a few GB of Python tuples
+        beside the copy being made."""
+        columns = ", ".join(f'"{c}"' for c in (*ROW_COLUMNS, "terms", "vector"))
+        driver = db.connection.driver_connection
+        assert driver is not None  # a checked-out connection always has its driver's
+        with driver.cursor("citewell_copy", binary=True) as cursor:
+            cursor.execute(f"SELECT {columns} FROM {self.table}{where}", params)  # type: ignore[arg-type]
+            parts = [self._arrow(rows) for rows in iter(partial(cursor.fetchmany, LOAD_BATCH), [])]
+        return pa.concat_tables(parts) if parts else self._arrow([])
 
     def _arrow(self, rows: list[tuple[Any, ...]]) -> pa.Table:
         names = [*ROW_COLUMNS, "terms"]

@@ -11,7 +11,7 @@ that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,8 @@ class PostgresChunkStore:
             copy_rows(db, self.table, (self._row(c) for c in unique))
             copy_rows(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
             self.bm25.count_terms(db, unique)
-            self._bump(db, len(unique), sum(len(c.terms.split()) for c in unique))
+            files = {c.file_id for c in unique}
+            self._bump(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
         self._changed()
         return len(chunks)
 
@@ -146,11 +147,13 @@ class PostgresChunkStore:
         would otherwise both find nothing to delete and collide on insert."""
         db.execute(text(f"SELECT 1 FROM {self.stats} FOR UPDATE"))
         gone = db.execute(
-            text(f"DELETE FROM {self.table} WHERE {condition} RETURNING id, length"), params
+            text(f"DELETE FROM {self.table} WHERE {condition} RETURNING id, length, file_id"),
+            params,
         ).all()
         if gone:
             self.bm25.remove(db, [r.id for r in gone])
-            self._bump(db, -len(gone), -sum(int(r.length) for r in gone))
+            files = {r.file_id for r in gone}
+            self._bump(db, -len(gone), -sum(int(r.length) for r in gone), files)
         return len(gone)
 
     def _average_length(self, db: Connection, chunks: Sequence[StoredChunk]) -> float:
@@ -164,15 +167,23 @@ class PostgresChunkStore:
     def _rows(self, db: Connection) -> int:
         return int(db.execute(text(f"SELECT chunks FROM {self.stats}")).scalar_one())
 
-    def _bump(self, db: Connection, chunks: int = 0, length: int = 0) -> None:
+    def _bump(self, db: Connection, chunks: int, length: int, files: Iterable[str]) -> None:
         """Count the rows and terms written or removed; every write calls it (in its
-        transaction), which moves the table's version on."""
+        transaction), which moves the table's version on and notes the files it touched
+        at that version (what keeps the copies current: ``changes``)."""
         db.execute(
             text(
                 f"UPDATE {self.stats} SET chunks = chunks + :c, length = length + :l, "
                 "version = version + 1"
             ),
             {"c": chunks, "l": length},
+        )
+        db.execute(
+            text(
+                f"INSERT INTO {self.table}_changes (version, file_id) SELECT s.version, f "
+                f"FROM {self.stats} s, unnest(CAST(:files AS text[])) f"
+            ),
+            {"files": sorted(files)},
         )
 
     def delete(self, where: ChunkFilter) -> int:
@@ -219,7 +230,7 @@ class PostgresChunkStore:
             ),
             {"files": list(file_ids), "kb": kb_id, "within": within},
         )
-        self._bump(db)
+        self._bump(db, 0, 0, file_ids)
 
     # --- searches ---------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
@@ -400,9 +411,11 @@ class PostgresChunkStore:
 
     def drop(self) -> None:
         with self.engine.begin() as db:
-            for name in (self.bm25.table, self.bm25.df, self.stats, self.table):
+            for name in (self.bm25.table, self.bm25.df, self.stats, f"{self.table}_changes"):
                 db.execute(text(f"DROP TABLE IF EXISTS {name}"))
+            db.execute(text(f"DROP TABLE IF EXISTS {self.table}"))
             forget_table(db, self.table)
+        self._snapshots.dropped()
         self._changed()
 
     def optimize(self) -> None:
