@@ -511,3 +511,17 @@ def test_writes_of_another_process_are_taken_into_the_copy_without_making_it_aga
     assert first.keyword_search("leav", 5, ChunkFilter()) == []  # f1's rows are gone
     assert first.table_copy().changed_rows == 1
     assert [p.name for p in (tmp_path / "copies" / "t2").glob("v*")] == [made.name]
+
+
+def test_a_restarted_process_takes_the_saved_copy_and_the_writes_since(engine, tmp_path):
+    first = with_shared_copy(engine, "t3", tmp_path / "copies")
+    first.upsert(CORPUS)
+    first.vector_search(unit(0), 1, ChunkFilter())  # the copy is made and saved
+    first.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
+    first.delete(ChunkFilter(file_ids=("f2",)))
+    restarted = with_shared_copy(engine, "t3", tmp_path / "copies")
+    assert restarted.vector_search(unit(6), 1, ChunkFilter())[0].chunk_id == "c9"
+    copy = restarted._snapshots.current()
+    assert isinstance(copy, ChangedCopy) and copy.changed_rows == 1
+    assert len(list((tmp_path / "copies" / "t3").glob("v*"))) == 1  # not made again
+    assert restarted.keyword_search("lunch", 5, ChunkFilter()) == []  # f2 is gone

@@ -196,3 +196,27 @@ def test_a_copy_read_back_from_its_files_searches_as_the_one_built(tmp_path):
         words = ["w5", "common"]
         assert read.keyword_search(words, 10, where) == built.keyword_search(words, 10, where)
     assert read.get(["c7"]) == built.get(["c7"])
+
+
+def test_a_restarted_process_takes_the_saved_copy_and_the_writes_since(tmp_path):
+    first = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
+    first.upsert(CORPUS)
+    wait_for_copy(first)
+    first.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
+    first.delete(ChunkFilter(file_ids=("f2",)))
+    # as the process started again after a crash: the copy on disk is older than the table
+    restarted = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
+    copy = wait_for_copy(restarted)
+    assert isinstance(copy, ChangedCopy) and copy.changed_rows == 1
+    assert len(list((tmp_path / "copies" / "chunks_test").glob("v*"))) == 1  # not made again
+    assert restarted.vector_search(unit(6), 1, ChunkFilter())[0].chunk_id == "c9"
+    assert restarted.keyword_search("lunch", 5, ChunkFilter()) == []  # f2 is gone
+
+
+def test_a_dropped_table_takes_its_journal_and_saved_copies_along(tmp_path):
+    store = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
+    store.upsert(CORPUS)
+    wait_for_copy(store)
+    store.drop()
+    assert not (tmp_path / "copies" / "chunks_test").exists()
+    assert not (tmp_path / "lance" / "chunks_test.changes").exists()

@@ -90,10 +90,12 @@ class StorageSection(Section):
         "of 4-bit codes made with faiss; twice that for a minute while it is made, so it is "
         "put off while less memory is free). Searches then run on the copy while it holds the"
         " table's latest version: at a million chunks in one KB a hybrid search took 23-30 ms"
-        " instead of 42-99 (docs/benchmarks/journal.md). After a write searches read LanceDB "
-        "until the table has had no write for 20 seconds and a new copy is made (about a "
-        "minute at a million chunks, at the lowest priority). 'citewell check' says when a "
-        "big table does not fit; GET /api/v1/stats/store shows the copy and its budget.",
+        " instead of 42-99 (docs/benchmarks/journal.md). Writes keep the copy: the rows of the"
+        " files written since are read and searched beside it (within a second in every "
+        "process); past 50,000 such rows it is made again once the table has had no write "
+        "for 20 seconds (about a minute at a million chunks, at the lowest priority), and "
+        "searches read the store meanwhile. 'citewell check' says when a big table does not "
+        "fit; GET /api/v1/stats/store shows the copy and its budget.",
     )
 
     table_copy_shared: bool = setting(

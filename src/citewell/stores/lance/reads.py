@@ -110,6 +110,9 @@ class LanceSnapshotSource:
         data = self._table.search().select(SNAPSHOT_COLUMNS).limit(None).to_arrow()
         return TableSnapshot.from_arrow(version, data, self._dimension, index)
 
+    def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
+        return None  # copies are kept only as the machine's shared files (SharedCopies)
+
     def changes(self, since: int) -> TableChanges | None:
         """The rows, as they are now, of the files the journal says were written after
         version ``since``."""

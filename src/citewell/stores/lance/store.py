@@ -88,8 +88,9 @@ class LanceChunkStore:
         source: SnapshotSource = LanceSnapshotSource(
             self._table, dimension, self._journal, self._addresses.dataset
         )
+        self._shared: SharedCopies | None = None
         if copies_dir is not None:
-            source = SharedCopies(source, copies_dir / table)
+            source = self._shared = SharedCopies(source, copies_dir / table)
         self._snapshots = SnapshotKeeper(
             source,
             self.vector_index.min_rows,
@@ -434,4 +435,6 @@ class LanceChunkStore:
             self._journal.path.unlink(missing_ok=True)
         self._kb_snapshots.clear()
         self._snapshots.dropped()  # no table left for the search handle to move to
+        if self._shared is not None:
+            self._shared.clear()  # a table made anew under the name starts at version 1
         self._addresses.forget()

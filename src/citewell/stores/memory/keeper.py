@@ -84,6 +84,7 @@ class SnapshotKeeper:
         self._lock = threading.Lock()
         self._snapshot: TableSnapshot | ChangedCopy | None = None
         self._base: TableSnapshot | None = None  # the latest big copy made, kept across writes
+        self._looked_for_saved = False
         self._covers = -1  # table version the snapshot (or "too large: none") stands for
         self._checked = float("-inf")
         self._writes = 0  # this process's writes so far; a build started before one is stale
@@ -192,12 +193,15 @@ class SnapshotKeeper:
         if rows < self._max_rows:
             self._base = None
             return self._source.load(), version, 0.0, RETRY_INTERVAL
+        if rows > self._big_rows:
+            self._base, self._big_state = None, "too_big"
+            return None, version, 0.0, RETRY_INTERVAL
+        if self._base is None and not self._looked_for_saved:
+            self._looked_for_saved = True  # once: a saved copy is older than any made here
+            self._base = self._source.saved(self._index)
         changed = self._with_changes(version)
         if changed is not None:  # the big copy, kept current by the changes since it
             return changed, version, 0.0, RETRY_INTERVAL
-        if rows > self._big_rows:
-            self._big_state = "too_big"
-            return None, version, 0.0, RETRY_INTERVAL
         if not self._quiet_since(version, writes):
             return None, version, 0.0, RETRY_INTERVAL
         if self._memory_short(rows):

@@ -62,6 +62,12 @@ class SharedCopies:
     def changes(self, since: int) -> TableChanges | None:
         return self.source.changes(since)  # each process's own: a few rows
 
+    def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:
+        """The newest copy in the directory, mapped (a process that starts after a restart
+        or a crash serves from it, with the changes since, in seconds)."""
+        versions = self._versions()
+        return self._mapped(versions[0], index) if versions else None
+
     def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot:
         if index is None:
             return self.source.load()
@@ -97,12 +103,19 @@ class SharedCopies:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
             yield
 
-    def _prune(self) -> None:
-        versions = sorted(
+    def clear(self) -> None:
+        """The table was dropped: its copies go (a process mapping one keeps its pages)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _versions(self) -> list[int]:
+        """The versions whose copies are kept, newest first."""
+        return sorted(
             (int(p.name[1:]) for p in self.directory.glob("v*") if p.name[1:].isdigit()),
             reverse=True,
         )
-        for version in versions[KEPT_VERSIONS:]:
+
+    def _prune(self) -> None:
+        for version in self._versions()[KEPT_VERSIONS:]:
             shutil.rmtree(self._path(version), ignore_errors=True)
         for stale in self.directory.glob(".building-*"):
             pid = stale.name.rsplit("-", 1)[-1]

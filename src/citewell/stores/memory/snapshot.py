@@ -238,8 +238,10 @@ class TableChanges:
 
 class SnapshotSource(Protocol):
     """What a chunk table offers snapshot_keeper: its version (changed by every write, from
-    any process), its row count, a snapshot of it (at the version it read), and the
-    changes since a version (None: not known, make the copy again)."""
+    any process), its row count, a snapshot of it (at the version it read), the changes
+    since a version (None: not known, make the copy again), and a big copy made earlier
+    and kept (at whatever version; None: none is kept), which a process starting up takes
+    and brings up to date through the changes rather than making one."""
 
     def version(self) -> int: ...
 
@@ -248,3 +250,5 @@ class SnapshotSource(Protocol):
     def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot: ...
 
     def changes(self, since: int) -> TableChanges | None: ...
+
+    def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None: ...

@@ -94,6 +94,9 @@ class PostgresSnapshotSource:
             data = self._read(db, "", [])
         return TableSnapshot.from_arrow(version, data, self.dimension, index)
 
+    def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
+        return None  # copies are kept only as the machine's shared files (SharedCopies)
+
     def changes(self, since: int) -> TableChanges | None:
         """The rows, as they are now, of the files written after version ``since`` (the
         changes table), with the version and row count they stand at."""

@@ -81,8 +81,9 @@ class PostgresChunkStore:
         source: SnapshotSource = PostgresSnapshotSource(
             engine, table, self.stats, dimension, listener
         )
+        self._shared: SharedCopies | None = None
         if copies_dir is not None:
-            source = SharedCopies(source, copies_dir / table)
+            source = self._shared = SharedCopies(source, copies_dir / table)
         self._memory_rows, self._table_copy_mb = memory_rows, table_copy_mb
         self._snapshots = SnapshotKeeper(
             source, memory_rows, check_interval=0.0,
@@ -416,6 +417,8 @@ class PostgresChunkStore:
             db.execute(text(f"DROP TABLE IF EXISTS {self.table}"))
             forget_table(db, self.table)
         self._snapshots.dropped()
+        if self._shared is not None:
+            self._shared.clear()  # a table made anew under the name starts at version 1
         self._changed()
 
     def optimize(self) -> None:
