@@ -4,8 +4,10 @@ asked, its measured recall) and how this process's in-memory KB copies serve sea
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from citewell.stores.lance.store import LanceChunkStore
@@ -77,3 +79,28 @@ def test_other_users_may_not_read_them(world):
     with world.client("carol") as carol:
         response = carol.get("/api/v1/stats/store")
     assert response.status_code == 403
+
+
+def test_readiness_waits_for_the_first_copy_of_a_big_table(tmp_path, onnx_embedder, fake_llm):
+    """A process with a big table and no copy of it yet is not ready: a balancer would
+    send it searches that read the store at twice a copy's time. Ready once it has one."""
+    with keyed_server(
+        tmp_path, onnx_embedder, fake_llm, (), vector_index_min_rows=INDEX_FROM
+    ) as server:
+        with server.client("admin") as admin:
+            kb = admin.post("/api/v1/knowledge", json={"name": "herons"}).json()["id"]
+            text = {"name": "herons.md", "content": NOTES}
+            assert admin.post(f"/api/v1/knowledge/{kb}/text", json=text).status_code == 201
+        with httpx.Client(base_url=server.url, timeout=60) as anyone:  # no key needed
+            waiting = anyone.get("/readyz")  # the copy waits for 20 s without writes
+            assert waiting.status_code == 503, waiting.text
+            assert waiting.json()["status"] == "starting"
+            assert waiting.json()["table_copy"] in ("waiting", "copying")
+            server.app.store._snapshots._quiet = 0.0  # as if the 20 s had passed
+            deadline = time.monotonic() + 30
+            while (ready := anyone.get("/readyz")).status_code != 200:
+                assert time.monotonic() < deadline, ready.text
+                time.sleep(0.1)
+            assert ready.json()["status"] == "ready"
+        with server.client("admin") as admin:
+            assert admin.get("/api/v1/stats/store").json()["table_copy"]["current"]

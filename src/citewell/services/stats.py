@@ -18,6 +18,7 @@ from citewell.stores.base import (
     TableCopyStats,
     report,
     table_copy_needed_mb,
+    table_copy_of,
 )
 from citewell.stores.registry import table_copy_budget_mb
 from citewell.types import ChunkFilter
@@ -80,6 +81,15 @@ def readiness(app: Engine) -> str:
     app.store.count(ChunkFilter(kb_ids=()))
     counter = change_counter(app.catalog.engine)
     return "on" if counter is not None and counter.current() is not None else "off"
+
+
+def copy_on_its_way(app: Engine) -> str | None:
+    """The state (``waiting``, ``copying``) of the whole table's copy while this process has
+    had none yet and one is being made; None once it has one, or when it will not (too
+    big, below the ANN threshold, put off for memory): a machine that starts serves from
+    the balancer once its searches run at the copy's speed."""
+    copy = table_copy_of(app.store)
+    return copy.state if copy is not None and copy.starting else None
 
 
 def server_figures(app: Engine) -> Figures:

@@ -199,7 +199,9 @@ class TableCopyStats:
     its size free, tried again in a minute); ``failed`` (see the log; not again until a
     restart). ``shared``: the copy is mapped from files every API process of the machine
     maps (``table_copy_shared``), so the machine holds it once. ``changed_rows``: rows of
-    files written since the copy was made, searched beside it (memory/changes.py)."""
+    files written since the copy was made, searched beside it (memory/changes.py).
+    ``starting``: this process has had no copy yet and one is on its way (``waiting`` or
+    ``copying``): ``/readyz`` answers 503 until it is current."""
 
     budget_mb: float
     needed_mb: float
@@ -212,6 +214,7 @@ class TableCopyStats:
     state: str = "current"
     shared: bool = False  # mapped from the files the machine's processes share
     changed_rows: int = 0
+    starting: bool = False
 
 
 @runtime_checkable
@@ -291,6 +294,11 @@ def report(store: ChunkStore, recall_samples: int = 0) -> StoreReport:
         store.kb_copies() if isinstance(store, ReportsKbCopies) else None,
         store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None,
     )
+
+
+def table_copy_of(store: ChunkStore) -> TableCopyStats | None:
+    """The store's in-memory copy of its whole table, if it keeps one."""
+    return store.table_copy(0) if isinstance(store, ReportsTableCopy) else None
 
 
 def drop_store(store: ChunkStore) -> bool:

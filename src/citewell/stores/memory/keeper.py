@@ -85,6 +85,7 @@ class SnapshotKeeper:
         self._snapshot: TableSnapshot | ChangedCopy | None = None
         self._base: TableSnapshot | None = None  # the latest big copy made, kept across writes
         self._looked_for_saved = False
+        self._had = False  # a big copy was searched in this process
         self._covers = -1  # table version the snapshot (or "too large: none") stands for
         self._checked = float("-inf")
         self._writes = 0  # this process's writes so far; a build started before one is stale
@@ -127,7 +128,10 @@ class SnapshotKeeper:
             if state == "waiting" and needed_mb > budget_mb:
                 state = "too_big"  # not built yet, and it will not be
             current = snapshot is not None
-            return TableCopyStats(budget_mb, needed_mb, current, 0, 0.0, 0, state=state)
+            starting = state in ("waiting", "copying") and self._base is None and not self._had
+            return TableCopyStats(
+                budget_mb, needed_mb, current, 0, 0.0, 0, state=state, starting=starting
+            )
         recall = ann.recall(recall_samples) if recall_samples else None
         megabytes = round(snapshot.nbytes / 2**20, 3)
         rows, partitions = len(snapshot.ids), ann.partitions
@@ -201,6 +205,7 @@ class SnapshotKeeper:
             self._base = self._source.saved(self._index)
         changed = self._with_changes(version)
         if changed is not None:  # the big copy, kept current by the changes since it
+            self._had = True
             return changed, version, 0.0, RETRY_INTERVAL
         if not self._quiet_since(version, writes):
             return None, version, 0.0, RETRY_INTERVAL
@@ -209,6 +214,7 @@ class SnapshotKeeper:
             return None, -1, 0.0, MEMORY_RETRY
         began, self._big_state = time.monotonic(), "copying"
         self._base = self._load_big(rows)
+        self._had = self._had or self._base is not None
         return self._base, version, time.monotonic() - began, RETRY_INTERVAL
 
     def _with_changes(self, version: int) -> TableSnapshot | ChangedCopy | None:
