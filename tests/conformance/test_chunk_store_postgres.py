@@ -2,6 +2,7 @@
 
 import time
 
+import psycopg
 import pytest
 
 from citewell.db.engine import url_engine
@@ -455,10 +456,12 @@ class CopyWaitingKeeper(SnapshotKeeper):
         raise AssertionError("no copy of the table in 20 s")
 
 
-def with_shared_copy(engine, table: str, copies) -> PostgresChunkStore:
+def with_shared_copy(engine, table: str, copies, replica=None) -> PostgresChunkStore:
     """A "big" table (past a threshold of 4 rows) copied into memory, its copy kept in
-    files under ``copies`` for every process of the machine."""
-    store = PostgresChunkStore(engine, table, DIM, 4, table_copy_mb=64, copies_dir=copies)
+    files under ``copies`` for every process of the machine (read from ``replica``)."""
+    store = PostgresChunkStore(
+        engine, table, DIM, 4, table_copy_mb=64, copies_dir=copies, replica=replica
+    )
     made = store._snapshots
     store._snapshots = CopyWaitingKeeper(
         made._source, 4, check_interval=0.0, big_rows=made._big_rows, big_bytes=made._big_bytes,
@@ -525,3 +528,68 @@ def test_a_restarted_process_takes_the_saved_copy_and_the_writes_since(engine, t
     assert isinstance(copy, ChangedCopy) and copy.changed_rows == 1
     assert len(list((tmp_path / "copies" / "t3").glob("v*"))) == 1  # not made again
     assert restarted.keyword_search("lunch", 5, ChunkFilter()) == []  # f2 is gone
+
+
+@pytest.fixture
+def replica(postgres):
+    """A streaming replica of the session's PostgreSQL (started by pg_basebackup)."""
+    standby = postgres.replica()
+    yield standby
+    standby.stop()
+
+
+def _scans_on(url: str, table: str) -> int:
+    """Sequential scans of ``table`` that the server at ``url`` has run (its own count)."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        found = connection.execute(
+            "SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_user_tables WHERE relname = %s",
+            (table,),
+        ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def _wait_for_database(url: str) -> None:
+    """Until the replica has replayed the database's creation."""
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            psycopg.connect(url).close()
+            return
+        except psycopg.OperationalError:
+            assert time.monotonic() < deadline, "the replica never had the database"
+            time.sleep(0.1)
+
+
+def _wait_for_scan(url: str, table: str, before: int) -> None:
+    deadline = time.monotonic() + 15  # backends report their counts when idle, within 1 s
+    while _scans_on(url, table) <= before:
+        assert time.monotonic() < deadline, f"no scan of {table} on the replica"
+        time.sleep(0.2)
+
+
+def test_copies_are_read_from_a_replica_and_a_lagging_or_stopped_one_is_passed_over(
+    postgres, replica, tmp_path
+):
+    url = postgres.create_database()
+    primary = url_engine(url)
+    standby_url = replica.url(url.rsplit("/", 1)[1])
+    _wait_for_database(standby_url)
+    standby = url_engine(standby_url)
+    store = with_shared_copy(primary, "r", tmp_path / "copies", replica=standby)
+    before = _scans_on(standby_url, "r")
+    store.upsert(CORPUS)
+    assert store.vector_search(unit(0), 1, ChunkFilter())[0].chunk_id == "c1"
+    _wait_for_scan(standby_url, "r", before)  # the copy was read there
+    # Replay paused: the replica lags the write, so the changes are read from the primary.
+    with psycopg.connect(standby_url, autocommit=True) as connection:
+        connection.execute("SELECT pg_wal_replay_pause()")
+    store.upsert([make_chunk("c9", "f9", ("kb1",), "A ninth chunk.", 6)])
+    assert store.vector_search(unit(6), 1, ChunkFilter())[0].chunk_id == "c9"
+    with psycopg.connect(standby_url, autocommit=True) as connection:
+        connection.execute("SELECT pg_wal_replay_resume()")
+    standby.dispose()
+    replica.stop()  # gone: the primary answers, nothing is lost
+    store.upsert([make_chunk("c8", "f8", ("kb1",), "An eighth chunk.", 7)])
+    assert store.vector_search(unit(7), 1, ChunkFilter())[0].chunk_id == "c8"
+    assert {h.chunk_id for h in store.keyword_search("chunk", 5, ChunkFilter())} == {"c8", "c9"}
+    primary.dispose()

