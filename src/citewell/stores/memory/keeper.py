@@ -13,6 +13,10 @@ A table at or above the ANN threshold is copied too when ``big_rows`` allows (th
 takes tens of seconds to make at a million chunks, so it is made only once the table has
 had no write for ``quiet`` seconds (during ingestion searches read LanceDB, as they did
 before), on a thread at the lowest priority that then rests as long as the copy took.
+Once made, a big copy outlives writes: the rows of the files written since are read and
+searched beside it (memory/changes.py), paced so that steady ingestion costs a bounded
+share of a core; it is made again only when those changes are too many or not known. A
+process starting up takes a copy saved by the machine (``SnapshotSource.saved``) instead.
 """
 
 from __future__ import annotations
@@ -91,6 +95,10 @@ class SnapshotKeeper:
         self._writes = 0  # this process's writes so far; a build started before one is stale
         self._building = False
         self._retry_at = float("-inf")  # after a failed or put-off build
+        # Reading the changes since the copy is paced: as long again as the last reading
+        # took, so steady ingestion into a big table costs each process a bounded share of
+        # a core (searches read the table meanwhile, as ever while no copy is current).
+        self._next_build_at = float("-inf")
         self._big_state = "waiting"  # where the big copy stands when none is current
 
     def current(self) -> TableSnapshot | ChangedCopy | None:
@@ -114,7 +122,8 @@ class SnapshotKeeper:
             if version == self._covers:  # (a write of ours since set it to -1)
                 self._checked = now
                 return self._snapshot
-            self._start_build()
+            if now >= self._next_build_at:
+                self._start_build()
             return None
 
     def big_copy_stats(
@@ -203,9 +212,14 @@ class SnapshotKeeper:
         if self._base is None and not self._looked_for_saved:
             self._looked_for_saved = True  # once: a saved copy is older than any made here
             self._base = self._source.saved(self._index)
+        began = time.monotonic()
         changed = self._with_changes(version)
         if changed is not None:  # the big copy, kept current by the changes since it
             self._had = True
+            if isinstance(changed, ChangedCopy):
+                spent = time.monotonic() - began
+                self._next_build_at = time.monotonic() + spent
+                log.debug("read %d changed rows in %.3f s", changed.changed_rows, spent)
             return changed, version, 0.0, RETRY_INTERVAL
         if not self._quiet_since(version, writes):
             return None, version, 0.0, RETRY_INTERVAL
@@ -225,6 +239,7 @@ class SnapshotKeeper:
             return None
         if base.version == version:
             return base
+        lower_priority()  # searches first: they read the table meanwhile
         changes = self._source.changes(base.version)
         if changes is not None and len(changes.rows.ids) <= MAX_CHANGED_ROWS:
             changed = ChangedCopy(base, changes, version)
