@@ -4,6 +4,7 @@ import time
 
 import psycopg
 import pytest
+from sqlalchemy import text
 
 from citewell.db.engine import url_engine
 from citewell.stores.memory.changes import ChangedCopy
@@ -593,3 +594,20 @@ def test_copies_are_read_from_a_replica_and_a_lagging_or_stopped_one_is_passed_o
     assert store.vector_search(unit(7), 1, ChunkFilter())[0].chunk_id == "c8"
     assert {h.chunk_id for h in store.keyword_search("chunk", 5, ChunkFilter())} == {"c8", "c9"}
     primary.dispose()
+
+
+def test_a_copy_older_than_the_kept_changes_is_made_anew(engine, tmp_path):
+    store = with_shared_copy(engine, "t4", tmp_path / "copies")
+    store.upsert(CORPUS)
+    copy = store._snapshots.current()
+    for n in range(3):
+        store.upsert([make_chunk(f"n{n}", f"fn{n}", ("kb1",), f"New chunk {n}.", n)])
+    assert isinstance(store._snapshots.current(), ChangedCopy)
+    store.changes.prune(engine, keep=1)  # as optimize does, past KEPT_VERSIONS writes
+    with engine.connect() as db:
+        kept = db.execute(text("SELECT count(DISTINCT version) FROM t4_changes")).scalar_one()
+    assert kept == 1
+    store.upsert([make_chunk("n3", "fn3", ("kb1",), "New chunk 3.", 3)])
+    found = store._snapshots.current()
+    assert not isinstance(found, ChangedCopy) and found is not copy  # made again
+    assert set(found.get(["n0", "n3"])) == {"n0", "n3"}

@@ -90,6 +90,14 @@ def _changes_table(db: Connection, table: str, dimension: int) -> None:  # noqa:
     db.execute(
         text(f"CREATE INDEX IF NOT EXISTS {table}_changes_version ON {table}_changes (version)")
     )
+    # changes_from: versions up to it are no longer described (pruned); older copies are
+    # made again
+    db.execute(
+        text(
+            f"ALTER TABLE {table}_stats ADD COLUMN IF NOT EXISTS changes_from bigint "
+            "NOT NULL DEFAULT 0"
+        )
+    )
 
 
 Step = Callable[[Connection, str, int], None]

@@ -32,6 +32,7 @@ from citewell.errors import StoreError
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS
 from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
+from citewell.stores.postgres.changes import ChangeLog
 from citewell.stores.rows import ROW_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class PostgresSnapshotSource:
         table's latest version (``database_read_url``)."""
         self.engine, self.table, self.stats, self.dimension = engine, table, stats, dimension
         self.replica = replica
+        self._changes = ChangeLog(table)
         self._replica_down_at = float("-inf")
         # No BEGIN and ROLLBACK around the one statement (0.8 -> 0.5 ms a read, measured).
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -114,14 +116,10 @@ class PostgresSnapshotSource:
         changes table), with the version and row count they stand at."""
         with self._repeatable() as db:
             version, chunks = db.execute(text(f"SELECT version, chunks FROM {self.stats}")).one()
-            found = db.execute(
-                text(f"SELECT DISTINCT file_id FROM {self.table}_changes WHERE version > :v"),
-                {"v": since},
-            ).scalars()
-            files = list(found)
-            if None in files or len(files) > MAX_CHANGED_ROWS:
+            files = self._changes.files_after(db, since)
+            if files is None or len(files) > MAX_CHANGED_ROWS:
                 return None
-            data = self._read(db, " WHERE file_id = ANY(%s)", [files])
+            data = self._read(db, " WHERE file_id = ANY(%s)", [sorted(files)])
         rows = TableSnapshot.from_arrow(int(version), data, self.dimension)
         return TableChanges(frozenset(files), rows, int(chunks))
 

@@ -30,6 +30,7 @@ from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource
 from citewell.stores.postgres.bm25 import FilterPlan, Postings
+from citewell.stores.postgres.changes import ChangeLog
 from citewell.stores.postgres.schema import create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
 from citewell.stores.postgres.sql import (
@@ -75,6 +76,7 @@ class PostgresChunkStore:
         self.engine, self.table, self.dimension = engine, table, dimension
         self.stats = f"{table}_stats"
         self.bm25 = Postings(table)
+        self.changes = ChangeLog(table)
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
             create_tables(db, table, dimension, self.bm25.create)
@@ -181,13 +183,7 @@ class PostgresChunkStore:
             ),
             {"c": chunks, "l": length},
         )
-        db.execute(
-            text(
-                f"INSERT INTO {self.table}_changes (version, file_id) SELECT s.version, f "
-                f"FROM {self.stats} s, unnest(CAST(:files AS text[])) f"
-            ),
-            {"files": sorted(files)},
-        )
+        self.changes.note(db, files)
 
     def delete(self, where: ChunkFilter) -> int:
         if where.kb_ids is None and where.file_ids is None:
@@ -442,3 +438,4 @@ class PostgresChunkStore:
         if names:
             with self.engine.connect() as db:
                 db.execution_options(isolation_level="AUTOCOMMIT").execute(text(f"ANALYZE {names}"))
+        self.changes.prune(self.engine)
