@@ -549,18 +549,6 @@ def _scans_on(url: str, table: str) -> int:
     return int(found[0]) if found else 0
 
 
-def _wait_for_database(url: str) -> None:
-    """Until the replica has replayed the database's creation."""
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            psycopg.connect(url).close()
-            return
-        except psycopg.OperationalError:
-            assert time.monotonic() < deadline, "the replica never had the database"
-            time.sleep(0.1)
-
-
 def _wait_for_scan(url: str, table: str, before: int) -> None:
     deadline = time.monotonic() + 15  # backends report their counts when idle, within 1 s
     while _scans_on(url, table) <= before:
@@ -573,8 +561,7 @@ def test_copies_are_read_from_a_replica_and_a_lagging_or_stopped_one_is_passed_o
 ):
     url = postgres.create_database()
     primary = url_engine(url)
-    standby_url = replica.url(url.rsplit("/", 1)[1])
-    _wait_for_database(standby_url)
+    standby_url = replica.wait_for_database(url.rsplit("/", 1)[1])
     standby = url_engine(standby_url)
     store = with_shared_copy(primary, "r", tmp_path / "copies", replica=standby)
     before = _scans_on(standby_url, "r")

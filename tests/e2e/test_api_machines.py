@@ -12,36 +12,23 @@ both (read from the primary), and nothing is lost."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from sqlalchemy import text
 
 from citewell.db.engine import url_engine
 from citewell.testing.processes import free_port
-from citewell.testing.served import documents, kill, start_server
+from citewell.testing.served import documents, kill, start_server, start_worker
 from tests.connector_helpers import S3_KEYS, moto_s3
 
 pytestmark = pytest.mark.e2e
 KB = "team"
 QUERIES = ("Measurement 3 station", "ferry to Skye", "lighthouse keeper")
-
-
-def _worker(data: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "citewell", "--data-dir", str(data), "worker"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **env},
-        start_new_session=True,
-    )
 
 
 def _indexed(url: str) -> int:
@@ -97,22 +84,10 @@ def _copy(base: str) -> dict[str, Any]:
     return stats["table_copy"]
 
 
-def _wait_for_database(url: str) -> None:
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            psycopg.connect(url).close()
-            return
-        except psycopg.OperationalError:
-            assert time.monotonic() < deadline, "the replica never had the database"
-            time.sleep(0.1)
-
-
 def test_two_api_machines_read_their_copies_from_a_replica(postgres, tmp_path):
     replica = postgres.replica()
     url = postgres.create_database()
-    read_url = replica.url(url.rsplit("/", 1)[1])
-    _wait_for_database(read_url)
+    read_url = replica.wait_for_database(url.rsplit("/", 1)[1])
     started: list[subprocess.Popen[bytes]] = []
     with moto_s3("citewell") as (endpoint, _client):
         env = {
@@ -133,7 +108,7 @@ def test_two_api_machines_read_their_copies_from_a_replica(postgres, tmp_path):
             machines = [
                 start_server(tmp_path / f"machine{n}", port, env) for n, port in enumerate(ports)
             ]
-            started += [*machines, _worker(tmp_path / "worker", env)]
+            started += [*machines, start_worker(tmp_path / "worker", env)]
             with httpx.Client(base_url=bases[0], timeout=60) as client:
                 assert client.post("/api/v1/knowledge", json={"name": KB}).status_code == 201
             for n, (name, content) in enumerate(documents(12)):

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,21 +22,11 @@ from sqlalchemy import text
 from citewell.auth import AuthStore
 from citewell.db.engine import url_engine
 from citewell.testing.processes import free_port
-from citewell.testing.served import documents, kill, start_server
+from citewell.testing.served import documents, kill, start_server, start_worker
 from tests.connector_helpers import S3_KEYS, moto_s3
 
 pytestmark = pytest.mark.e2e
 FILES, LIMIT = 300, 200
-
-
-def _worker(data: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "citewell", "--data-dir", str(data), "worker"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, **env},
-        start_new_session=True,  # its own process group: the kill takes its helpers too
-    )
 
 
 def _upload(bases: list[str], headers: dict[str, str]) -> list[str]:
@@ -146,7 +135,7 @@ def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, file_store):
     started: list[subprocess.Popen[bytes]] = []
     try:
         started += [start_server(data(f"api{n}"), port, env) for n, port in enumerate(ports)]
-        workers = [_worker(data("worker0"), env), _worker(data("worker1"), env)]
+        workers = [start_worker(data("worker0"), env), start_worker(data("worker1"), env)]
         started += workers
         bases = [f"http://127.0.0.1:{port}" for port in ports]
         headers = {"Authorization": f"Bearer {work}"}

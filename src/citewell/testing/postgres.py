@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,21 @@ class EmbeddedPostgres:
         standby.pgdata.chmod(0o700)  # PostgreSQL refuses a data directory others may read
         standby.start()
         return standby
+
+    def wait_for_database(self, database: str, seconds: float = 15.0) -> str:
+        """The URL of ``database`` here, once it answers (on a replica: once the replica
+        has replayed its creation)."""
+        import psycopg
+
+        url, deadline = self.url(database), time.monotonic() + seconds
+        while True:
+            try:
+                psycopg.connect(url).close()
+                return url
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def _as_unprivileged_user(self, binaries: Path, fresh: bool) -> None:
         import pwd

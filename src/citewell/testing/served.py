@@ -43,6 +43,17 @@ def start_server(
         time.sleep(0.1)
 
 
+def start_worker(data: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`citewell worker` (the job queue's worker alone), with ``env`` added."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "citewell", "--data-dir", str(data), "worker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+        start_new_session=True,  # its own process group: the kill takes its helpers too
+    )
+
+
 def kill(server: subprocess.Popen[bytes]) -> None:
     os.killpg(server.pid, signal.SIGKILL)
     server.wait()
