@@ -12,7 +12,9 @@ both (read from the primary), and nothing is lost."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -121,7 +123,9 @@ def test_two_api_machines_read_their_copies_from_a_replica(postgres, tmp_path):
             started[0] = machines[0]
             for query in QUERIES:  # the same answers through both
                 assert set(_search(bases[0], query)) == set(_search(bases[1], query))
+            assert "replica (database_read_url): answering" in _check(tmp_path, env)
             replica.stop()  # reads go to the primary; nothing is lost
+            assert "replica (database_read_url): does not answer" in _check(tmp_path, env)
             _upload(bases[1], url, "gulls.md", b"# Gulls\n\nGulls nest on the lighthouse roof.")
             for base in bases:
                 _found_through(base, "gulls nest", "Gulls nest")
@@ -130,6 +134,16 @@ def test_two_api_machines_read_their_copies_from_a_replica(postgres, tmp_path):
                 if process.poll() is None:
                     kill(process)
             replica.stop()
+
+
+def _check(tmp_path: Path, env: dict[str, str]) -> str:
+    """What `citewell check` prints (run as the operator would, beside the machines)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "citewell", "--data-dir", str(tmp_path / "check"), "check",
+         "--recall-samples", "0"],
+        env={**os.environ, **env}, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    return done.stdout + done.stderr
 
 
 def _check_uploads_cross_machines(bases: list[str], url: str) -> None:

@@ -269,6 +269,7 @@ def check(ctx: Context, repair: bool, recall_samples: int, as_json: bool) -> Non
     else:
         _print_check(report)
         _table_copy_hint(ctx.app())
+        _replica_line(ctx.app())
     if report.problems and not repair:
         raise SystemExit(1)
 
@@ -326,6 +327,27 @@ def _table_copy_hint(app: Any) -> None:
             "to spare, would let it search a copy, about 2-3x faster at a million chunks "
             "(docs/user-guide.md, 'A whole big table in memory')"
         )
+
+
+def _replica_line(app: Any) -> None:
+    """Where the streaming replica (database_read_url) stands, when one is set."""
+    from citewell.services.stats import replica_state
+
+    state = replica_state(app)
+    if state is None:
+        return
+    if state.replica_version is None:
+        click.echo(
+            "replica (database_read_url): does not answer; copies are read from the primary "
+            "(check the replica's address and that it is running as a hot standby)"
+        )
+        return
+    behind = state.primary_version - state.replica_version
+    lag = "caught up" if behind <= 0 else f"{behind:,} write(s) behind"
+    click.echo(
+        f"replica (database_read_url): answering, at version {state.replica_version:,} of "
+        f"the chunk table ({lag})"
+    )
 
 
 def _index_line(health: Any) -> str:

@@ -15,7 +15,9 @@ from citewell.metrics.exposition import Figures
 from citewell.stores.base import (
     IndexHealth,
     KbCopyStats,
+    ReplicaState,
     TableCopyStats,
+    replica_state_of,
     report,
     table_copy_needed_mb,
     table_copy_of,
@@ -23,7 +25,7 @@ from citewell.stores.base import (
 from citewell.stores.registry import table_copy_budget_mb
 from citewell.types import ChunkFilter
 
-__all__ = ["IndexHealth", "KbCopyStats", "StoreStats", "TableCopyStats"]
+__all__ = ["IndexHealth", "KbCopyStats", "ReplicaState", "StoreStats", "TableCopyStats"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,12 @@ def readiness(app: Engine) -> str:
     app.store.count(ChunkFilter(kb_ids=()))
     counter = change_counter(app.catalog.engine)
     return "on" if counter is not None and counter.current() is not None else "off"
+
+
+def replica_state(app: Engine) -> ReplicaState | None:
+    """Where the streaming replica the chunk table's copies are read from stands (None:
+    ``database_read_url`` is not set, or the store reads no replica)."""
+    return replica_state_of(app.store)
 
 
 def copy_on_its_way(app: Engine) -> str | None:

@@ -217,6 +217,24 @@ class TableCopyStats:
     starting: bool = False
 
 
+@dataclass(frozen=True)
+class ReplicaState:
+    """Where a streaming replica the copies are read from stands (``database_read_url``):
+    the table's version on the primary, and on the replica (None: it does not answer)."""
+
+    primary_version: int
+    replica_version: int | None
+
+
+@runtime_checkable
+class ReadsAReplica(Protocol):
+    """An optional capability: a store whose copies are read from a streaming replica."""
+
+    def replica_state(self) -> ReplicaState | None:
+        """None: no replica is configured."""
+        ...
+
+
 @runtime_checkable
 class ReportsTableCopy(Protocol):
     """An optional capability: a store that keeps a whole big table in memory."""
@@ -294,6 +312,11 @@ def report(store: ChunkStore, recall_samples: int = 0) -> StoreReport:
         store.kb_copies() if isinstance(store, ReportsKbCopies) else None,
         store.table_copy(recall_samples) if isinstance(store, ReportsTableCopy) else None,
     )
+
+
+def replica_state_of(store: ChunkStore) -> ReplicaState | None:
+    """Where the store's read replica stands, if it reads one."""
+    return store.replica_state() if isinstance(store, ReadsAReplica) else None
 
 
 def table_copy_of(store: ChunkStore) -> TableCopyStats | None:

@@ -132,6 +132,16 @@ class PostgresSnapshotSource:
             with db.begin():
                 yield db
 
+    def replica_version(self) -> int | None:
+        """The table's version as the replica has replayed it (None: it does not answer)."""
+        if self.replica is None:
+            return None
+        try:
+            with self.replica.connect() as db:
+                return int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
+        except SQLAlchemyError:
+            return None
+
     def _caught_up_replica(self) -> Engine | None:
         """The replica, once it has replayed the version the primary is at (waiting up to
         ``REPLICA_WAIT`` s: notifications of a write come before its replay); None when

@@ -22,7 +22,13 @@ from sqlalchemy.engine import Connection, Engine
 from citewell.db.change_listener import ChangeListener
 from citewell.db.changes import change_counter
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, IndexHealth, SearchHit, TableCopyStats
+from citewell.stores.base import (
+    FileChunks,
+    IndexHealth,
+    ReplicaState,
+    SearchHit,
+    TableCopyStats,
+)
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.filter_counts import FilterCounts
 from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb, copy_row_bytes
@@ -82,9 +88,10 @@ class PostgresChunkStore:
             create_tables(db, table, dimension, self.bm25.create)
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
-        source: SnapshotSource = PostgresSnapshotSource(
+        self._source = PostgresSnapshotSource(
             engine, table, self.stats, dimension, listener, replica
         )
+        source: SnapshotSource = self._source
         self._shared: SharedCopies | None = None
         if copies_dir is not None:
             source = self._shared = SharedCopies(source, copies_dir / table)
@@ -101,6 +108,12 @@ class PostgresChunkStore:
         """This process's in-memory copy of the whole big table (``table_copy_mb``)."""
         needed = self.table_copy_needed_mb()
         return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
+
+    def replica_state(self) -> ReplicaState | None:
+        """Where the replica the copies are read from stands (None: there is none)."""
+        if self._source.replica is None:
+            return None
+        return ReplicaState(self._source.version(), self._source.replica_version())
 
     def table_copy_needed_mb(self) -> float:
         return copy_needed_mb(self.count(ChunkFilter()), self._memory_rows, self.dimension)
