@@ -36,9 +36,12 @@ class StorageSection(Section):
 
     database_read_url: str = setting(
         "",
-        "A streaming replica of database_url (postgresql://…) that the copies of big chunk "
-        "tables are read from: the whole table when a copy is made and the rows written "
-        "since as they change. A read the replica has not yet replayed (it lags the write "
+        "A streaming replica of database_url (postgresql://…) that the in-memory copies of "
+        "chunk tables are read from (a small table's in each process, a big table's for the "
+        "machine): the whole table when a copy is made and the rows written since as they "
+        "change. Searches answered in SQL (a table too big for table_copy_mb, or while its "
+        "copy is made) read database_url. A read the replica has not yet replayed (it lags "
+        "the write "
         "this process was told of by more than half a second) or cannot answer goes to "
         "database_url; writes, the catalog and the access checks always do. Empty: "
         "database_url for everything.",
