@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import TypeVar
 
 MAX_BYTES = 16 << 20
 T = TypeVar("T")
@@ -85,10 +85,10 @@ class ChangeJournal:
         os.replace(work, self.path)
 
     @contextlib.contextmanager
-    def _locked(self, mode: int) -> Iterator[IO[str]]:
+    def _locked(self, mode: int) -> Iterator[None]:
         with self._lock_path.open("a") as handle:
             fcntl.flock(handle, mode)  # released when the file closes
-            yield handle
+            yield
 
 
 def _parse(line: str) -> tuple[int, list[str] | None]:

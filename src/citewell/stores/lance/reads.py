@@ -15,9 +15,10 @@ import pyarrow as pa
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.journal import ChangeJournal
-from citewell.stores.lance.tables import quote
+from citewell.stores.lance.tables import where_sql
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS
 from citewell.stores.memory.snapshot import SNAPSHOT_COLUMNS, TableChanges, TableSnapshot
+from citewell.types import ChunkFilter
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
 
@@ -125,7 +126,8 @@ class LanceSnapshotSource:
         listed = sorted(files)
         parts = [
             dataset.to_table(
-                columns=SNAPSHOT_COLUMNS, filter=_file_in(listed[at : at + FILES_A_READ])
+                columns=SNAPSHOT_COLUMNS,
+                filter=where_sql(ChunkFilter(file_ids=tuple(listed[at : at + FILES_A_READ]))),
             )
             for at in range(0, len(listed), FILES_A_READ)
         ]
@@ -135,10 +137,6 @@ class LanceSnapshotSource:
 
 
 FILES_A_READ = 500  # files named in one filter (the SQL stays short)
-
-
-def _file_in(files: list[str]) -> str:
-    return f"file_id IN ({', '.join(quote(f) for f in files)})"
 
 
 def _empty(dataset: Any) -> pa.Table:

@@ -1,9 +1,10 @@
 """``<table>_changes``: which files each write to a PostgreSQL chunk table touched, by the
-version it made (decision 0033). Written in the write's own transaction, after the
-statistics row's version moved (writers take turns on that row, so versions commit in
-order); read by the copies of the table (postgres/snapshot.py) to take the writes since
-they were made; pruned to the newest ``KEPT_VERSIONS`` by ``optimize``, the statistics
-row's ``changes_from`` saying from which version on they are all there."""
+version it made (decision 0033). Every write moves the statistics row's version on and
+notes its files in its own transaction (``written``); writers take turns on that row, so
+versions commit in order. The copies of the table (postgres/snapshot.py) read the notes
+to take the writes since they were made; ``optimize`` prunes them to the newest
+``KEPT_VERSIONS``, the statistics row's ``changes_from`` saying from which version on
+they are all there."""
 
 from __future__ import annotations
 
@@ -19,8 +20,17 @@ class ChangeLog:
     def __init__(self, table: str) -> None:
         self.table, self.stats = f"{table}_changes", f"{table}_stats"
 
-    def note(self, db: Connection, files: Iterable[str]) -> None:
-        """The files a write touched, at the version it just made (in its transaction)."""
+    def written(self, db: Connection, chunks: int, length: int, files: Iterable[str]) -> None:
+        """A write (in its transaction): the statistics row counts the rows and terms it
+        added (negative: removed) and moves the table's version on, and the files it
+        touched are noted at that version."""
+        db.execute(
+            text(
+                f"UPDATE {self.stats} SET chunks = chunks + :c, length = length + :l, "
+                "version = version + 1"
+            ),
+            {"c": chunks, "l": length},
+        )
         db.execute(
             text(
                 f"INSERT INTO {self.table} (version, file_id) SELECT s.version, f "

@@ -29,6 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from citewell.db.change_listener import ChangeListener
 from citewell.errors import StoreError
+from citewell.stores.base import ReplicaState
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS
 from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
@@ -133,14 +134,22 @@ class PostgresSnapshotSource:
                 yield db
 
     def replica_version(self) -> int | None:
-        """The table's version as the replica has replayed it (None: it does not answer)."""
+        """The table's version as the replica has replayed it (None: it does not answer,
+        or there is none)."""
         if self.replica is None:
             return None
         try:
             with self.replica.connect() as db:
                 return int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
         except SQLAlchemyError:
+            log.debug("the replica did not answer", exc_info=True)
             return None
+
+    def replica_state(self) -> ReplicaState | None:
+        """Where the replica stands against the primary (None: there is none)."""
+        if self.replica is None:
+            return None
+        return ReplicaState(self.version(), self.replica_version())
 
     def _caught_up_replica(self) -> Engine | None:
         """The replica, once it has replayed the version the primary is at (waiting up to
@@ -150,23 +159,18 @@ class PostgresSnapshotSource:
         if replica is None or now - self._replica_down_at < REPLICA_RETRY:
             return None
         wanted, deadline = self.version(), now + REPLICA_WAIT
-        try:
-            while True:
-                with replica.connect() as db:
-                    found = db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one()
-                if int(found) >= wanted:
-                    return replica
-                if time.monotonic() > deadline:
-                    log.info("the replica is behind version %d: reading the primary", wanted)
-                    return None
-                time.sleep(0.02)
-        except SQLAlchemyError:
-            self._replica_down_at = time.monotonic()
-            log.warning(
-                "the replica (database_read_url) does not answer: reading the primary for "
-                "a minute", exc_info=True,
-            )  # fmt: skip
-            return None
+        while (found := self.replica_version()) is not None:
+            if found >= wanted:
+                return replica
+            if time.monotonic() > deadline:
+                log.info("the replica is behind version %d: reading the primary", wanted)
+                return None
+            time.sleep(0.02)
+        self._replica_down_at = time.monotonic()
+        log.warning(
+            "the replica (database_read_url) does not answer: reading the primary for a minute"
+        )
+        return None
 
     def _read(self, db: Connection, where: str, params: list[Any]) -> pa.Table:
         """The snapshot's columns of the rows ``where`` keeps, through a server-side cursor

@@ -11,7 +11,7 @@ that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +111,7 @@ class PostgresChunkStore:
 
     def replica_state(self) -> ReplicaState | None:
         """Where the replica the copies are read from stands (None: there is none)."""
-        if self._source.replica is None:
-            return None
-        return ReplicaState(self._source.version(), self._source.replica_version())
+        return self._source.replica_state()
 
     def table_copy_needed_mb(self) -> float:
         return copy_needed_mb(self.count(ChunkFilter()), self._memory_rows, self.dimension)
@@ -148,7 +146,7 @@ class PostgresChunkStore:
             copy_rows(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
             self.bm25.count_terms(db, unique)
             files = {c.file_id for c in unique}
-            self._bump(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
+            self.changes.written(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
         self._changed()
         return len(chunks)
 
@@ -171,7 +169,7 @@ class PostgresChunkStore:
         if gone:
             self.bm25.remove(db, [r.id for r in gone])
             files = {r.file_id for r in gone}
-            self._bump(db, -len(gone), -sum(int(r.length) for r in gone), files)
+            self.changes.written(db, -len(gone), -sum(int(r.length) for r in gone), files)
         return len(gone)
 
     def _average_length(self, db: Connection, chunks: Sequence[StoredChunk]) -> float:
@@ -184,19 +182,6 @@ class PostgresChunkStore:
 
     def _rows(self, db: Connection) -> int:
         return int(db.execute(text(f"SELECT chunks FROM {self.stats}")).scalar_one())
-
-    def _bump(self, db: Connection, chunks: int, length: int, files: Iterable[str]) -> None:
-        """Count the rows and terms written or removed; every write calls it (in its
-        transaction), which moves the table's version on and notes the files it touched
-        at that version (what keeps the copies current: ``changes``)."""
-        db.execute(
-            text(
-                f"UPDATE {self.stats} SET chunks = chunks + :c, length = length + :l, "
-                "version = version + 1"
-            ),
-            {"c": chunks, "l": length},
-        )
-        self.changes.note(db, files)
 
     def delete(self, where: ChunkFilter) -> int:
         if where.kb_ids is None and where.file_ids is None:
@@ -242,7 +227,7 @@ class PostgresChunkStore:
             ),
             {"files": list(file_ids), "kb": kb_id, "within": within},
         )
-        self._bump(db, 0, 0, file_ids)
+        self.changes.written(db, 0, 0, file_ids)
 
     # --- searches ---------------------------------------------------------------------
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
