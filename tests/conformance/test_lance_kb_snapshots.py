@@ -69,7 +69,7 @@ def ids(hits):
 
 def test_a_copy_answers_vector_searches_and_row_reads(store):
     copy = wait_for_copy(store, ("kb1",))
-    assert sorted(copy.ids) == ["c1", "c2", "c4"]
+    assert sorted(copy.chunk_ids()) == ["c1", "c2", "c4"]
     hits = store.vector_search(unit(1), 3, ChunkFilter(kb_ids=("kb1",)))
     assert ids(hits)[0] == "c2" and set(ids(hits)) == {"c1", "c2", "c4"}
     assert hits[0].score == pytest.approx(1.0)
@@ -90,7 +90,7 @@ def test_a_write_to_its_kb_is_seen_at_once(store):
     store.upsert([make_chunk("n1", "f9", ("kb1",), "Brand new policy.", 5)])
     assert ids(store.vector_search(unit(5), 1, ChunkFilter(kb_ids=("kb1",)))) == ["n1"]
     copy = wait_for_copy(store, ("kb1",))
-    assert "n1" in set(copy.ids)
+    assert "n1" in set(copy.chunk_ids())
     assert ids(store.vector_search(unit(5), 1, ChunkFilter(kb_ids=("kb1",)))) == ["n1"]
 
 
@@ -100,7 +100,7 @@ def test_deletes_and_unlinks_are_seen_at_once(store):
     store.delete(ChunkFilter(file_ids=("f1",)))
     assert set(ids(store.vector_search(unit(1), 5, kb1))) == {"c4"}
     assert store.get(["c1", "c2"]) == []
-    assert set(wait_for_copy(store, ("kb1",)).ids) == {"c4"}
+    assert set(wait_for_copy(store, ("kb1",)).chunk_ids()) == {"c4"}
     store.unlink("f3", "kb1")
     assert store.vector_search(unit(3), 5, kb1) == []
     store.link_files(["f3"], "kb1")
@@ -182,7 +182,7 @@ def test_the_builder_thread_ends_when_idle_and_starts_again(store, monkeypatch):
         assert time.monotonic() < deadline, "the builder thread did not end"
         time.sleep(0.05)
     store.upsert([make_chunk("n1", "f9", ("kb1",), "Brand new policy.", 5)])
-    assert "n1" in set(wait_for_copy(store, ("kb1",)).ids)
+    assert "n1" in set(wait_for_copy(store, ("kb1",)).chunk_ids())
 
 
 def test_no_copies_when_turned_off(tmp_path):

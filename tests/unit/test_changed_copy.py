@@ -54,12 +54,16 @@ def test_a_changed_copy_answers_as_a_copy_of_the_changed_table():
     changes = TableChanges(
         frozenset({"f1", "f2", "f100"}),
         TableSnapshot.from_arrow(2, changed_data, DIM),
-        len(fresh.ids),
+        fresh.count,
     )
     copy = ChangedCopy(old, changes, 2)
     assert copy.adds_up and copy.changed_rows == 5
     for where in (ChunkFilter(), ChunkFilter(kb_ids=("b",)), ChunkFilter(file_ids=("f1", "f5"))):
-        for probe in (fresh.vectors[0], fresh.vectors[-1], old.vectors[8]):
+        for probe in (
+            fresh.vectors.take([0])[0],
+            fresh.vectors.take([fresh.count - 1])[0],
+            old.vectors.take([8])[0],
+        ):
             mine, theirs = copy.search(probe, 10, where), fresh.search(probe, 10, where)
             assert [h[0] for h in mine] == [h[0] for h in theirs]
             assert [h[1] for h in mine] == pytest.approx([h[1] for h in theirs])

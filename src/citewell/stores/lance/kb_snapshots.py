@@ -187,7 +187,7 @@ class KbSnapshots:
             copies = list(self._copies.values()) if self._current >= 0 else []
         found: dict[str, StoredChunk] = {}
         for copy in copies:
-            wanted = [i for i in chunk_ids if i not in found and i in copy.snapshot.row_of]
+            wanted = [i for i in chunk_ids if i not in found and i in copy.snapshot.keys]
             if wanted:
                 found.update(copy.snapshot.get(wanted))
             if len(found) == len(chunk_ids):

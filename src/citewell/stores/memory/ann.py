@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.vectors import FloatVectors, RowVectors
 
 EXACT_ROWS = 65_536  # a filter keeping at most this many rows: exact scan over them
 MIN_TRAIN_ROWS = 4_096  # fewer rows: no index, every search exact
@@ -52,7 +53,7 @@ class MemoryVectorIndex:
     """IVF partitions of 4-bit codes of ``vectors`` (kept for the exact second pass)."""
 
     index: Any  # a faiss IndexIVFPQFastScan; None: too few rows, search exactly
-    vectors: npt.NDArray[np.float32]
+    vectors: RowVectors
     policy: VectorIndexPolicy
 
     @classmethod
@@ -62,7 +63,7 @@ class MemoryVectorIndex:
         """Train on a sample (64 rows a partition) and add every row."""
         count, dimension = vectors.shape
         if count < MIN_TRAIN_ROWS:
-            return cls(None, vectors, policy)
+            return cls(None, FloatVectors(vectors), policy)
         faiss = _faiss()
         # One thread: the copy is made on a thread of the lowest priority, and faiss's
         # OpenMP threads would not be; one query's search uses one anyway.
@@ -76,12 +77,12 @@ class MemoryVectorIndex:
         rows = np.random.default_rng(seed).choice(count, sample, replace=False)
         index.train(np.ascontiguousarray(vectors[np.sort(rows)]))
         index.add(vectors)
-        return cls(index, vectors, policy)
+        return cls(index, FloatVectors(vectors), policy)
 
     def probes(self, matching: int) -> int:
         """5 x sqrt(partitions) for the whole table, more for a filter keeping fewer rows
         (``VectorIndexPolicy.nprobes``' spread)."""
-        count, partitions = len(self.vectors), self.partitions
+        count, partitions = self.vectors.shape[0], self.partitions
         spread: float = (count / max(1, min(count, matching))) ** (1 / 4)
         base = max(self.policy.min_probes, math.ceil(PROBE_FACTOR * math.sqrt(partitions)))
         return int(min(partitions, math.ceil(base * spread)))
@@ -101,13 +102,13 @@ class MemoryVectorIndex:
         self, query: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.bool_] | None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Rows and cosines of about the k nearest allowed rows, best first."""
-        count = len(self.vectors)
+        count = self.vectors.shape[0]
         matching = count if allowed is None else int(np.count_nonzero(allowed))
         if matching == 0 or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if self.index is None or (allowed is not None and matching <= EXACT_ROWS):
             rows = np.arange(count) if allowed is None else np.flatnonzero(allowed)
-            return self._exact(rows, query, k)
+            return self._nearest(rows, query, k)
         faiss = _faiss()
         params = faiss.SearchParametersIVF()
         params.nprobe = self.probes(matching)
@@ -119,10 +120,21 @@ class MemoryVectorIndex:
         rows = found[0][found[0] >= 0]
         return self._exact(rows, query, k)
 
+    def _nearest(
+        self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32], k: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The k nearest of many rows: scanned through int8 codes where the vectors are
+        quantized, their best 10 x k then scored exactly."""
+        wanted = k * REFINE
+        if len(rows) > wanted and not isinstance(self.vectors, FloatVectors):
+            rough = self.vectors.rough(rows, query)
+            rows = rows[np.argpartition(-rough, wanted - 1)[:wanted]]
+        return self._exact(rows, query, k)
+
     def _exact(
         self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32], k: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        scores = self.vectors[rows] @ query
+        scores = self.vectors.exact(rows, query)
         k = min(k, len(rows))
         if k <= 0:
             return rows[:0], scores[:0]
@@ -133,10 +145,10 @@ class MemoryVectorIndex:
     def recall(self, samples: int, k: int = 50) -> float:
         """Mean share of the exact top k that the index finds, with the vectors of evenly
         spread rows as queries (as ``citewell check`` measures LanceDB's index)."""
-        count = len(self.vectors)
+        count = self.vectors.shape[0]
         found = []
         for row in sorted({int(i * count / samples) for i in range(samples)}):
-            query = self.vectors[row]
+            query = self.vectors.take(np.array([row]))[0]
             rows, _ = self.search(query, k, None)
             truth = self._exact(np.arange(count), query, k)[0]
             found.append(len(set(rows.tolist()) & set(truth.tolist())) / max(1, len(truth)))

@@ -27,6 +27,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from citewell.stores.memory.keys import KeyIndex
+
 K1, B = 1.2, 0.75
 BATCH_ROWS = 131_072
 
@@ -43,7 +45,7 @@ class TermStatistics:
 
 @dataclass(frozen=True)
 class KeywordPostings:
-    vocabulary: dict[str, int]
+    vocabulary: dict[str, int] | KeyIndex  # term -> number (KeyIndex: a mapped copy's)
     start: npt.NDArray[np.int64]  # len(vocabulary) + 1 offsets into rows/impact
     rows: npt.NDArray[np.int32]
     impact: npt.NDArray[np.float32]  # tf part with the whole table's average length

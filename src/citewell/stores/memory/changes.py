@@ -16,11 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from citewell.stores.memory.ann import MemoryVectorIndex
 from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
+from citewell.stores.memory.vectors import RowVectors
 from citewell.types import ChunkFilter, StoredChunk
 
 MAX_CHANGED_ROWS = 50_000  # beyond this many changed rows the copy is made again
@@ -31,8 +30,7 @@ class ChangedCopy:
 
     def __init__(self, copy: TableSnapshot, changes: TableChanges, version: int) -> None:
         self.copy, self.changes, self.version = copy, changes, version
-        stale = pc.is_in(copy.rows["file_id"], value_set=pa.array(sorted(changes.files)))
-        self.keep: npt.NDArray[np.bool_] = ~stale.to_numpy(zero_copy_only=False)
+        self.keep: npt.NDArray[np.bool_] = ~copy.files.mask(changes.files)
         self.hidden = np.flatnonzero(~self.keep)
 
     # what snapshot_keeper reports of the copy
@@ -41,11 +39,11 @@ class ChangedCopy:
         return self.copy.ann
 
     @property
-    def ids(self) -> npt.NDArray[np.object_]:
-        return self.copy.ids
+    def count(self) -> int:
+        return self.copy.count
 
     @property
-    def vectors(self) -> npt.NDArray[np.float32]:
+    def vectors(self) -> RowVectors:
         return self.copy.vectors
 
     @property
@@ -54,14 +52,14 @@ class ChangedCopy:
 
     @property
     def changed_rows(self) -> int:
-        return len(self.changes.rows.ids)
+        return self.changes.rows.count
 
     @property
     def adds_up(self) -> bool:
         """The copy's rows less those of the changed files, plus their rows now, are as
         many as the table holds: a check that no change went unnoted (a table dropped
         and made anew, say)."""
-        together = len(self.copy.ids) - len(self.hidden) + self.changed_rows
+        together = self.copy.count - len(self.hidden) + self.changed_rows
         return together == self.changes.table_rows
 
     def search(
@@ -78,7 +76,7 @@ class ChangedCopy:
         the copy's rows with its own (computed when it was made: the changed rows are a few
         among many) and the changed rows on that scale."""
         keep, rows = self._keep(), self.changes.rows
-        if not len(rows.ids):
+        if not rows.count:
             return self.copy.keyword_search(words, k, where, keep)
         scope, mine = self.copy.mask(where, keep), rows.mask(where)
         if scope is None:
@@ -100,7 +98,7 @@ class ChangedCopy:
         return self.keep if len(self.hidden) else None
 
     def _kept(self, chunk_id: str) -> bool:
-        row = self.copy.row_of.get(chunk_id)
+        row = self.copy.row_of(chunk_id)
         return row is not None and bool(self.keep[row])
 
 

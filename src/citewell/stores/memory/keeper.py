@@ -28,8 +28,6 @@ import threading
 import time
 from collections.abc import Callable
 
-import numpy as np
-
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS, ChangedCopy
@@ -143,8 +141,8 @@ class SnapshotKeeper:
             )
         recall = ann.recall(recall_samples) if recall_samples else None
         megabytes = round(snapshot.nbytes / 2**20, 3)
-        rows, partitions = len(snapshot.ids), ann.partitions
-        shared = isinstance(snapshot.vectors, np.memmap)
+        rows, partitions = snapshot.count, ann.partitions
+        shared = snapshot.vectors.shared
         changed = snapshot.changed_rows if isinstance(snapshot, ChangedCopy) else 0
         return TableCopyStats(
             budget_mb, needed_mb, True, rows, megabytes, partitions, recall, recall_samples,
@@ -241,7 +239,7 @@ class SnapshotKeeper:
             return base
         lower_priority()  # searches first: they read the table meanwhile
         changes = self._source.changes(base.version)
-        if changes is not None and len(changes.rows.ids) <= MAX_CHANGED_ROWS:
+        if changes is not None and changes.rows.count <= MAX_CHANGED_ROWS:
             changed = ChangedCopy(base, changes, version)
             if changed.adds_up:
                 return changed

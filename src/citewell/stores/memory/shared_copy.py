@@ -40,9 +40,12 @@ from pyarrow import ipc
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex, _faiss
 from citewell.stores.memory.bm25 import KeywordPostings
+from citewell.stores.memory.keys import FileRows, KeyIndex
 from citewell.stores.memory.snapshot import SnapshotSource, TableChanges, TableSnapshot
+from citewell.stores.memory.vectors import QuantizedVectors, int8_codes
 
 KEPT_VERSIONS = 2
+FORMAT = 2  # 2: int8 codes, hashed lookups; 1 (no "format"): float vectors, Python dicts
 POSTING_ARRAYS = ("start", "rows", "impact", "tf", "lengths")
 
 
@@ -95,6 +98,8 @@ class SharedCopies:
 
     def _mapped(self, version: int, index: VectorIndexPolicy) -> TableSnapshot | None:
         path = self._path(version)
+        if path.is_dir() and not readable(path):
+            shutil.rmtree(path, ignore_errors=True)  # an older release's layout
         return read_copy(path, index) if path.is_dir() else None
 
     @contextlib.contextmanager
@@ -128,13 +133,18 @@ def write_copy(snapshot: TableSnapshot, path: Path) -> None:
     work = path.parent / f".building-{path.name}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    np.save(work / "vectors.npy", snapshot.vectors)
-    postings = snapshot.postings
-    for name in POSTING_ARRAYS:
-        np.save(work / f"postings_{name}.npy", getattr(postings, name))
-    vocabulary = sorted(postings.vocabulary, key=postings.vocabulary.__getitem__)
-    _write_arrow(work / "vocabulary.arrow", pa.table({"term": pa.array(vocabulary)}))
+    matrix = snapshot.vectors.take(np.arange(snapshot.count))
+    np.save(work / "vectors.npy", matrix)  # read a row at a time, for exact scores
+    codes, scales = int8_codes(matrix)
+    del matrix
+    np.save(work / "codes.npy", codes)
+    np.save(work / "scales.npy", scales)
+    _write_postings(snapshot.postings, work)
     _write_arrow(work / "rows.arrow", snapshot.rows)
+    _save_lookup(work, "ids", snapshot.keys)
+    np.save(work / "file_numbers.npy", snapshot.files.numbers)
+    _write_arrow(work / "files.arrow", pa.table({"file_id": snapshot.files.names.keys}))
+    _save_lookup(work, "files", snapshot.files.names)
     kbs = list(snapshot.kb_rows)
     for n, kb in enumerate(kbs):
         np.save(work / f"kb_{n}.npy", snapshot.kb_rows[kb])
@@ -142,32 +152,69 @@ def write_copy(snapshot: TableSnapshot, path: Path) -> None:
     if ann is not None and ann.index is not None:
         _faiss().write_index(ann.index, str(work / "ann.faiss"))
     meta = {
-        "version": snapshot.version, "kbs": kbs, "documents": postings.documents,
-        "k1": postings.k1, "b": postings.b, "ann": ann is not None,
+        "format": FORMAT, "version": snapshot.version, "kbs": kbs,
+        "documents": snapshot.postings.documents, "k1": snapshot.postings.k1,
+        "b": snapshot.postings.b, "ann": ann is not None,
     }  # fmt: skip
     (work / "meta.json").write_text(json.dumps(meta))
     os.replace(work, path)
 
 
+def _write_postings(postings: KeywordPostings, work: Path) -> None:
+    for name in POSTING_ARRAYS:
+        np.save(work / f"postings_{name}.npy", getattr(postings, name))
+    vocabulary = postings.vocabulary
+    terms = (
+        vocabulary.keys
+        if isinstance(vocabulary, KeyIndex)
+        else pa.array(sorted(vocabulary, key=vocabulary.__getitem__), type=pa.string())
+    )
+    _write_arrow(work / "vocabulary.arrow", pa.table({"term": terms}))
+    lookup = vocabulary if isinstance(vocabulary, KeyIndex) else KeyIndex.build(terms)
+    _save_lookup(work, "terms", lookup)
+
+
+def _save_lookup(work: Path, name: str, lookup: KeyIndex) -> None:
+    np.save(work / f"{name}_hashes.npy", lookup.hashes)
+    np.save(work / f"{name}_positions.npy", lookup.positions)
+
+
+def _load_lookup(path: Path, name: str, keys: pa.Table, column: str) -> KeyIndex:
+    strings = keys[column].combine_chunks()  # one chunk as written: no copy
+    hashes = np.load(path / f"{name}_hashes.npy", mmap_mode="r")
+    return KeyIndex(strings, hashes, np.load(path / f"{name}_positions.npy", mmap_mode="r"))
+
+
 def read_copy(path: Path, index: VectorIndexPolicy) -> TableSnapshot:
     """The copy in ``path``, its arrays mapped (read-only) rather than read."""
     meta = json.loads((path / "meta.json").read_text())
-    vectors = np.load(path / "vectors.npy", mmap_mode="r")
+    codes = np.load(path / "codes.npy", mmap_mode="r")
+    scales = np.load(path / "scales.npy", mmap_mode="r")
+    vectors = QuantizedVectors(codes, scales, path / "vectors.npy")
     arrays = {n: np.load(path / f"postings_{n}.npy", mmap_mode="r") for n in POSTING_ARRAYS}
-    terms = _read_arrow(path / "vocabulary.arrow")["term"].to_pylist()
+    terms = _load_lookup(path, "terms", _read_arrow(path / "vocabulary.arrow"), "term")
     postings = KeywordPostings(
-        {term: n for n, term in enumerate(terms)}, arrays["start"], arrays["rows"],
-        arrays["impact"], meta["documents"], arrays["tf"], arrays["lengths"], meta["k1"],
-        meta["b"],
+        terms, arrays["start"], arrays["rows"], arrays["impact"], meta["documents"],
+        arrays["tf"], arrays["lengths"], meta["k1"], meta["b"],
     )  # fmt: skip
     rows = _read_arrow(path / "rows.arrow")
+    keys = _load_lookup(path, "ids", rows, "id")
+    names = _load_lookup(path, "files", _read_arrow(path / "files.arrow"), "file_id")
+    files = FileRows(np.load(path / "file_numbers.npy", mmap_mode="r"), names)
     kb_rows = {kb: np.load(path / f"kb_{n}.npy", mmap_mode="r") for n, kb in enumerate(meta["kbs"])}
     ann = None
     if meta["ann"]:
         faiss_file = path / "ann.faiss"
         found = _faiss().read_index(str(faiss_file)) if faiss_file.exists() else None
         ann = MemoryVectorIndex(found, vectors, index)
-    return TableSnapshot.of(meta["version"], vectors, kb_rows, rows, postings, ann)
+    return TableSnapshot.of(meta["version"], vectors, kb_rows, rows, postings, ann, keys, files)
+
+
+def readable(path: Path) -> bool:
+    """A copy written in this release's layout (an older one is made again)."""
+    with contextlib.suppress(OSError, ValueError):
+        return bool(json.loads((path / "meta.json").read_text()).get("format") == FORMAT)
+    return False
 
 
 def _write_arrow(path: Path, table: pa.Table) -> None:

@@ -25,6 +25,8 @@ import pyarrow.compute as pc
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex
 from citewell.stores.memory.bm25 import KeywordPostings
+from citewell.stores.memory.keys import FileRows, KeyIndex
+from citewell.stores.memory.vectors import FloatVectors, RowVectors
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -38,12 +40,11 @@ FULL_MASK_ROWS = 65_536  # above it, a filter keeping every row is dropped (a sc
 @dataclass(frozen=True)
 class TableSnapshot:
     version: int
-    ids: npt.NDArray[np.object_]
-    file_ids: npt.NDArray[np.object_]
-    vectors: npt.NDArray[np.float32]
+    keys: KeyIndex  # the chunk ids
+    files: FileRows
+    vectors: RowVectors
     kb_rows: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]  # see _kb_rows
     rows: pa.Table  # ROW_COLUMNS, turned into chunks only when asked for
-    row_of: dict[str, int]
     postings: KeywordPostings
     ann: MemoryVectorIndex | None = None  # big tables: vectors searched approximately
 
@@ -66,47 +67,60 @@ class TableSnapshot:
         postings = KeywordPostings.build(data["terms"])
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
         ann = MemoryVectorIndex.build(vectors, index) if index is not None and count else None
-        return cls.of(version, vectors, kb_rows, rows, postings, ann)
+        stored = ann.vectors if ann is not None else FloatVectors(vectors)
+        return cls.of(version, stored, kb_rows, rows, postings, ann)
 
     @classmethod
     def of(
         cls,
         version: int,
-        vectors: npt.NDArray[np.float32],
+        vectors: RowVectors,
         kb_rows: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]],
         rows: pa.Table,
         postings: KeywordPostings,
         ann: MemoryVectorIndex | None,
+        keys: KeyIndex | None = None,
+        files: FileRows | None = None,
     ) -> TableSnapshot:
-        """A snapshot of its parts (built, or mapped from files: memory/shared_copy.py),
-        with the id maps each process makes for itself."""
-        id_list = rows["id"].to_pylist()
-        ids = np.array(id_list, dtype=object)
-        file_ids = np.array(rows["file_id"].to_pylist(), dtype=object)
-        row_of = {chunk_id: row for row, chunk_id in enumerate(id_list)}
-        snapshot = cls(version, ids, file_ids, vectors, kb_rows, rows, row_of, postings, ann)
-        if len(id_list) >= FREEZE_ROWS:
+        """A snapshot of its parts (built, or mapped from files: memory/shared_copy.py);
+        the id lookups are made from ``rows`` unless given."""
+        keys = keys if keys is not None else KeyIndex.build(rows["id"])
+        files = files if files is not None else FileRows.build(rows["file_id"])
+        snapshot = cls(version, keys, files, vectors, kb_rows, rows, postings, ann)
+        if isinstance(postings.vocabulary, dict) and len(postings.vocabulary) >= FREEZE_ROWS:
             # Out of the cyclic collector's way: every full collection walked the whole
-            # snapshot (150 ms on SciFact's 5k documents, every thread stopped), and a
+            # vocabulary (150 ms on SciFact's 5k documents, every thread stopped), and a
             # busy server's young objects (spans waiting for export, say) bring them on.
             # What is frozen is still freed by reference counting once no longer used.
             gc.freeze()
         return snapshot
 
     @property
+    def count(self) -> int:
+        return int(self.rows.num_rows)
+
+    def chunk_ids(self) -> list[str]:
+        return list(self.keys)
+
+    def row_of(self, chunk_id: str) -> int | None:
+        return self.keys.get(chunk_id)
+
+    @property
     def nbytes(self) -> int:
-        """About what the snapshot holds: vectors, rows, postings, the id maps, the index."""
+        """About what the snapshot holds: vectors, rows, postings, the lookups, the index."""
         postings = self.postings
         arrays = (postings.start, postings.rows, postings.impact, postings.tf, postings.lengths)
         masks = sum(m.nbytes for m in self.kb_rows.values())
-        maps = 120 * self.rows.num_rows + 100 * len(postings.vocabulary)
-        held = sum(a.nbytes for a in arrays) + self.vectors.nbytes + self.rows.nbytes + masks + maps
-        return int(held + (self.ann.nbytes if self.ann is not None else 0))
+        vocabulary = postings.vocabulary
+        terms = vocabulary.nbytes if isinstance(vocabulary, KeyIndex) else 100 * len(vocabulary)
+        lookups = self.keys.hashes.nbytes * 2 + self.files.nbytes + terms
+        held = sum(a.nbytes for a in arrays) + self.vectors.nbytes + self.rows.nbytes + masks
+        return int(held + lookups + (self.ann.nbytes if self.ann is not None else 0))
 
     def get(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         """The chunks of those ids that the table holds."""
-        found = [self.row_of[i] for i in dict.fromkeys(chunk_ids) if i in self.row_of]
-        taken = self.rows.take(pa.array(found, type=pa.int64()))
+        rows = self.keys.find(list(dict.fromkeys(chunk_ids)))
+        taken = self.rows.take(pa.array(rows[rows >= 0], type=pa.int64()))
         return {row["id"]: to_chunk(row) for row in taken.to_pylist()}
 
     def mask(
@@ -116,7 +130,7 @@ class TableSnapshot:
         narrows (a whole-table search applies ``keep`` itself)."""
         allowed: npt.NDArray[np.bool_] | None = None
         if where.kb_ids is not None:
-            allowed = np.zeros(len(self.ids), dtype=bool)
+            allowed = np.zeros(self.count, dtype=bool)
             for kb in where.kb_ids:
                 rows = self.kb_rows.get(kb)
                 if rows is None:
@@ -126,7 +140,7 @@ class TableSnapshot:
                 else:
                     allowed[rows] = True
         if where.file_ids is not None:
-            in_files = np.isin(self.file_ids, list(where.file_ids))
+            in_files = self.files.mask(where.file_ids)
             allowed = in_files if allowed is None else allowed & in_files
         if allowed is not None and keep is not None:
             allowed &= keep
@@ -158,7 +172,7 @@ class TableSnapshot:
         keep: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity) of the k nearest allowed rows, best first."""
-        if not len(self.ids):
+        if not self.count:
             return []
         query = np.asarray(vector, dtype=np.float32)
         allowed = self.mask(where, keep)
@@ -166,8 +180,8 @@ class TableSnapshot:
             allowed = keep
         if self.ann is not None:
             rows, cosines = self.ann.search(query, k, allowed)
-            return [(str(self.ids[r]), float(c)) for r, c in zip(rows, cosines, strict=True)]
-        scores = self.vectors @ query
+            return list(zip(self.keys.at(rows), cosines.tolist(), strict=True))
+        scores = self.vectors.all(query)
         if allowed is not None:
             scores = np.where(allowed, scores, -np.inf)
         return self.best(scores, k, np.isfinite)
@@ -182,7 +196,7 @@ class TableSnapshot:
             return []
         best = rows[np.argpartition(-scores[rows], k - 1)[:k]]
         best = best[np.argsort(-scores[best], kind="stable")]
-        return [(str(self.ids[i]), float(scores[i])) for i in best]
+        return list(zip(self.keys.at(best), scores[best].astype(float).tolist(), strict=True))
 
 
 def _at_least_kth(

@@ -1,0 +1,112 @@
+"""A big table's copy as files (memory/shared_copy.py): int8 codes scanned, float32 rows read
+for exact scores (memory/vectors.py), ids, files and terms found through hashed lookups
+(memory/keys.py). Mapped, it answers as the copy it was written from."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.keys import FileRows, KeyIndex
+from citewell.stores.memory.shared_copy import read_copy, readable, write_copy
+from citewell.stores.memory.snapshot import TableSnapshot
+from citewell.stores.memory.vectors import QuantizedVectors, int8_codes
+from citewell.types import ChunkFilter
+
+DIM = 32
+WORDS = [f"w{n}" for n in range(300)]
+
+
+def table(count: int, seed: int = 3) -> pa.Table:
+    """``count`` rows, four to a file, in KB "all" and every tenth also in "few"."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    terms = [" ".join(rng.choice(WORDS, size=12)) for _ in range(count)]
+    return pa.table({
+        "id": [f"chunk-{n}" for n in range(count)],
+        "file_id": [f"file-{n // 4}" for n in range(count)],
+        "kb_ids": [["all", "few"] if n % 10 == 0 else ["all"] for n in range(count)],
+        "idx": pa.array([n % 4 for n in range(count)], pa.int32()), "text": terms,
+        "start": [0] * count, "end": [1] * count, "page": pa.array([None] * count, pa.int32()),
+        "headings": [[] for _ in range(count)], "file_name": ["x.md"] * count,
+        "terms": terms, "vector": list(vectors),
+    })  # fmt: skip
+
+
+def test_a_key_index_finds_each_string_and_no_other():
+    index = KeyIndex.build([f"id-{n}" for n in range(1000)])
+    found = index.find(["id-7", "id-999", "nope", "id-7"])
+    assert found.tolist() == [7, 999, -1, 7]
+    assert index.get("id-0") == 0 and "id-500" in index and "id-1000" not in index
+    assert index.at([3, 1]) == ["id-3", "id-1"] and list(index)[:2] == ["id-0", "id-1"]
+
+
+def test_strings_sharing_a_hash_are_told_apart_by_the_string():
+    # Two strings forced onto one hash: the lookup compares the strings themselves.
+    keys = pa.array(["left", "right", "other"])
+    hashes = np.array([5, 5, 9], dtype=np.uint64)
+    index = KeyIndex(keys, hashes, np.array([0, 1, 2], dtype=np.int32))
+    assert index._position("right", np.uint64(5), 0) == 1
+    assert index._position("left", np.uint64(5), 0) == 0
+    assert index._position("absent", np.uint64(5), 0) == -1
+
+
+def test_file_rows_mask_the_rows_of_the_files_asked_for():
+    files = FileRows.build(pa.array(["a", "b", "a", "c", None]))
+    assert files.mask(["a", "zzz"]).tolist() == [True, False, True, False, False]
+    assert not files.mask([]).any()
+
+
+def test_int8_codes_stay_within_a_scale_of_each_value(tmp_path):
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((500, DIM)).astype(np.float32)
+    matrix[3] = 0  # a zero row keeps a usable scale
+    codes, scales = int8_codes(matrix)
+    assert np.abs(codes.astype(np.float32) * scales[:, None] - matrix).max() <= scales.max() / 2
+    np.save(tmp_path / "v.npy", matrix)
+    vectors = QuantizedVectors(codes, scales, tmp_path / "v.npy")
+    rows = np.array([499, 2, 3, 250])
+    assert np.array_equal(vectors.take(rows), matrix[rows])  # exact, from the file
+    query = matrix[10] / np.linalg.norm(matrix[10])
+    assert vectors.exact(rows, query) == pytest.approx(matrix[rows] @ query, abs=1e-6)
+    assert vectors.rough(rows, query) == pytest.approx(matrix[rows] @ query, abs=0.05)
+    assert vectors.all(query) == pytest.approx(matrix @ query, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [ChunkFilter(), ChunkFilter(kb_ids=("few",)), ChunkFilter(file_ids=("file-3", "file-900"))],
+)
+def test_a_mapped_copy_answers_as_the_copy_it_was_written_from(tmp_path, where):
+    data = table(6000)
+    policy = VectorIndexPolicy()
+    built = TableSnapshot.from_arrow(4, data, DIM, policy)
+    assert built.ann is not None and built.ann.index is not None  # past MIN_TRAIN_ROWS
+    write_copy(built, tmp_path / "v4")
+    mapped = read_copy(tmp_path / "v4", policy)
+    assert isinstance(mapped.vectors, QuantizedVectors) and isinstance(
+        mapped.keys.hashes, np.memmap
+    )
+    vectors = data["vector"].combine_chunks().flatten().to_numpy().reshape(-1, DIM)
+    for probe in (vectors[0], vectors[2999], -vectors[17]):
+        mine, theirs = mapped.search(probe, 8, where), built.search(probe, 8, where)
+        assert [h[0] for h in mine] == [h[0] for h in theirs]
+        assert [h[1] for h in mine] == pytest.approx([h[1] for h in theirs], abs=1e-6)
+    for words in (["w1"], ["w2", "w250", "w250"], ["absent"]):
+        mine, theirs = mapped.keyword_search(words, 8, where), built.keyword_search(words, 8, where)
+        assert mine == theirs
+    assert mapped.get(["chunk-12", "nope"]).keys() == {"chunk-12"}
+    assert mapped.row_of("chunk-5999") == 5999 and mapped.row_of("chunk-6000") is None
+
+
+def test_a_copy_in_an_older_layout_is_not_read(tmp_path):
+    built = TableSnapshot.from_arrow(1, table(100), DIM, VectorIndexPolicy())
+    write_copy(built, tmp_path / "v1")
+    assert readable(tmp_path / "v1")
+    meta = json.loads((tmp_path / "v1" / "meta.json").read_text())
+    del meta["format"]
+    (tmp_path / "v1" / "meta.json").write_text(json.dumps(meta))
+    assert not readable(tmp_path / "v1") and not readable(tmp_path / "v2")
