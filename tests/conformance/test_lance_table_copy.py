@@ -4,6 +4,7 @@ runs on the copy, and a copy never answers for a table version it does not hold.
 "Big" is a vector_index_min_rows of 4 against the five-chunk corpus, so the table is
 past the ANN threshold and its copy's vectors go through the in-memory IVF index."""
 
+import mmap
 import time
 
 import numpy as np
@@ -144,13 +145,13 @@ def test_processes_of_one_machine_map_one_copy(tmp_path):
     first = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
     first.upsert(CORPUS)
     mapped = wait_for_copy(first)
-    assert isinstance(mapped.vectors.codes, np.memmap)  # the file's pages, not a private array
+    assert isinstance(mapped.vectors.codes.base, mmap.mmap)  # the file's pages, not a private array
     (built,) = (tmp_path / "copies" / "chunks_test").glob("v*")
     made = built.stat().st_mtime_ns
     second = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")  # as another process
     other = wait_for_copy(second)
     assert built.stat().st_mtime_ns == made  # read, not built again
-    assert other.version == mapped.version and isinstance(other.vectors.codes, np.memmap)
+    assert other.version == mapped.version and isinstance(other.vectors.codes.base, mmap.mmap)
     hits = second.vector_search(unit(0), 5, ChunkFilter(kb_ids=("kb1",)))
     assert hits[0].chunk_id == "c1" and hits[0].score == pytest.approx(1.0, abs=1e-5)
     found = second.keyword_search("leav", 5, ChunkFilter(kb_ids=("kb1",)))

@@ -3,6 +3,7 @@ for exact scores (memory/vectors.py), ids, files and terms found through hashed 
 (memory/keys.py). Mapped, it answers as the copy it was written from."""
 
 import json
+import mmap
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +25,7 @@ def table(count: int, seed: int = 3) -> pa.Table:
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((count, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    terms = [" ".join(rng.choice(WORDS, size=12)) for _ in range(count)]
+    terms = [" ".join(rng.choice(WORDS, size=rng.integers(4, 30))) for _ in range(count)]
     return pa.table({
         "id": [f"chunk-{n}" for n in range(count)],
         "file_id": [f"file-{n // 4}" for n in range(count)],
@@ -87,9 +88,8 @@ def test_a_mapped_copy_answers_as_the_copy_it_was_written_from(tmp_path, where):
     assert built.ann is not None and built.ann.index is not None  # past MIN_TRAIN_ROWS
     write_copy(built, tmp_path / "v4")
     mapped = read_copy(tmp_path / "v4", policy)
-    assert isinstance(mapped.vectors, QuantizedVectors) and isinstance(
-        mapped.keys.hashes, np.memmap
-    )
+    assert isinstance(mapped.vectors, QuantizedVectors)
+    assert isinstance(mapped.keys.hashes.base, mmap.mmap)  # the file's pages, shared
     vectors = data["vector"].combine_chunks().flatten().to_numpy().reshape(-1, DIM)
     for probe in (vectors[0], vectors[2999], -vectors[17]):
         mine, theirs = mapped.search(probe, 8, where), built.search(probe, 8, where)
@@ -97,7 +97,9 @@ def test_a_mapped_copy_answers_as_the_copy_it_was_written_from(tmp_path, where):
         assert [h[1] for h in mine] == pytest.approx([h[1] for h in theirs], abs=1e-6)
     for words in (["w1"], ["w2", "w250", "w250"], ["absent"]):
         mine, theirs = mapped.keyword_search(words, 8, where), built.keyword_search(words, 8, where)
-        assert mine == theirs
+        # the copy's impacts are float16: scores within 0.1 %, the same rows
+        assert {h[0] for h in mine[:5]} == {h[0] for h in theirs[:5]}
+        assert [h[1] for h in mine] == pytest.approx([h[1] for h in theirs], rel=1e-3)
     assert mapped.get(["chunk-12", "nope"]).keys() == {"chunk-12"}
     assert mapped.row_of("chunk-5999") == 5999 and mapped.row_of("chunk-6000") is None
 

@@ -83,7 +83,6 @@ class LanceChunkStore:
         if self._fts_ready:
             with self._write_lock:  # a table from an older release may lack newer indexes
                 self._upkeep.ensure_scalar_indexes()
-        self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
         self._journal = ChangeJournal(path / f"{table}.changes")
         source: SnapshotSource = LanceSnapshotSource(
             self._table, dimension, self._journal, self._addresses.dataset
@@ -91,13 +90,16 @@ class LanceChunkStore:
         self._shared: SharedCopies | None = None
         if copies_dir is not None:
             source = self._shared = SharedCopies(source, copies_dir / table)
+        # after _shared: warming the search table asks whether a saved copy will answer
+        self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
         self._snapshots = SnapshotKeeper(
             source,
             self.vector_index.min_rows,
-            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension),
+            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension, self._shared is not None),
             big_bytes=table_copy_mb << 20,
             index=self.vector_index,
             memory_free=memory_free,
+            build_row_bytes=copy_row_bytes(dimension),
         )
         self._kb_snapshots = KbSnapshots(
             self._addresses.dataset, lambda: int(self._table.version), dimension,
@@ -110,7 +112,13 @@ class LanceChunkStore:
         return SearchHandle(table, session, int(table.version))
 
     def _warm(self, table: Any) -> None:
-        if table.count_rows() >= self.vector_index.min_rows:
+        """Load the indexes LanceDB searches with, unless the machine's saved copy of the
+        table will answer them (the cache would hold ~1.5 GB a million in every process)."""
+        rows = table.count_rows()
+        if rows < self.vector_index.min_rows:
+            return
+        copied = copy_needed_mb(rows, self.vector_index.min_rows, self.dimension, True)
+        if self._shared is None or not self._shared.kept() or copied > self._table_copy_mb:
             prewarm(table)
 
     @property
@@ -262,7 +270,9 @@ class LanceChunkStore:
         return self._snapshots.big_copy_stats(self._table_copy_mb, needed, recall_samples)
 
     def table_copy_needed_mb(self) -> float:
-        return copy_needed_mb(self._counts(None), self.vector_index.min_rows, self.dimension)
+        return copy_needed_mb(
+            self._counts(None), self.vector_index.min_rows, self.dimension, self._shared is not None
+        )
 
     def kb_copies(self) -> KbCopyStats:
         """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""

@@ -34,7 +34,8 @@ MIN_TRAIN_ROWS = 4_096  # fewer rows: no index, every search exact
 TRAIN_PER_PARTITION = 64  # k-means sample: rows per partition
 TRAIN_ITERATIONS = 10
 PROBE_FACTOR = 5.0  # probes: 5 x sqrt(partitions), twice LanceDB's for 8-bit vectors
-REFINE = 10  # candidates scored exactly: this many times what was asked for
+REFINE = 10  # candidates from the 4-bit codes: this many times what was asked for
+RESCORE = 3  # of those, quantized vectors read as float32 for this many times k
 
 
 def _pq_codes(dimension: int) -> int:
@@ -118,14 +119,15 @@ class MemoryVectorIndex:
         wanted = min(matching, k * REFINE)
         _, found = self.index.search(query.reshape(1, -1), wanted, params=params)
         rows = found[0][found[0] >= 0]
-        return self._exact(rows, query, k)
+        return self._nearest(rows, query, k)
 
     def _nearest(
         self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32], k: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """The k nearest of many rows: scanned through int8 codes where the vectors are
-        quantized, their best 10 x k then scored exactly."""
-        wanted = k * REFINE
+        """The k nearest of ``rows``. Quantized vectors rank them by their int8 codes first
+        and read the float32 rows of the best 3 x k alone: the reads that leave memory
+        (page cache, or the disk when it is cold) are few."""
+        wanted = k * RESCORE
         if len(rows) > wanted and not isinstance(self.vectors, FloatVectors):
             rough = self.vectors.rough(rows, query)
             rows = rows[np.argpartition(-rough, wanted - 1)[:wanted]]

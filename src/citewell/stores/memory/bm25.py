@@ -48,9 +48,9 @@ class KeywordPostings:
     vocabulary: dict[str, int] | KeyIndex  # term -> number (KeyIndex: a mapped copy's)
     start: npt.NDArray[np.int64]  # len(vocabulary) + 1 offsets into rows/impact
     rows: npt.NDArray[np.int32]
-    impact: npt.NDArray[np.float32]  # tf part with the whole table's average length
+    impact: npt.NDArray[np.floating]  # tf part with the whole table's average length
     documents: int
-    tf: npt.NDArray[np.uint16]  # per posting, for scores scoped to fewer rows
+    tf: npt.NDArray[np.unsignedinteger]  # per posting, for scores scoped to fewer rows
     lengths: npt.NDArray[np.float32]  # per row, in terms
     k1: float = K1
     b: float = B

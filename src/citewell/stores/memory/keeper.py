@@ -40,19 +40,24 @@ RETRY_INTERVAL = 1.0  # after a failed build
 QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this long
 MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is tried again
 BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
+MAPPED_ROW_EXTRA = 720  # a mapped copy's beyond its codes: postings, lookups, faiss's ids
 
 
-def copy_row_bytes(dimension: int) -> int:
-    """A row of a big table's copy, as ``table_copy_mb`` is documented to count it."""
+def copy_row_bytes(dimension: int, shared: bool = False) -> int:
+    """A row of a big table's copy, as ``table_copy_mb`` is documented to count it: held
+    in memory (also what making any copy takes), or mapped from the machine's files, where
+    searches read int8 codes and postings, and text and float32 rows only for results."""
+    if shared:
+        return dimension + dimension // 4 + MAPPED_ROW_EXTRA
     return 5 * dimension + BIG_ROW_EXTRA
 
 
-def copy_needed_mb(rows: int, min_rows: int, dimension: int) -> float:
+def copy_needed_mb(rows: int, min_rows: int, dimension: int, shared: bool = False) -> float:
     """About what a copy of a table of ``rows`` takes (0: below the ANN threshold, where
     every table is searched from memory anyway)."""
     if not min_rows or rows < min_rows:
         return 0.0
-    return round(rows * copy_row_bytes(dimension) / 2**20, 3)
+    return round(rows * copy_row_bytes(dimension, shared) / 2**20, 3)
 
 
 class SnapshotKeeper:
@@ -72,15 +77,16 @@ class SnapshotKeeper:
         quiet: float = QUIET_SECONDS,
         index: VectorIndexPolicy | None = None,
         memory_free: Callable[[], int | None] | None = None,
+        build_row_bytes: int = 0,
     ) -> None:
         """``big_rows``: tables from ``max_rows`` up to this many rows are copied too,
         within ``big_bytes`` (checked once a copy is made: then ``big_rows`` shrinks), their
         vectors under an IVF index laid out by ``index``. ``memory_free``: the machine's
         memory free for use now (None: unknown); a big copy is put off while it is less than
-        twice what the copy will take, the peak while it is made."""
+        twice what making it takes a row (``build_row_bytes``; else what the copy takes)."""
         self._source, self._max_rows, self._interval = source, max_rows, check_interval
         self._big_rows, self._big_bytes, self._quiet = big_rows, big_bytes, quiet
-        self._row_bytes = big_bytes // big_rows if big_rows else 0
+        self._row_bytes = build_row_bytes or (big_bytes // big_rows if big_rows else 0)
         self._memory_free = memory_free or (lambda: None)
         self._index = index or VectorIndexPolicy()
         self._lock = threading.Lock()

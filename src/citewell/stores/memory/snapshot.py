@@ -107,14 +107,16 @@ class TableSnapshot:
 
     @property
     def nbytes(self) -> int:
-        """About what the snapshot holds: vectors, rows, postings, the lookups, the index."""
+        """About what the snapshot holds: vectors, rows, postings, the lookups, the index.
+        A mapped copy's rows (text, row fields) are read for results alone: not counted."""
         postings = self.postings
         arrays = (postings.start, postings.rows, postings.impact, postings.tf, postings.lengths)
         masks = sum(m.nbytes for m in self.kb_rows.values())
         vocabulary = postings.vocabulary
         terms = vocabulary.nbytes if isinstance(vocabulary, KeyIndex) else 100 * len(vocabulary)
         lookups = self.keys.hashes.nbytes * 2 + self.files.nbytes + terms
-        held = sum(a.nbytes for a in arrays) + self.vectors.nbytes + self.rows.nbytes + masks
+        rows = 0 if self.vectors.shared else self.rows.nbytes
+        held = sum(a.nbytes for a in arrays) + self.vectors.nbytes + rows + masks
         return int(held + lookups + (self.ann.nbytes if self.ann is not None else 0))
 
     def get(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:

@@ -94,6 +94,7 @@ class QuantizedVectors:
         count, dimension = codes.shape
         self._row_bytes = dimension * 4
         self._fd = os.open(floats, os.O_RDONLY)
+        os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_RANDOM)  # a row a read: no readahead
         weakref.finalize(self, os.close, self._fd)
         # an .npy file's rows run to its end, after the header
         self._offset = os.fstat(self._fd).st_size - count * self._row_bytes

@@ -98,9 +98,9 @@ class PostgresChunkStore:
         self._memory_rows, self._table_copy_mb = memory_rows, table_copy_mb
         self._snapshots = SnapshotKeeper(
             source, memory_rows, check_interval=0.0,
-            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension),
+            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension, self._shared is not None),
             big_bytes=table_copy_mb << 20, index=VectorIndexPolicy(min_rows=memory_rows),
-            memory_free=memory_free,
+            memory_free=memory_free, build_row_bytes=copy_row_bytes(dimension),
         )  # fmt: skip
         self._scopes = ScopeStatisticsCache(self._scope_terms)
 
@@ -114,7 +114,9 @@ class PostgresChunkStore:
         return self._source.replica_state()
 
     def table_copy_needed_mb(self) -> float:
-        return copy_needed_mb(self.count(ChunkFilter()), self._memory_rows, self.dimension)
+        return copy_needed_mb(
+            self.count(ChunkFilter()), self._memory_rows, self.dimension, self._shared is not None
+        )
 
     def _changed(self) -> None:
         self._snapshots.changed()
