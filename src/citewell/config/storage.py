@@ -98,17 +98,19 @@ class StorageSection(Section):
         " else each API process's own. 'auto', the default: a fifth of the machine's memory "
         "(or of the container's limit), so 4.7 GB on a 24 GB machine (divided among the "
         "`workers` API processes when copies are not shared); 0 keeps big tables in LanceDB "
-        "alone. A table is copied when rows x (5 x dimension + 1,536) bytes fits: about 3.3 "
-        "GB a million 384-dimensional chunks (text, BM25 postings, vectors and an IVF index "
-        "of 4-bit codes made with faiss; twice that for a minute while it is made, so it is "
-        "put off while less memory is free). Searches then run on the copy while it holds the"
-        " table's latest version: at a million chunks in one KB a hybrid search took 23-30 ms"
-        " instead of 42-99 (docs/benchmarks/journal.md). Writes keep the copy: the rows of the"
-        " files written since are read and searched beside it (within a second in every "
-        "process); past 50,000 such rows it is made again once the table has had no write "
-        "for 20 seconds (about a minute at a million chunks, at the lowest priority), and "
-        "searches read the store meanwhile. 'citewell check' says when a big table does not "
-        "fit; GET /api/v1/stats/store shows the copy and its budget.",
+        "alone. A shared copy is counted at rows x (1.25 x dimension + 720) bytes: about 1.1 "
+        "GB a million 384-dimensional chunks (int8 vectors, BM25 postings, id lookups and an "
+        "IVF index of 4-bit codes made with faiss; text and float32 vectors stay on disk, "
+        "read for results). A copy each process holds is counted at rows x (5 x dimension + "
+        "1,536), about 3.3 GB a million; making either takes twice that for a minute or two, "
+        "so it is put off while less memory is free. Searches then run on the copy while it "
+        "holds the table's latest version: at a million chunks in one KB a hybrid search took"
+        " 23-30 ms instead of 42-99 (docs/benchmarks/journal.md). Writes keep the copy: the "
+        "rows of the files written since are read and searched beside it (within a second in "
+        "every process); past 50,000 such rows it is made again once the table has had no "
+        "write for 20 seconds (about a minute at a million chunks, at the lowest priority), "
+        "and searches read the store meanwhile. 'citewell check' says when a big table does "
+        "not fit; GET /api/v1/stats/store shows the copy and its budget.",
     )
 
     table_copy_shared: bool = setting(
@@ -116,9 +118,9 @@ class StorageSection(Section):
         "Keep the in-memory copy of a big chunk table in files under data_dir/table_copies "
         "that every API process of the machine maps into memory: one copy per machine, not "
         "one per process, so `serve --workers 4` searches a table as big as one process "
-        "would (the page cache holds it once; each process adds about 0.6 GB a million "
-        "chunks of its own). Off: each process holds its own copy in table_copy_mb / "
-        "workers. The data dir must be on a local disk.",
+        "would (the page cache holds it once; each process adds about 0.1 GB a million "
+        "chunks of its own, faiss's codes). Off: each process holds its own copy in "
+        "table_copy_mb / workers. The data dir must be on a local disk.",
     )
 
     @field_validator("data_dir", mode="before")

@@ -6,8 +6,9 @@ it around the scan (planning, reading ids and original vectors of the candidates
 faiss keeps about sqrt(rows) IVF partitions of 4-bit product-quantised codes (two
 dimensions a code, 96 bytes a 384-dimensional vector) scanned with SIMD ("fast scan"):
 probing 160 of 1,000 partitions takes about 2 ms at a million. Its best 10 x k candidates
-are then scored exactly against the copy's own float vectors, so a result's score is the
-cosine an exact search gives. Measured on the million-chunk table with 150 embedded
+are then scored exactly against the copy's own float vectors (a mapped copy ranks them by
+int8 codes first and reads the float32 rows of the best 3 x k), so a result's score is
+the cosine an exact search gives. Measured on the million-chunk table with 150 embedded
 SciFact queries (docs/benchmarks/journal.md): recall@50 0.998 (worst query 0.86) in 2.3 ms, against
 0.996 (worst 0.74) in 7.4 ms for 8-bit vectors at LanceDB's 80 probes.
 

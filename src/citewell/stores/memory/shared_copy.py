@@ -1,23 +1,20 @@
 """One copy of a big chunk table per machine, not per process: the copy's arrays kept in
 files that every API process of the machine maps into memory (``table_copy_shared``).
 
-A copy of a table past the ANN threshold takes about 3.3 GB a million chunks. Held by each
-process, ``serve --workers 4`` could afford it only for tables four times smaller (each
-process got a quarter of ``table_copy_mb``), and past that searches read LanceDB: at a
-million chunks 44 ms instead of 24. Mapped from files, the operating system keeps one copy
-in its page cache whichever processes read it, so the memory grows with the table, not
-with the processes.
+Held by each process, a copy of a million chunks (3.3 GB) fit ``serve --workers 4`` only
+for tables four times smaller, and past that searches read LanceDB: at a million chunks
+44 ms instead of 24. Mapped from files, the operating system keeps one copy in its page
+cache whichever processes read it, so the memory grows with the table, not with the
+processes. The files are compact (decision 0034): int8 codes of the vectors (the float32
+rows beside them, read a row at a time for exact scores), postings at 5 bytes each, the
+ids, file ids and terms found through hashed lookups. Searches touch about 1 GB a million
+chunks; each process adds faiss's 4-bit codes (0.1 GB a million) and nothing per row.
 
 The first process to want the copy of a table version builds it (as before) and writes it
-to ``<dir>/v<version>``: the vectors, BM25 postings, KB rows and row columns as NumPy and
-Arrow files, the faiss index beside them; it writes into a temporary directory renamed
-into place, so a directory that exists is whole. The others wait on a lock file while it
-is built, then map it. What each process still holds on its own: the chunk ids and file
-ids as Python objects, the id → row and term → number dicts, and faiss's 4-bit codes
-(about 0.6 GB a million chunks together, measured; the process that made the copy keeps
-more). Versions older than the newest two are deleted; a process still mapping one keeps
-its pages until it moves on (Linux frees a deleted file's pages when its last mapping
-goes).
+to ``<dir>/v<version>``, into a temporary directory renamed into place, so a directory
+that exists is whole. The others wait on a lock file while it is built, then map it.
+Versions older than the newest two are deleted; a process still mapping one keeps its
+pages until it moves on (Linux frees a deleted file's pages when its last mapping goes).
 """
 
 from __future__ import annotations
