@@ -13,6 +13,9 @@ with scores recomputed from each posting's tf (float32).
 
     .venv/bin/python -m benchmarks.copy_layout --data /tmp/shared/data --other /tmp/old/src
 
+With ``--build``, each tree instead makes the table's copy from the store, in a process of
+its own, into a scratch directory: seconds and the process's peak RSS.
+
 The data dir is one with a big table (``benchmarks.shared_copy`` builds a million chunks).
 Layouts that older trees cannot read are made again by them: give the other tree a tree
 whose copies this one reads, or let each make its own (minutes each).
@@ -84,6 +87,34 @@ def turn(data: Path, queries: list[str], python_path: str | None, log: Path) -> 
         server.wait()
 
 
+BUILD = """
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from citewell import Citewell, Settings
+from citewell.stores.memory.shared_copy import SharedCopies
+app = Citewell.from_settings(Settings.load(data_dir=sys.argv[1]), switch_models=False)
+store = app.store
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with tempfile.TemporaryDirectory(dir=sys.argv[1]) as work:
+    began = time.monotonic()
+    copy = SharedCopies(store._shared.source, Path(work)).load(store.vector_index)
+    spent = time.monotonic() - began
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"rows": copy.count if hasattr(copy, "count") else len(copy.ids), "build_s": round(spent, 1),
+                      "peak_rss_mb": peak >> 10, "before_mb": before >> 10}))
+"""
+
+
+def build(data: Path, python_path: str | None) -> dict[str, Any]:
+    """Make the table's copy from the store in a process of its own (into a scratch
+    directory): seconds, and the process's peak RSS."""
+    env = {**os.environ, **({"PYTHONPATH": python_path} if python_path else {})}
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD, str(data)], env=env, capture_output=True, check=True
+    )
+    return dict(json.loads(done.stdout.decode().strip().splitlines()[-1]))
+
+
 def quality(data: Path, queries: list[str]) -> dict[str, float]:
     from citewell.retrieval.tokenize import tokenize
     from citewell.stores.index_policy import VectorIndexPolicy
@@ -110,7 +141,14 @@ def main() -> None:
     parser.add_argument("--other", help="PYTHONPATH of the tree to compare with")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--build", action="store_true", help="time making the copy instead")
     args = parser.parse_args()
+    if args.build:
+        for round_ in range(args.rounds):
+            for label, path in (("other", args.other), ("this", None)):
+                if label != "other" or path:
+                    print(json.dumps({"tree": label, "round": round_, **build(args.data, path)}))
+        return
     lines = (SCIFACT / "queries.jsonl").read_text().splitlines()
     queries = [json.loads(line)["text"] for line in lines][: args.queries]
     results: list[dict[str, Any]] = []

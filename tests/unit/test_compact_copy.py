@@ -12,7 +12,7 @@ import pytest
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.keys import FileRows, KeyIndex
 from citewell.stores.memory.shared_copy import read_copy, readable, write_copy
-from citewell.stores.memory.snapshot import TableSnapshot
+from citewell.stores.memory.snapshot import TableScan, TableSnapshot
 from citewell.stores.memory.vectors import QuantizedVectors, int8_codes
 from citewell.types import ChunkFilter
 
@@ -86,7 +86,7 @@ def test_a_mapped_copy_answers_as_the_copy_it_was_written_from(tmp_path, where):
     policy = VectorIndexPolicy()
     built = TableSnapshot.from_arrow(4, data, DIM, policy)
     assert built.ann is not None and built.ann.index is not None  # past MIN_TRAIN_ROWS
-    write_copy(built, tmp_path / "v4")
+    write_copy(TableScan.of(4, data, batch_rows=1000), tmp_path / "v4", policy)
     mapped = read_copy(tmp_path / "v4", policy)
     assert isinstance(mapped.vectors, QuantizedVectors)
     assert isinstance(mapped.keys.hashes.base, mmap.mmap)  # the file's pages, shared
@@ -105,8 +105,7 @@ def test_a_mapped_copy_answers_as_the_copy_it_was_written_from(tmp_path, where):
 
 
 def test_a_copy_in_an_older_layout_is_not_read(tmp_path):
-    built = TableSnapshot.from_arrow(1, table(100), DIM, VectorIndexPolicy())
-    write_copy(built, tmp_path / "v1")
+    write_copy(TableScan.of(1, table(100)), tmp_path / "v1", VectorIndexPolicy())
     assert readable(tmp_path / "v1")
     meta = json.loads((tmp_path / "v1" / "meta.json").read_text())
     del meta["format"]

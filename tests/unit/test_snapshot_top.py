@@ -40,12 +40,12 @@ def test_small_arrays_are_ranked_whole():
 def test_kb_filters_hold_the_same_rows_as_masks_or_as_row_numbers():
     import pyarrow as pa
 
-    from citewell.stores.memory.snapshot import _kb_rows
+    from citewell.stores.memory.snapshot import kb_rows_of
 
     kbs = [["big"], ["big", "small"], [], ["big"], None, ["big", "other"], ["big"], ["big"]]
     kbs += [["big"]] * 16
-    found = _kb_rows(pa.chunked_array([pa.array(kbs[:3]), pa.array(kbs[3:])]), len(kbs))
+    found = kb_rows_of(pa.chunked_array([pa.array(kbs[:3]), pa.array(kbs[3:])]), len(kbs))
     assert found["big"].dtype == np.bool_  # over an eighth of the rows: a mask
     assert np.flatnonzero(found["big"]).tolist() == [0, 1, 3, 5, *range(6, 24)]
     assert found["small"].tolist() == [1] and found["other"].tolist() == [5]
-    assert _kb_rows(pa.array([[], None], type=pa.list_(pa.string())), 2) == {}
+    assert kb_rows_of(pa.array([[], None], type=pa.list_(pa.string())), 2) == {}

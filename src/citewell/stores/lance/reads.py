@@ -7,8 +7,9 @@ against the id asked for (an address from before a compaction falls back to a lo
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +18,12 @@ from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.journal import ChangeJournal
 from citewell.stores.lance.tables import where_sql
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS
-from citewell.stores.memory.snapshot import SNAPSHOT_COLUMNS, TableChanges, TableSnapshot
+from citewell.stores.memory.snapshot import (
+    SNAPSHOT_COLUMNS,
+    TableChanges,
+    TableScan,
+    TableSnapshot,
+)
 from citewell.types import ChunkFilter
 
 REMEMBERED_ROWS = 100_000  # addresses kept (about 10 MB); the oldest half goes when full
@@ -114,6 +120,20 @@ class LanceSnapshotSource:
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
         return None  # copies are kept only as the machine's shared files (SharedCopies)
 
+    @contextlib.contextmanager
+    def scan(self) -> Iterator[TableScan]:
+        """The table's latest version, read in batches (a Lance dataset stays at the
+        version it was opened at, however often it is read)."""
+        dataset = self._open_latest() if self._open_latest else self._table.to_lance()
+
+        def batches(columns: Sequence[str] | None) -> Iterator[pa.Table]:
+            chosen = list(columns) if columns else SNAPSHOT_COLUMNS
+            read = dataset.to_batches(columns=chosen, batch_size=SCAN_BATCH, scan_in_order=True)
+            for batch in read:
+                yield pa.Table.from_batches([batch])
+
+        yield TableScan(int(dataset.version), int(dataset.count_rows()), batches)
+
     def changes(self, since: int) -> TableChanges | None:
         """The rows, as they are now, of the files the journal says were written after
         version ``since``."""
@@ -137,6 +157,7 @@ class LanceSnapshotSource:
 
 
 FILES_A_READ = 500  # files named in one filter (the SQL stays short)
+SCAN_BATCH = 65_536  # rows read at a time while a copy is written
 
 
 def _empty(dataset: Any) -> pa.Table:

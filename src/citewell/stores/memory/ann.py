@@ -50,6 +50,29 @@ def _faiss() -> Any:
     return faiss
 
 
+def untrained_index(count: int, dimension: int, policy: VectorIndexPolicy) -> Any:
+    """faiss's IVF index of 4-bit codes laid out for ``count`` rows, to be trained (None:
+    too few rows for one, every search exact)."""
+    if count < MIN_TRAIN_ROWS:
+        return None
+    faiss = _faiss()
+    # One thread: the copy is made on a thread of the lowest priority, and faiss's
+    # OpenMP threads would not be; one query's search uses one anyway.
+    faiss.omp_set_num_threads(1)
+    partitions = min(policy.partitions(count), count // TRAIN_PER_PARTITION)
+    index = faiss.index_factory(
+        dimension, f"IVF{partitions},PQ{_pq_codes(dimension)}x4fs", faiss.METRIC_INNER_PRODUCT
+    )
+    faiss.extract_index_ivf(index).cp.niter = TRAIN_ITERATIONS
+    return index
+
+
+def training_rows(index: Any, count: int, seed: int = 1) -> npt.NDArray[np.int64]:
+    """The rows the index trains on, in order: 64 a partition, drawn at random."""
+    sample = min(count, int(index.nlist) * TRAIN_PER_PARTITION)
+    return np.sort(np.random.default_rng(seed).choice(count, sample, replace=False))
+
+
 @dataclass(frozen=True)
 class MemoryVectorIndex:
     """IVF partitions of 4-bit codes of ``vectors`` (kept for the exact second pass)."""
@@ -63,21 +86,11 @@ class MemoryVectorIndex:
         cls, vectors: npt.NDArray[np.float32], policy: VectorIndexPolicy, seed: int = 1
     ) -> MemoryVectorIndex:
         """Train on a sample (64 rows a partition) and add every row."""
-        count, dimension = vectors.shape
-        if count < MIN_TRAIN_ROWS:
+        count = len(vectors)
+        index = untrained_index(count, vectors.shape[1], policy)
+        if index is None:
             return cls(None, FloatVectors(vectors), policy)
-        faiss = _faiss()
-        # One thread: the copy is made on a thread of the lowest priority, and faiss's
-        # OpenMP threads would not be; one query's search uses one anyway.
-        faiss.omp_set_num_threads(1)
-        partitions = min(policy.partitions(count), count // TRAIN_PER_PARTITION)
-        index = faiss.index_factory(
-            dimension, f"IVF{partitions},PQ{_pq_codes(dimension)}x4fs", faiss.METRIC_INNER_PRODUCT
-        )
-        faiss.extract_index_ivf(index).cp.niter = TRAIN_ITERATIONS
-        sample = min(count, partitions * TRAIN_PER_PARTITION)
-        rows = np.random.default_rng(seed).choice(count, sample, replace=False)
-        index.train(np.ascontiguousarray(vectors[np.sort(rows)]))
+        index.train(np.ascontiguousarray(vectors[training_rows(index, count, seed)]))
         index.add(vectors)
         return cls(index, FloatVectors(vectors), policy)
 

@@ -70,7 +70,7 @@ class KeywordPostings:
         parts = []
         for begin in range(0, documents, BATCH_ROWS):
             batch = terms.slice(begin, BATCH_ROWS)
-            found = _batch_postings(batch, begin, vocabulary, lengths)
+            found = batch_postings(batch, begin, vocabulary, lengths)
             if found is not None:
                 parts.append(found)
         row_lengths = lengths.astype(np.float32)
@@ -89,7 +89,7 @@ class KeywordPostings:
         rows, counts = rows[order], np.minimum(tf[order], 65_535).astype(np.uint16)
         del order, tf
         average = max(float(lengths.mean()), 1.0)
-        impact = _tf_part(counts, row_lengths[rows], average, k1, b)
+        impact = tf_part(counts, row_lengths[rows], average, k1, b)
         return cls(vocabulary, start, rows, impact, documents, counts, row_lengths, k1, b)
 
     def scores(
@@ -157,14 +157,14 @@ class KeywordPostings:
             return rows, self.impact[begin:end]
         kept = allowed[rows]
         rows, tf = rows[kept], self.tf[begin:end][kept]
-        return rows, _tf_part(tf, self.lengths[rows], average, self.k1, self.b)
+        return rows, tf_part(tf, self.lengths[rows], average, self.k1, self.b)
 
     def _average_length(self, allowed: npt.NDArray[np.bool_], documents: int) -> float:
         return max(float(self.lengths[allowed].sum(dtype=np.float64)) / documents, 1.0)
 
 
-def _tf_part(
-    tf: npt.NDArray[np.uint16],
+def tf_part(
+    tf: npt.NDArray[np.integer],
     lengths: npt.NDArray[np.float32],
     average: float,
     k1: float,
@@ -176,7 +176,7 @@ def _tf_part(
     return (times * np.float32(k1 + 1) / (times + norm)).astype(np.float32, copy=False)
 
 
-def _batch_postings(
+def batch_postings(
     terms: pa.ChunkedArray | pa.Array,
     first_row: int,
     vocabulary: dict[str, int],

@@ -29,20 +29,19 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 from pyarrow import ipc
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex, _faiss
 from citewell.stores.memory.bm25 import KeywordPostings
+from citewell.stores.memory.copy_writer import FORMAT, write_scan
 from citewell.stores.memory.keys import FileRows, KeyIndex
 from citewell.stores.memory.mapped import map_arrow, map_npy
-from citewell.stores.memory.snapshot import SnapshotSource, TableChanges, TableSnapshot
-from citewell.stores.memory.vectors import QuantizedVectors, int8_codes
+from citewell.stores.memory.snapshot import SnapshotSource, TableChanges, TableScan, TableSnapshot
+from citewell.stores.memory.vectors import QuantizedVectors
 
 KEPT_VERSIONS = 2
-FORMAT = 2  # 2: int8 codes, narrow postings, hashed lookups; 1 (no "format"): float, dicts
 POSTING_ARRAYS = ("start", "rows", "impact", "tf", "lengths")
 
 
@@ -84,16 +83,20 @@ class SharedCopies:
             found = self._mapped(self.source.version(), index)  # built while we waited?
             if found is not None:
                 return found
-            built = self.source.load(index)
-            version = built.version
-            if not self._path(version).exists():
-                write_copy(built, self._path(version))
-            del built
-            release_freed_memory()  # the built copy's memory goes before the mapped one
+            with self.source.scan() as scan:
+                version = scan.version
+                if not self._path(version).exists():
+                    write_copy(scan, self._path(version), index)
+            release_freed_memory()  # what writing it took goes before the copy is mapped
             self._prune()
         mapped = self._mapped(version, index)
         assert mapped is not None  # written above, and never pruned while newest
         return mapped
+
+    @contextlib.contextmanager
+    def scan(self) -> Iterator[TableScan]:
+        with self.source.scan() as scan:
+            yield scan
 
     def _path(self, version: int) -> Path:
         return self.directory / f"v{version}"
@@ -130,62 +133,17 @@ class SharedCopies:
                 shutil.rmtree(stale, ignore_errors=True)
 
 
-def write_copy(snapshot: TableSnapshot, path: Path) -> None:
-    """The snapshot's arrays as files in ``path`` (made whole, then renamed into place)."""
+def write_copy(scan: TableScan, path: Path, index: VectorIndexPolicy) -> None:
+    """The scanned table's copy as files in ``path`` (made whole, then renamed into place)."""
     work = path.parent / f".building-{path.name}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    matrix = snapshot.vectors.take(np.arange(snapshot.count))
-    np.save(work / "vectors.npy", matrix)  # read a row at a time, for exact scores
-    codes, scales = int8_codes(matrix)
-    del matrix
-    np.save(work / "codes.npy", codes)
-    np.save(work / "scales.npy", scales)
-    _write_postings(snapshot.postings, work)
-    _write_arrow(work / "rows.arrow", snapshot.rows)
-    _save_lookup(work, "ids", snapshot.keys)
-    np.save(work / "file_numbers.npy", snapshot.files.numbers)
-    _write_arrow(work / "files.arrow", pa.table({"file_id": snapshot.files.names.keys}))
-    _save_lookup(work, "files", snapshot.files.names)
-    kbs = list(snapshot.kb_rows)
-    for n, kb in enumerate(kbs):
-        np.save(work / f"kb_{n}.npy", snapshot.kb_rows[kb])
-    ann = snapshot.ann
-    if ann is not None and ann.index is not None:
-        _faiss().write_index(ann.index, str(work / "ann.faiss"))
-    meta = {
-        "format": FORMAT, "version": snapshot.version, "kbs": kbs,
-        "documents": snapshot.postings.documents, "k1": snapshot.postings.k1,
-        "b": snapshot.postings.b, "ann": ann is not None,
-    }  # fmt: skip
-    (work / "meta.json").write_text(json.dumps(meta))
+    try:
+        write_scan(scan, work, index)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     os.replace(work, path)
-
-
-def _write_postings(postings: KeywordPostings, work: Path) -> None:
-    """The postings, impacts as float16 (within 0.05 %) and tf as uint8 (a term counted at
-    most 255 times a chunk, where BM25 has long stopped growing): 5 bytes of the 10 a
-    posting took go."""
-    narrower = {"impact": np.float16, "tf": np.uint8}
-    for name in POSTING_ARRAYS:
-        array = getattr(postings, name)
-        if name == "tf":
-            array = np.minimum(array, 255)
-        np.save(work / f"postings_{name}.npy", array.astype(narrower.get(name, array.dtype)))
-    vocabulary = postings.vocabulary
-    terms = (
-        vocabulary.keys
-        if isinstance(vocabulary, KeyIndex)
-        else pa.array(sorted(vocabulary, key=vocabulary.__getitem__), type=pa.string())
-    )
-    _write_arrow(work / "vocabulary.arrow", pa.table({"term": terms}))
-    lookup = vocabulary if isinstance(vocabulary, KeyIndex) else KeyIndex.build(terms)
-    _save_lookup(work, "terms", lookup)
-
-
-def _save_lookup(work: Path, name: str, lookup: KeyIndex) -> None:
-    np.save(work / f"{name}_hashes.npy", lookup.hashes)
-    np.save(work / f"{name}_positions.npy", lookup.positions)
 
 
 def _load_lookup(path: Path, name: str, keys: pa.Table, column: str) -> KeyIndex:

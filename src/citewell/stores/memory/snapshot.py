@@ -13,7 +13,8 @@ then searched through an IVF index in memory (ann_memory). Either store fills it
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,7 +44,7 @@ class TableSnapshot:
     keys: KeyIndex  # the chunk ids
     files: FileRows
     vectors: RowVectors
-    kb_rows: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]  # see _kb_rows
+    kb_rows: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]  # see kb_rows_of
     rows: pa.Table  # ROW_COLUMNS, turned into chunks only when asked for
     postings: KeywordPostings
     ann: MemoryVectorIndex | None = None  # big tables: vectors searched approximately
@@ -63,7 +64,7 @@ class TableSnapshot:
         if count:
             flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
             vectors = flat.astype(np.float32, copy=False).reshape(count, dimension)
-        kb_rows = _kb_rows(data["kb_ids"], count)
+        kb_rows = kb_rows_of(data["kb_ids"], count)
         postings = KeywordPostings.build(data["terms"])
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster
         ann = MemoryVectorIndex.build(vectors, index) if index is not None and count else None
@@ -215,12 +216,15 @@ def _at_least_kth(
     return np.flatnonzero(admitted)
 
 
-def _kb_rows(
+def kb_rows_of(
     kb_ids: pa.ChunkedArray | pa.Array, count: int
 ) -> dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]:
-    """Each KB's rows: a mask for a KB holding over an eighth of them, else their numbers,
-    so a big table of many small KBs (one per user, say) costs 4 bytes a membership
-    rather than a byte a row for each KB."""
+    """Each KB's rows (see ``kb_masks``) from a column of KB lists, a list a row."""
+    return kb_masks(kb_members(kb_ids), count)
+
+
+def kb_members(kb_ids: pa.ChunkedArray | pa.Array) -> dict[str, npt.NDArray[np.int32]]:
+    """The rows (in order) each KB of a column of KB lists holds."""
     lists = kb_ids.combine_chunks() if isinstance(kb_ids, pa.ChunkedArray) else kb_ids
     kbs = pc.list_flatten(lists)
     if len(kbs) == 0:
@@ -230,15 +234,26 @@ def _kb_rows(
     codes = encoded.indices.to_numpy()
     order = np.argsort(codes, kind="stable")  # rows stay in order within a KB
     bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+    return {
+        kb: rows[order[bounds[code] : bounds[code + 1]]]
+        for code, kb in enumerate(encoded.dictionary.to_pylist())
+    }
+
+
+def kb_masks(
+    members: dict[str, npt.NDArray[np.int32]], count: int
+) -> dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]]:
+    """Each KB's rows: a mask for a KB holding over an eighth of them, else their numbers,
+    so a big table of many small KBs (one per user, say) costs 4 bytes a membership
+    rather than a byte a row for each KB."""
     found: dict[str, npt.NDArray[np.bool_] | npt.NDArray[np.int32]] = {}
-    for code, kb in enumerate(encoded.dictionary.to_pylist()):
-        members = rows[order[bounds[code] : bounds[code + 1]]]
-        if len(members) * 8 > count:
+    for kb, rows in members.items():
+        if len(rows) * 8 > count:
             mask = np.zeros(count, dtype=bool)
-            mask[members] = True
+            mask[rows] = True
             found[kb] = mask
         else:
-            found[kb] = members
+            found[kb] = rows
     return found
 
 
@@ -252,12 +267,34 @@ class TableChanges:
     table_rows: int  # the table's rows at the version ``rows`` were read at
 
 
+@dataclass(frozen=True)
+class TableScan:
+    """A table at one version, read in batches of ``columns`` (SNAPSHOT_COLUMNS unless
+    named) as often as asked: how a big copy is written without the table in memory."""
+
+    version: int
+    rows: int
+    batches: Callable[[Sequence[str] | None], Iterator[pa.Table]]
+
+    @classmethod
+    def of(cls, version: int, data: pa.Table, batch_rows: int = 65_536) -> TableScan:
+        """A scan of a table in memory (tests, and sources that read it whole)."""
+
+        def batches(columns: Sequence[str] | None) -> Iterator[pa.Table]:
+            chosen = data.select(list(columns)) if columns else data
+            for begin in range(0, max(data.num_rows, 1), batch_rows):
+                yield chosen.slice(begin, batch_rows)
+
+        return cls(version, data.num_rows, batches)
+
+
 class SnapshotSource(Protocol):
     """What a chunk table offers snapshot_keeper: its version (changed by every write, from
     any process), its row count, a snapshot of it (at the version it read), the changes
     since a version (None: not known, make the copy again), and a big copy made earlier
     and kept (at whatever version; None: none is kept), which a process starting up takes
-    and brings up to date through the changes rather than making one."""
+    and brings up to date through the changes rather than making one; and a scan of it,
+    which a machine's shared copy is written from, a batch at a time."""
 
     def version(self) -> int: ...
 
@@ -268,3 +305,5 @@ class SnapshotSource(Protocol):
     def changes(self, since: int) -> TableChanges | None: ...
 
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None: ...
+
+    def scan(self) -> AbstractContextManager[TableScan]: ...

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -32,9 +32,13 @@ from citewell.errors import StoreError
 from citewell.stores.base import ReplicaState
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS
-from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
+from citewell.stores.memory.snapshot import (
+    SNAPSHOT_COLUMNS,
+    TableChanges,
+    TableScan,
+    TableSnapshot,
+)
 from citewell.stores.postgres.changes import ChangeLog
-from citewell.stores.rows import ROW_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +116,17 @@ class PostgresSnapshotSource:
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
         return None  # copies are kept only as the machine's shared files (SharedCopies)
 
+    @contextlib.contextmanager
+    def scan(self) -> Iterator[TableScan]:
+        """The table at one moment (a repeatable-read transaction), read in batches as
+        often as asked, in the same order each time: one worker, from the table's start."""
+        with self._repeatable() as db:
+            db.execute(text("SET LOCAL synchronize_seqscans = off"))
+            db.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
+            version = int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
+            rows = int(db.execute(text(f"SELECT count(*) FROM {self.table}")).scalar_one())
+            yield TableScan(version, rows, partial(self._batches, db, "", []))
+
     def changes(self, since: int) -> TableChanges | None:
         """The rows, as they are now, of the files written after version ``since`` (the
         changes table), with the version and row count they stand at."""
@@ -173,24 +188,34 @@ class PostgresSnapshotSource:
         return None
 
     def _read(self, db: Connection, where: str, params: list[Any]) -> pa.Table:
-        """The snapshot's columns of the rows ``where`` keeps, through a server-side cursor
-        read in batches: a million rows fetched at once were a few GB of Python tuples
-        beside the copy being made."""
-        columns = ", ".join(f'"{c}"' for c in (*ROW_COLUMNS, "terms", "vector"))
+        """The snapshot's columns of the rows ``where`` keeps, read in batches: a million
+        rows fetched at once were a few GB of Python tuples beside the copy being made."""
+        parts = list(self._batches(db, where, params, None))
+        return pa.concat_tables(parts) if parts else self._arrow([], SNAPSHOT_COLUMNS)
+
+    def _batches(
+        self, db: Connection, where: str, params: list[Any], columns: Sequence[str] | None
+    ) -> Iterator[pa.Table]:
+        """``columns`` (the snapshot's unless named) of the rows ``where`` keeps, through a
+        server-side cursor, ``LOAD_BATCH`` rows at a time."""
+        names = list(columns) if columns else SNAPSHOT_COLUMNS
+        selected = ", ".join(f'"{c}"' for c in names)
         driver = db.connection.driver_connection
         assert driver is not None  # a checked-out connection always has its driver's
         with driver.cursor("citewell_copy", binary=True) as cursor:
-            cursor.execute(f"SELECT {columns} FROM {self.table}{where}", params)  # type: ignore[arg-type]
-            parts = [self._arrow(rows) for rows in iter(partial(cursor.fetchmany, LOAD_BATCH), [])]
-        return pa.concat_tables(parts) if parts else self._arrow([])
+            cursor.execute(f"SELECT {selected} FROM {self.table}{where}", params)  # type: ignore[arg-type]
+            for rows in iter(partial(cursor.fetchmany, LOAD_BATCH), []):
+                yield self._arrow(rows, names)
 
-    def _arrow(self, rows: list[tuple[Any, ...]]) -> pa.Table:
-        names = [*ROW_COLUMNS, "terms"]
+    def _arrow(self, rows: list[tuple[Any, ...]], names: Sequence[str]) -> pa.Table:
         data = {
             name: pa.array([r[i] for r in rows], type=_TYPES.get(name, pa.string()))
             for i, name in enumerate(names)
+            if name != "vector"
         }
-        vectors = vectors_from_binary([bytes(r[-1]) for r in rows], self.dimension)
-        flat = pa.array(vectors.reshape(-1), type=pa.float32())
-        data["vector"] = pa.FixedSizeListArray.from_arrays(flat, self.dimension)
+        if "vector" in names:
+            at = list(names).index("vector")
+            vectors = vectors_from_binary([bytes(r[at]) for r in rows], self.dimension)
+            flat = pa.array(vectors.reshape(-1), type=pa.float32())
+            data["vector"] = pa.FixedSizeListArray.from_arrays(flat, self.dimension)
         return pa.table(data)
