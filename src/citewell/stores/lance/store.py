@@ -31,7 +31,7 @@ from citewell.stores.lance.tables import connect, quote, schema, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.filter_counts import FilterCounts
-from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb, copy_row_bytes
+from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
@@ -92,15 +92,10 @@ class LanceChunkStore:
             source = self._shared = SharedCopies(source, copies_dir / table)
         # after _shared: warming the search table asks whether a saved copy will answer
         self._search = SearchTable(self._open_search_table, self._warm, renew_after_versions)
-        self._snapshots = SnapshotKeeper(
-            source,
-            self.vector_index.min_rows,
-            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension, self._shared is not None),
-            big_bytes=table_copy_mb << 20,
-            index=self.vector_index,
-            memory_free=memory_free,
-            build_row_bytes=copy_row_bytes(dimension),
-        )
+        self._snapshots = SnapshotKeeper.of_table(
+            source, self.vector_index.min_rows, table_copy_mb, dimension,
+            self._shared is not None, index=self.vector_index, memory_free=memory_free,
+        )  # fmt: skip
         self._kb_snapshots = KbSnapshots(
             self._addresses.dataset, lambda: int(self._table.version), dimension,
             kb_snapshot_mb << 20,

@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
@@ -41,6 +42,7 @@ QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this
 MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is tried again
 BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
 MAPPED_ROW_EXTRA = 720  # a mapped copy's beyond its codes: postings, lookups, faiss's ids
+STREAMED_BUILD_ROW_BYTES = 640  # half a streamed build's peak a row: vocabulary, faiss, hashes
 
 
 def copy_row_bytes(dimension: int, shared: bool = False) -> int:
@@ -50,6 +52,13 @@ def copy_row_bytes(dimension: int, shared: bool = False) -> int:
     if shared:
         return dimension + dimension // 4 + MAPPED_ROW_EXTRA
     return 5 * dimension + BIG_ROW_EXTRA
+
+
+def copy_build_row_bytes(dimension: int, shared: bool) -> int:
+    """Half what making a copy takes at its peak, a row: a shared copy is written from a
+    scan a batch at a time (1.4 GB at a million chunks, measured), one held in a process
+    is made whole in memory."""
+    return STREAMED_BUILD_ROW_BYTES if shared else copy_row_bytes(dimension)
 
 
 def copy_needed_mb(rows: int, min_rows: int, dimension: int, shared: bool = False) -> float:
@@ -104,6 +113,26 @@ class SnapshotKeeper:
         # a core (searches read the table meanwhile, as ever while no copy is current).
         self._next_build_at = float("-inf")
         self._big_state = "waiting"  # where the big copy stands when none is current
+
+    @classmethod
+    def of_table(
+        cls,
+        source: SnapshotSource,
+        max_rows: int,
+        budget_mb: int,
+        dimension: int,
+        shared: bool,
+        **options: Any,
+    ) -> SnapshotKeeper:
+        """A keeper whose big copy gets ``budget_mb`` (``table_copy_mb``), rows counted as
+        that setting documents: mapped from the machine's files (``shared``) or held."""
+        return cls(
+            source, max_rows,
+            big_rows=(budget_mb << 20) // copy_row_bytes(dimension, shared),
+            big_bytes=budget_mb << 20,
+            build_row_bytes=copy_build_row_bytes(dimension, shared),
+            **options,
+        )  # fmt: skip
 
     def current(self) -> TableSnapshot | ChangedCopy | None:
         """The snapshot of the table's latest version, or None: the table is too large, or

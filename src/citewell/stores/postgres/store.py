@@ -31,7 +31,7 @@ from citewell.stores.base import (
 )
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.filter_counts import FilterCounts
-from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb, copy_row_bytes
+from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
 from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource
@@ -96,11 +96,10 @@ class PostgresChunkStore:
         if copies_dir is not None:
             source = self._shared = SharedCopies(source, copies_dir / table)
         self._memory_rows, self._table_copy_mb = memory_rows, table_copy_mb
-        self._snapshots = SnapshotKeeper(
-            source, memory_rows, check_interval=0.0,
-            big_rows=(table_copy_mb << 20) // copy_row_bytes(dimension, self._shared is not None),
-            big_bytes=table_copy_mb << 20, index=VectorIndexPolicy(min_rows=memory_rows),
-            memory_free=memory_free, build_row_bytes=copy_row_bytes(dimension),
+        self._snapshots = SnapshotKeeper.of_table(
+            source, memory_rows, table_copy_mb, dimension, self._shared is not None,
+            check_interval=0.0, index=VectorIndexPolicy(min_rows=memory_rows),
+            memory_free=memory_free,
         )  # fmt: skip
         self._scopes = ScopeStatisticsCache(self._scope_terms)
 
