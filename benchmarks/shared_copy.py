@@ -45,6 +45,7 @@ from citewell.testing.served import kill, start_server
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 SIGMA = 0.025
+PARQUET_ROWS = 100_000  # rows a row group
 KB = "all"
 PORT = 8731
 
@@ -67,21 +68,33 @@ def noisy(row: dict[str, Any], other: str, vector: np.ndarray, rng: random.Rando
     return text, (moved / np.linalg.norm(moved)).astype(np.float32)
 
 
-def write_parquet(path: Path, rows, vectors: np.ndarray, count: int) -> None:
-    files, texts, out = [], [], np.zeros((count, vectors.shape[1]), dtype=np.float32)
+def write_parquet(path: Path, rows, vectors: np.ndarray, count: int, per_file: int = 1) -> None:
+    """``count`` chunks, written a row group at a time (ten million at once would not fit
+    in memory); ``per_file`` > 1 puts that many chunks of a copy in one file (fewer stored
+    texts: each file keeps at least 4 KB a blob, three blobs)."""
+    schema = pa.schema([
+        ("file", pa.string()), ("text", pa.string()),
+        ("vector", pa.list_(pa.float32(), vectors.shape[1])),
+    ])  # fmt: skip
     rng = random.Random(11)
-    for position in range(count):
-        n, i = divmod(position, len(rows))
-        row = rows[i]
-        if n == 0:
-            text, vector = row["text"], vectors[i]
-        else:
-            text, vector = noisy(row, rows[rng.randrange(len(rows))]["text"], vectors[i], rng)
-        files.append(f"copy{n}/{row['file_name']}")
-        texts.append(text)
-        out[position] = vector
-    flat = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), vectors.shape[1])
-    pq.write_table(pa.table({"file": files, "text": texts, "vector": flat}), path)
+    with pq.ParquetWriter(path, schema) as writer:
+        for begin in range(0, count, PARQUET_ROWS):
+            files, texts = [], []
+            out = np.zeros((min(count, begin + PARQUET_ROWS) - begin, vectors.shape[1]), np.float32)
+            for position in range(begin, begin + len(out)):
+                n, i = divmod(position, len(rows))
+                row = rows[i]
+                if n == 0:
+                    text, vector = row["text"], vectors[i]
+                else:
+                    other = rows[rng.randrange(len(rows))]["text"]
+                    text, vector = noisy(row, other, vectors[i], rng)
+                name = row["file_name"] if per_file == 1 else f"part{i // per_file:06d}"
+                files.append(f"copy{n}/{name}")
+                texts.append(text)
+                out[position - begin] = vector
+            flat = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), vectors.shape[1])
+            writer.write_table(pa.table({"file": files, "text": texts, "vector": flat}, schema))
 
 
 def build(args: argparse.Namespace) -> list[str]:
@@ -90,7 +103,7 @@ def build(args: argparse.Namespace) -> list[str]:
     if not (data / "lancedb").exists():
         parquet = args.work / "chunks.parquet"
         if not parquet.exists():
-            write_parquet(parquet, rows, vectors, args.rows)
+            write_parquet(parquet, rows, vectors, args.rows, args.chunks_per_file)
         from citewell import Citewell, Settings
         from citewell.auth.access import Access
         from citewell.engine.scoped import Scoped
@@ -208,6 +221,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--wait", type=float, default=900.0, help="seconds to wait for copies")
     parser.add_argument("--only", choices=("shared", "own"), default=None)
+    parser.add_argument(
+        "--chunks-per-file", type=int, default=1, help="1: each copy of a SciFact file its own"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     queries = build(args)
