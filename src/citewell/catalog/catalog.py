@@ -417,6 +417,15 @@ class Catalog:
         with self._reads() as session:
             return list(session.scalars(query))
 
+    def kbs_of_files(self) -> dict[str, list[str]]:
+        """Every file's KBs (files in none are missing), in one query."""
+        found: dict[str, set[str]] = {}
+        query = select(KnowledgeBaseFileRow.file_id, KnowledgeBaseFileRow.kb_id)
+        with self._reads() as session:
+            for file_id, kb_id in session.execute(query):
+                found.setdefault(file_id, set()).add(kb_id)
+        return {file_id: sorted(kbs) for file_id, kbs in found.items()}
+
     def kbs_of_file(self, file_id: str) -> list[str]:
         query = select(KnowledgeBaseFileRow.kb_id).where(KnowledgeBaseFileRow.file_id == file_id)
         with self._reads() as session:

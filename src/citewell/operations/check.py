@@ -98,18 +98,19 @@ class ConsistencyCheck:
     def _compare(self) -> CheckReport:
         report = CheckReport()
         files = {f.id: f for f in self.catalog.list_files()}
-        pairs = self.ingestor.writer.sentences
-        for file_id in sorted((self.store.file_ids() | pairs.file_ids()) - set(files)):
+        pairs, counts = self.ingestor.writer.sentences, self.store.chunk_counts()
+        for file_id in sorted((set(counts) | pairs.file_ids()) - set(files)):
             where = ChunkFilter(file_ids=(file_id,))
-            report.orphan_chunks[file_id] = self.store.count(where) + pairs.count(where)
+            report.orphan_chunks[file_id] = counts.get(file_id, 0) + pairs.count(where)
         special = self.ingestor.sets.labels.special()
+        kbs_of = self.catalog.kbs_of_files()
         for record in files.values():
-            kb_ids = self.catalog.kbs_of_file(record.id)
+            kb_ids = kbs_of.get(record.id, [])
             if not kb_ids:
                 report.files_in_no_kb.append(record.id)
             labels = {special[k].label if k in special else k for k in kb_ids}
             if all(label in kb_ids for label in labels):  # only the shared set
-                found = self.store.count(ChunkFilter(file_ids=(record.id,)))
+                found = counts.get(record.id, 0)
                 if found < record.chunk_count:
                     report.missing_chunks[record.id] = (record.chunk_count, found)
                 continue

@@ -37,9 +37,9 @@ def _lancedb(settings: Settings, table: str, dimension: int) -> ChunkStore:
     )
 
 
-# "auto": a fifth of the machine's memory for the copies of all API processes together. A
-# copy takes twice its size for the minute it is made, and the box usually also runs the
-# LLM; a million 384-d chunks (3.3 GB) fit from a 17 GB machine with one API process.
+# "auto": a fifth of the machine's memory for the copies of all API processes together. The
+# box usually also runs the LLM; a million 384-d chunks fit from a 6 GB machine in a shared
+# copy (1.1 GB), from a 17 GB one in a process's own (3.3 GB).
 AUTO_TABLE_COPY_SHARE = 5
 
 

@@ -173,6 +173,8 @@ class ChunkStoreConformance:
         assert filled.keyword_search(terms_string("leave"), 10, ALL) == []
         assert "c1" not in {h.chunk_id for h in filled.vector_search(unit(0), 10, ALL)}
         assert filled.file_ids() == {"f2", "f3", "f4"}
+        counts = filled.chunk_counts()
+        assert set(counts) == {"f2", "f3", "f4"} and sum(counts.values()) == filled.count(ALL)
 
     def test_delete_without_filter_is_refused(self, filled: ChunkStore) -> None:
         from citewell.errors import StoreError

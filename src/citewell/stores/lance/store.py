@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
@@ -404,8 +405,12 @@ class LanceChunkStore:
         return int(self._table.count_rows(where_sql(where)))
 
     def file_ids(self) -> set[str]:
+        return set(self.chunk_counts())
+
+    def chunk_counts(self) -> dict[str, int]:
         column = self._table.search().select(["file_id"]).limit(None).to_arrow()["file_id"]
-        return set(column.to_pylist())
+        counted = pc.value_counts(column.combine_chunks())
+        return dict(zip(counted.field(0).to_pylist(), counted.field(1).to_pylist(), strict=True))
 
     def scan(self, where: ChunkFilter) -> list[StoredChunk]:
         query = self._table.search().select([*ROW_COLUMNS, "terms"])

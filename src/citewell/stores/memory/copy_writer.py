@@ -35,6 +35,7 @@ from citewell.stores.rows import ROW_COLUMNS
 
 FORMAT = 2  # 2: int8 codes, narrow postings, hashed lookups; 1 (no "format"): float, dicts
 ADD_BATCH = 65_536  # rows added to faiss's index at a time
+CHANGED = "The table changed while it was read for its copy; the copy is made again."
 
 
 @dataclass
@@ -74,7 +75,7 @@ def _first_pass(scan: TableScan, work: Path) -> FirstPass:
     """Rows, vectors and codes written; hashes, lengths, memberships and df kept."""
     count = scan.rows
     if not count:
-        raise StoreError("An empty table has no copy to write.")
+        raise StoreError("An empty table has no copy to write: add chunks first.")
     first = FirstPass(count, *_empty_row_arrays(count))
     files: dict[str, Any] = {}
     begin = 0
@@ -83,7 +84,7 @@ def _first_pass(scan: TableScan, work: Path) -> FirstPass:
         for batch in scan.batches(None):
             size = batch.num_rows
             if begin + size > count:
-                raise StoreError("The table grew while it was read for its copy.")
+                raise StoreError(CHANGED)
             rows = batch.select(ROW_COLUMNS)
             writer = writer or ipc.new_file(sink, rows.schema)
             writer.write_table(rows)
@@ -93,7 +94,7 @@ def _first_pass(scan: TableScan, work: Path) -> FirstPass:
         if writer is not None:
             writer.close()
     if begin != count:
-        raise StoreError("The table changed while it was read for its copy.")
+        raise StoreError(CHANGED)
     for array in files.values():
         array.flush()
     return first
@@ -161,7 +162,7 @@ def _write_postings(scan: TableScan, work: Path, first: FirstPass) -> None:
         if found is None:
             continue
         if len(known) != len(first.vocabulary):
-            raise StoreError("The table changed while it was read for its copy.")
+            raise StoreError(CHANGED)
         order = np.argsort(found[0], kind="stable")  # by term; rows stay in order
         terms, rows, tf = (part[order] for part in found)
         places = _places(terms, cursor)
@@ -169,7 +170,7 @@ def _write_postings(scan: TableScan, work: Path, first: FirstPass) -> None:
         out["tf"][places] = np.minimum(tf, 255)
         out["impact"][places] = tf_part(tf, lengths[rows], average, K1, B)
     if begin != first.rows:
-        raise StoreError("The table changed while it was read for its copy.")
+        raise StoreError(CHANGED)
     for array in out.values():
         array.flush()
 

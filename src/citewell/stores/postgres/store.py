@@ -337,8 +337,12 @@ class PostgresChunkStore:
             )
 
     def file_ids(self) -> set[str]:
+        return set(self.chunk_counts())
+
+    def chunk_counts(self) -> dict[str, int]:
+        query = f"SELECT file_id, count(*) FROM {self.table} GROUP BY file_id"
         with self.engine.connect() as db:
-            return set(db.execute(text(f"SELECT DISTINCT file_id FROM {self.table}")).scalars())
+            return {str(f): int(n) for f, n in db.execute(text(query))}
 
     def scan(self, where: ChunkFilter) -> list[StoredChunk]:
         condition, params = filter_sql(where)
