@@ -51,6 +51,13 @@ def cjk_bigrams(run: str) -> list[str]:
 def tokenize(text: str, stemmer: str = "english") -> list[str]:
     """The BM25 terms of ``text``, in order."""
     text = unicodedata.normalize("NFKC", text).casefold()
+    if not _CJK_RUN.search(text):  # most text: no per-token checks, no placeholders
+        plain = [
+            token.replace("’", "'")
+            for token in _TOKEN.findall(text)
+            if token not in STOP_WORDS and len(token) <= MAX_TERM_LENGTH
+        ]
+        return _stemmer(stemmer)(plain)
     words: list[str] = []
     terms: list[str] = []
     for match in _TOKEN.finditer(text):
