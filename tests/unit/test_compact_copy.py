@@ -111,3 +111,14 @@ def test_a_copy_in_an_older_layout_is_not_read(tmp_path):
     del meta["format"]
     (tmp_path / "v1" / "meta.json").write_text(json.dumps(meta))
     assert not readable(tmp_path / "v1") and not readable(tmp_path / "v2")
+
+
+def test_file_ids_sharing_a_hash_leave_the_table_without_a_copy(tmp_path, monkeypatch):
+    # Every string onto one hash: file numbers could not tell two files apart.
+    from citewell.errors import StoreError
+    from citewell.stores.memory import copy_writer
+
+    monkeypatch.setattr(copy_writer, "key_hashes", lambda keys: np.zeros(len(keys), np.uint64))
+    with pytest.raises(StoreError, match="share a hash"):
+        write_copy(TableScan.of(1, table(100)), tmp_path / "v1", VectorIndexPolicy())
+    assert not (tmp_path / "v1").exists() and not list(tmp_path.glob(".building-*"))
