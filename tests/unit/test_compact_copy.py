@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory.keys import FileRows, KeyIndex
+from citewell.stores.memory.keys import FileRows, KeyIndex, take_rows
 from citewell.stores.memory.shared_copy import read_copy, readable, write_copy
 from citewell.stores.memory.snapshot import TableScan, TableSnapshot
 from citewell.stores.memory.vectors import QuantizedVectors, int8_codes
@@ -122,3 +122,14 @@ def test_file_ids_sharing_a_hash_leave_the_table_without_a_copy(tmp_path, monkey
     with pytest.raises(StoreError, match="share a hash"):
         write_copy(TableScan.of(1, table(100)), tmp_path / "v1", VectorIndexPolicy())
     assert not (tmp_path / "v1").exists() and not list(tmp_path.glob(".building-*"))
+
+
+def test_rows_are_taken_chunk_by_chunk_in_the_order_asked():
+    data = table(50)
+    chunked = pa.Table.from_batches(data.to_batches(max_chunksize=7))
+    assert len(chunked.to_batches()) > 1
+    rows = [49, 0, 13, 13, 6, 7]
+    assert take_rows(chunked, rows).to_pylist() == data.take(rows).to_pylist()
+    column = chunked["id"]
+    assert take_rows(column, rows).to_pylist() == [f"chunk-{n}" for n in rows]
+    assert take_rows(data, []).num_rows == 0

@@ -28,7 +28,7 @@ from citewell.errors import StoreError
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import _faiss, training_rows, untrained_index
 from citewell.stores.memory.bm25 import K1, B, batch_postings, tf_part
-from citewell.stores.memory.keys import key_hashes
+from citewell.stores.memory.keys import key_hashes, take_rows
 from citewell.stores.memory.mapped import map_arrow
 from citewell.stores.memory.snapshot import TableScan, kb_masks, kb_members
 from citewell.stores.memory.vectors import int8_codes
@@ -197,7 +197,7 @@ def _write_lookups(work: Path, first: FirstPass) -> None:
     )
     np.save(work / "file_numbers.npy", numbers.astype(np.int32))
     file_ids = map_arrow(work / "rows.arrow")["file_id"]
-    names = file_ids.take(pa.array(first_rows))
+    names = take_rows(file_ids, first_rows)
     if not pc.all(pc.equal(file_ids, names.take(pa.array(numbers)))).as_py():
         # two file ids of one 64-bit hash (about 1 in 10^6 at ten million files): not
         # told apart by a file number, so no copy; searches read the store

@@ -14,11 +14,39 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+
+Columnar = TypeVar("Columnar", pa.Table, pa.ChunkedArray)
+
+
+def take_rows(data: Columnar, rows: npt.NDArray[np.integer] | Sequence[int]) -> Columnar:
+    """``data``'s rows at those positions, in their order, taken chunk by chunk: Arrow's
+    own take on many chunks joins them first (a copy of the whole column each time, and
+    past 2 GB of text an offset overflow: a copy of three million chunks)."""
+    wanted = np.asarray(rows, dtype=np.int64)
+    chunks: list[Any] = data.to_batches() if isinstance(data, pa.Table) else data.chunks
+    if len(chunks) <= 1:
+        return data.take(pa.array(wanted))
+    bounds = np.cumsum([0, *(len(c) for c in chunks)])
+    which = np.searchsorted(bounds, wanted, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts = []
+    for number in np.unique(which).tolist():
+        local = wanted[order][which[order] == number] - bounds[number]
+        parts.append(chunks[number].take(pa.array(local)))
+    gathered = (
+        pa.Table.from_batches(parts, data.schema)
+        if isinstance(data, pa.Table)
+        else pa.chunked_array(parts, data.type)
+    )
+    back = np.empty(len(order), dtype=np.int64)
+    back[order] = np.arange(len(order))  # where each asked-for row landed
+    return gathered.take(pa.array(back))  # a few rows: joining them is cheap
 
 
 def key_hashes(keys: Iterable[str]) -> npt.NDArray[np.uint64]:
@@ -32,7 +60,7 @@ def key_hashes(keys: Iterable[str]) -> npt.NDArray[np.uint64]:
 class KeyIndex:
     """Distinct strings and their positions in ``keys``."""
 
-    keys: pa.Array  # position -> string
+    keys: pa.Array | pa.ChunkedArray  # position -> string
     hashes: npt.NDArray[np.uint64]  # sorted
     positions: npt.NDArray[np.int32]  # positions[i]: where hashes[i]'s string is
 
@@ -82,13 +110,16 @@ class KeyIndex:
 
     def at(self, positions: npt.NDArray[np.integer] | Sequence[int]) -> list[str]:
         """The strings at those positions, in their order."""
-        taken = self.keys.take(pa.array(np.asarray(positions, dtype=np.int64)))
-        strings: list[str] = taken.to_pylist()
+        strings: list[str] = take_rows(_chunked(self.keys), positions).to_pylist()
         return strings
 
     @property
     def nbytes(self) -> int:
         return int(self.keys.nbytes + self.hashes.nbytes + self.positions.nbytes)
+
+
+def _chunked(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    return array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-from pyarrow import ipc
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex, _faiss
@@ -147,7 +146,7 @@ def write_copy(scan: TableScan, path: Path, index: VectorIndexPolicy) -> None:
 
 
 def _load_lookup(path: Path, name: str, keys: pa.Table, column: str) -> KeyIndex:
-    strings = keys[column].combine_chunks()  # one chunk as written: no copy
+    strings = keys[column]  # chunked as written: joined, it would be each process's copy
     hashes = map_npy(path / f"{name}_hashes.npy")
     return KeyIndex(strings, hashes, map_npy(path / f"{name}_positions.npy"))
 
@@ -182,11 +181,6 @@ def readable(path: Path) -> bool:
     with contextlib.suppress(OSError, ValueError):
         return bool(json.loads((path / "meta.json").read_text()).get("format") == FORMAT)
     return False
-
-
-def _write_arrow(path: Path, table: pa.Table) -> None:
-    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table.combine_chunks())
 
 
 def release_freed_memory() -> None:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex
 from citewell.stores.memory.bm25 import KeywordPostings
-from citewell.stores.memory.keys import FileRows, KeyIndex
+from citewell.stores.memory.keys import FileRows, KeyIndex, take_rows
 from citewell.stores.memory.vectors import FloatVectors, RowVectors
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
@@ -123,7 +123,7 @@ class TableSnapshot:
     def get(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
         """The chunks of those ids that the table holds."""
         rows = self.keys.find(list(dict.fromkeys(chunk_ids)))
-        taken = self.rows.take(pa.array(rows[rows >= 0], type=pa.int64()))
+        taken = take_rows(self.rows, rows[rows >= 0])
         return {row["id"]: to_chunk(row) for row in taken.to_pylist()}
 
     def mask(
