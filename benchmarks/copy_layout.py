@@ -17,8 +17,10 @@ With ``--build``, each tree instead makes the table's copy from the store, in a 
 its own, into a scratch directory: seconds and the process's peak RSS.
 
 The data dir is one with a big table (``benchmarks.shared_copy`` builds a million chunks).
-Layouts that older trees cannot read are made again by them: give the other tree a tree
-whose copies this one reads, or let each make its own (minutes each).
+Layouts that older trees cannot read are made again by them. ``--other-data`` gives the
+other tree a data dir of its own, so each searches the copy its own code made: a copy of
+``--data`` made with hard links (``cp -al`` of ``lancedb``, ``files`` and
+``table_copies``; the SQLite files copied).
 """
 
 from __future__ import annotations
@@ -151,6 +153,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("/tmp/shared/data"))
     parser.add_argument("--other", help="PYTHONPATH of the tree to compare with")
+    parser.add_argument(
+        "--other-data", type=Path, help="its own data dir (a copy of --data: cp -al)"
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--build", action="store_true", help="time making the copy instead")
@@ -168,7 +173,8 @@ def main() -> None:
         for label, path in (("other", args.other), ("this", None)):
             if label == "other" and not path:
                 continue
-            found = turn(args.data, queries, path, args.data.parent / f"layout-{label}.log")
+            data = args.other_data if label == "other" and args.other_data else args.data
+            found = turn(data, queries, path, args.data.parent / f"layout-{label}.log")
             results.append({"tree": label, "round": round_, **found})
             print(json.dumps(results[-1]), flush=True)
     print(json.dumps({"quality": quality(args.data, queries)}))
