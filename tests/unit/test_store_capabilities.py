@@ -84,3 +84,18 @@ def test_both_backends_have_every_capability(tmp_path):
         assert isinstance(lance, capability)
         # PostgresChunkStore needs a server to construct; its class has the methods.
         assert all(hasattr(PostgresChunkStore, name) for name in ("scan", "optimize", "drop"))
+
+
+def test_a_store_that_cannot_count_by_file_is_counted_file_by_file():
+    from citewell.stores.base import CountsChunks, chunks_per_file
+
+    class TwoFiles(MinimalStore):
+        def file_ids(self):
+            return {"f1", "f2"}
+
+        def count(self, where):
+            return 3 if where.file_ids == ("f1",) else 1
+
+    store = TwoFiles()
+    assert not isinstance(store, CountsChunks)
+    assert chunks_per_file(store) == {"f1": 3, "f2": 1}

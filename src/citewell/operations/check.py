@@ -28,7 +28,13 @@ from citewell.catalog.storage import FileStorage
 from citewell.ingest.ingestor import Ingestor
 from citewell.jobs import RUNNING, JobStore
 from citewell.jobs.staged import stale_staged
-from citewell.stores.base import ChunkStore, IndexHealth, index_health, rebuild_vector_index
+from citewell.stores.base import (
+    ChunkStore,
+    IndexHealth,
+    chunks_per_file,
+    index_health,
+    rebuild_vector_index,
+)
 from citewell.types import ChunkFilter
 
 # Sampled recall is an estimate; the index policy keeps it near 0.99 (docs/benchmarks/journal.md).
@@ -98,7 +104,7 @@ class ConsistencyCheck:
     def _compare(self) -> CheckReport:
         report = CheckReport()
         files = {f.id: f for f in self.catalog.list_files()}
-        pairs, counts = self.ingestor.writer.sentences, self.store.chunk_counts()
+        pairs, counts = self.ingestor.writer.sentences, chunks_per_file(self.store)
         for file_id in sorted((set(counts) | pairs.file_ids()) - set(files)):
             where = ChunkFilter(file_ids=(file_id,))
             report.orphan_chunks[file_id] = counts.get(file_id, 0) + pairs.count(where)

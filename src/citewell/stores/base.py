@@ -79,11 +79,6 @@ class ChunkStore(Protocol):
         """Every file id that has at least one chunk (for consistency checks)."""
         ...
 
-    def chunk_counts(self) -> dict[str, int]:
-        """Chunks a file, for every file with at least one, in one pass (``citewell check``
-        at millions of chunks: a count per file took hours)."""
-        ...
-
 
 # --- optional capabilities: the pipeline checks for them with isinstance ------------------
 @runtime_checkable
@@ -147,6 +142,23 @@ def optimize_store(store: ChunkStore) -> None:
     """Fold recent writes into the store's indexes, if it has any to fold."""
     if isinstance(store, OptimizesIndexes):
         store.optimize()
+
+
+@runtime_checkable
+class CountsChunks(Protocol):
+    """A store that counts every file's chunks in one pass (``citewell check`` at millions
+    of chunks: a count per file took hours)."""
+
+    def chunk_counts(self) -> dict[str, int]:
+        """Chunks a file, for every file with at least one."""
+        ...
+
+
+def chunks_per_file(store: ChunkStore) -> dict[str, int]:
+    """Every file's chunks: in one pass where the store can, else a count per file."""
+    if isinstance(store, CountsChunks):
+        return store.chunk_counts()
+    return {f: store.count(ChunkFilter(file_ids=(f,))) for f in store.file_ids()}
 
 
 def scanning(store: ChunkStore) -> ScansChunks:
