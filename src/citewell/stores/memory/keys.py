@@ -35,9 +35,10 @@ def take_rows(data: Columnar, rows: npt.NDArray[np.integer] | Sequence[int]) -> 
     bounds = np.cumsum([0, *(len(c) for c in chunks)])
     which = np.searchsorted(bounds, wanted, side="right") - 1
     order = np.argsort(which, kind="stable")
+    grouped, chunk_of = wanted[order], which[order]  # sorted once, not once a chunk
     parts = []
-    for number in np.unique(which).tolist():
-        local = wanted[order][which[order] == number] - bounds[number]
+    for number in np.unique(chunk_of).tolist():
+        local = grouped[chunk_of == number] - bounds[number]
         parts.append(chunks[number].take(pa.array(local)))
     gathered = (
         pa.Table.from_batches(parts, data.schema)
