@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -327,3 +329,68 @@ def test_open_index_files_stay_bounded_while_writes_and_searches_alternate(tmp_p
             store.keyword_search(words(4), 5, ChunkFilter(kb_ids=("kb1",)))
         held.append(open_index_files(store))
     assert max(held) <= 12, held
+
+
+def test_new_files_are_appended_and_held_ones_merged_by_id(tmp_path, monkeypatch):
+    store = LanceChunkStore(tmp_path, "chunks", DIM)
+    written: list[str] = []
+    table = type(store._table)
+    for name in ("add", "merge_insert"):
+        original = getattr(table, name)
+        monkeypatch.setattr(table, name, lambda self, *a, _o=original, _n=name, **k: (
+            written.append(_n), _o(self, *a, **k))[1])  # fmt: skip
+    store.upsert(chunks(0, 8))  # files f0 and f1: new
+    store.upsert(chunks(4, 8))  # f1 held: merged, its rows replaced by id
+    assert written == ["add", "merge_insert"]
+    assert store.count(ChunkFilter()) == 12
+    same = chunks(20, 2)
+    store.upsert([same[0], replace(same[1], id=same[0].id)])  # one id twice: the last kept
+    assert store.count(ChunkFilter(file_ids=("f5",))) == 1
+    assert store.get([same[0].id])[0].text == same[1].text
+
+
+def test_a_long_import_folds_new_rows_into_the_id_indexes(tmp_path, monkeypatch):
+    from citewell.stores.lance import store as lance_store
+
+    monkeypatch.setattr(lance_store, "FOLD_KEYS_AFTER_ROWS", 30)
+    store = LanceChunkStore(tmp_path, "chunks", DIM)
+    store.upsert(chunks(0, 20))  # the first write makes the indexes: its rows are in them
+
+    def unindexed(column: str) -> int:
+        store._table.checkout_latest()
+        found = {i.columns[0]: i.name for i in store._table.list_indices()}
+        return int(store._table.index_stats(found[column]).num_unindexed_rows)
+
+    store.upsert(chunks(20, 20))  # 40 rows written: folded
+    assert unindexed("id") == unindexed("file_id") == 0
+    assert unindexed("terms") == 20  # the full-text index waits for the optimize
+    store.upsert(chunks(40, 20))
+    assert unindexed("id") == unindexed("file_id") == 20
+    store.optimize()
+    store.upsert(chunks(60, 20))  # counted from the optimize on
+    assert unindexed("id") == 20
+
+
+def test_an_exiting_process_waits_for_a_search_handle_being_warmed(tmp_path):
+    """LanceDB stops its runtime at exit; a process whose search handle was still being
+    warmed then hung there for good (a benchmark's import never exited). It waits now."""
+    warmed = tmp_path / "warmed"
+    script = f"""
+import time
+from pathlib import Path
+from citewell.stores.lance.store import LanceChunkStore
+
+store = LanceChunkStore(Path({str(tmp_path)!r}), "t", 16)
+store._search.settle()
+warm = store._search._warm
+def slowly(table):
+    time.sleep(0.5)
+    warm(table)
+    table.count_rows()
+    Path({str(warmed)!r}).touch()
+store._search._warm = slowly
+store._search.renew()
+"""
+    done = subprocess.run([sys.executable, "-c", script], timeout=120, check=False)
+    assert done.returncode == 0
+    assert warmed.exists()

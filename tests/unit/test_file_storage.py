@@ -18,9 +18,14 @@ def test_sections_round_trip_and_go_with_the_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_file_stored_before_sections_were_kept_has_none(tmp_path):
+def test_a_file_without_sections_stores_no_outline(tmp_path):
+    """Files stored before sections were kept, and imported ones, have none to show: no
+    blob is written for none (one file less to create an imported file), and one left by
+    an earlier put of the same id is removed."""
     storage = FileStorage(DirectoryBlobs(tmp_path))
+    storage.put("old1", b"o", "text", [Section(0, 4, 1, ())])
     storage.put("old1", b"o", "text")
-    (tmp_path / "old1.sections.json").unlink()
+    assert not (tmp_path / "old1.sections.json").exists()
     assert storage.sections("old1") == []
     assert storage.text("old1") == "text"
+    assert storage.file_ids() == {"old1"}

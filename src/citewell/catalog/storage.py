@@ -59,9 +59,12 @@ class FileStorage:
         """Each blob is written whole (a reader never sees half of one); the text last but
         one and its outline last, so a file with an outline has all three. ``sections``
         (where pages and headings lie in the text) are for the viewer."""
-        outline = json.dumps([_section_row(s) for s in sections])
         self.blobs.write(_file_blob(file_id, "original"), original)
         self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
+        if not sections:  # none is read as none: a blob less to write (an import's files)
+            self.blobs.remove(_file_blob(file_id, "sections.json"))
+            return
+        outline = json.dumps([_section_row(s) for s in sections])
         self.blobs.write(_file_blob(file_id, "sections.json"), outline.encode("utf-8"))
 
     def text(self, file_id: str) -> str | None:

@@ -8,19 +8,24 @@ do (``ChunkRows.given``). The vectors must come from the model this server embed
 with: their length is checked against it, their meaning cannot be.
 
 A file the KB holds with the same text is left alone; one with another text is replaced.
-Chunks, stored texts and catalog rows are written a batch at a time, each under the
-ingestor's lock (other uploads take turns with a long import), chunks first, so a crash
-leaves chunks no catalog row names (``citewell check --repair`` removes them), never a
-file without its chunks.
+Chunks and stored texts (side by side), then catalog rows, are written a batch at a time,
+each under the ingestor's lock (other uploads take turns with a long import), so a crash
+leaves chunks or texts no catalog row names (``citewell check --repair`` removes them),
+never a file without its chunks. The vectors stay one float32 matrix a file from the file
+read to the store's write (``upsert_matrix``): as Python floats they cost more than the
+write.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.embedders import embedding_tenant
@@ -57,7 +62,8 @@ class ImportReport:
 class _NewFile:
     record: FileRecord
     text: str
-    chunks: list[StoredChunk]
+    chunks: list[StoredChunk]  # without their vectors: those are ``vectors``, a row each
+    vectors: np.ndarray
     item: SourceItem  # what its KB link shows (or the link, should the text be held)
 
 
@@ -146,10 +152,9 @@ class ChunkImport:
         made: list[StoredChunk] = []
         for target in targets:  # one set per chunking the KB reads (two while re-chunked)
             made += self.ingestor.rows.given(file_id, chunks, target, file.name)
-        vectors = [c.vector for c in file.chunks] * len(targets)
-        rows = [replace(c, vector=tuple(v.tolist())) for c, v in zip(made, vectors, strict=True)]
+        vectors = np.tile(np.stack([c.vector for c in file.chunks]), (len(targets), 1))
         record = self._record(file, file_id, digest, len(chunks), len(text))
-        batch.add(_NewFile(record, text, rows, item))
+        batch.add(_NewFile(record, text, made, vectors, item))
 
     def _record(
         self, file: ImportedFile, file_id: str, digest: str, chunks: int, size: int
@@ -187,16 +192,19 @@ class ChunkImport:
     def _write_batch(
         self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport
     ) -> None:
-        """Chunks, then stored texts, then the catalog (one transaction), then links to
-        files stored before and the removal of what the new ones replace."""
+        """Chunks and stored texts (at once: the chunk store's write waits on its disk, the
+        texts' on theirs), then the catalog (one transaction), then links to files stored
+        before and the removal of what the new ones replace."""
         ingestor = self.ingestor
         held = ingestor.catalog.existing_files([f.record.id for f in batch.new])
         new = [f for f in batch.new if f.record.id not in held]
         same = [*batch.same, *((f.record.id, f.item) for f in batch.new if f.record.id in held)]
         if new:
-            ingestor.writer.upsert([c for f in new for c in f.chunks])
-            for f in new:
-                ingestor.storage.put(f.record.id, f.text.encode("utf-8"), f.text)
+            with ThreadPoolExecutor(1, thread_name_prefix="citewell-import-texts") as pool:
+                texts = pool.submit(self._store_texts, new)
+                chunks = [c for f in new for c in f.chunks]
+                ingestor.writer.upsert_matrix(chunks, np.concatenate([f.vectors for f in new]))
+                texts.result()
             ingestor.catalog.add_files([f.record for f in new], new=True)
             ingestor.catalog.add_links(
                 [ingestor.link_of(self.kb.id, f.record.id, f.item) for f in new]
@@ -207,6 +215,10 @@ class ChunkImport:
             ingestor.remove_from_kb(self.kb.id, file_id)
         report.files_imported += len(new) + len(same)
         report.chunks_stored += sum(len(f.chunks) for f in new)
+
+    def _store_texts(self, new: Sequence[_NewFile]) -> None:
+        for f in new:  # the text is the original too: what a download of the file gives
+            self.ingestor.storage.put(f.record.id, f.text.encode("utf-8"), f.text)
 
 
 def joined(file: ImportedFile) -> tuple[str, list[Chunk]]:

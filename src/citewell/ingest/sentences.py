@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from citewell.retrieval.sentences import sentence_id
 from citewell.splitters.semantic import sentence_spans
-from citewell.stores.base import ChunkStore, optimize_store, wait_for_training
+from citewell.stores.base import ChunkStore, optimize_store, upsert_matrix, wait_for_training
 from citewell.types import ChunkFilter, StoredChunk
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MIN_SENTENCE = 20  # characters: shorter ones (labels, numbers, "Results.") say too little
 PAIR = 2  # sentences per embedded piece: pairs beat single sentences and triples on SciFact
@@ -58,6 +62,10 @@ class SpaceWriter:
         self.chunks.upsert(chunks)
         if pairs:
             self.sentences.upsert(pairs)
+
+    def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+        """Chunks with their vectors as one matrix (an import: it brings no pairs)."""
+        upsert_matrix(self.chunks, chunks, vectors)
 
     def delete(self, where: ChunkFilter) -> int:
         self.sentences.delete(where)

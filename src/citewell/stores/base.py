@@ -10,11 +10,14 @@ never before or after it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from citewell.errors import StoreError
 from citewell.types import ChunkFilter, StoredChunk
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,28 @@ def chunks_per_file(store: ChunkStore) -> dict[str, int]:
     if isinstance(store, CountsChunks):
         return store.chunk_counts()
     return {f: store.count(ChunkFilter(file_ids=(f,))) for f in store.file_ids()}
+
+
+@runtime_checkable
+class UpsertsMatrices(Protocol):
+    """A store that takes a big write's vectors as one float32 matrix (``citewell import``:
+    turning 384 floats a chunk into Python numbers and back cost more than the write)."""
+
+    def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> int:
+        """``upsert`` with ``vectors[i]`` as the vector of ``chunks[i]`` (theirs unused)."""
+        ...
+
+
+def upsert_matrix(store: ChunkStore, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> int:
+    """Chunks with their vectors as one matrix: whole where the store takes it, else a tuple
+    of floats a chunk."""
+    if len(vectors) != len(chunks):
+        raise StoreError(f"{len(chunks)} chunks came with {len(vectors)} vectors.")
+    if isinstance(store, UpsertsMatrices):
+        return store.upsert_matrix(chunks, vectors)
+    return store.upsert(
+        [replace(c, vector=tuple(v.tolist())) for c, v in zip(chunks, vectors, strict=True)]
+    )
 
 
 def scanning(store: ChunkStore) -> ScansChunks:

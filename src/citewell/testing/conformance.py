@@ -20,7 +20,9 @@ from citewell.stores.base import (
     optimize_store,
     report,
     scanning,
+    upsert_matrix,
 )
+from citewell.errors import StoreError
 from citewell.types import ChunkFilter, StoredChunk
 
 DIM = 8
@@ -83,6 +85,23 @@ class ChunkStoreConformance:
         filled.upsert([changed])
         assert filled.count(ALL) == 5
         assert filled.get(["c1"])[0].text == "Parental leave lasts twenty weeks."
+
+    def test_vectors_as_one_matrix_are_stored_as_upserted_ones(self, store: ChunkStore) -> None:
+        """An import hands its vectors over as one float32 matrix; the chunks read, search
+        and replace by id as if upserted one by one."""
+        bare = [replace(c, vector=None) for c in CORPUS]
+        matrix = np.asarray([c.vector for c in CORPUS], dtype=np.float32)
+        assert upsert_matrix(store, bare, matrix) == len(CORPUS)
+        optimize_store(store)
+        assert store.count(ALL) == 5
+        assert store.vector_search(unit(1), 1, ALL)[0].chunk_id == "c2"
+        changed = replace(bare[0], text="Parental leave lasts twenty weeks.")
+        upsert_matrix(store, [changed, replace(bare[4], id="c6", file_id="f9")], matrix[[0, 4]])
+        assert store.count(ALL) == 6
+        assert store.get(["c1"])[0].text == "Parental leave lasts twenty weeks."
+        assert store.vector_search(unit(4), 2, ALL)[1].score == pytest.approx(1.0, abs=1e-4)
+        with pytest.raises(StoreError):
+            upsert_matrix(store, bare[:2], matrix[:1])
 
     def test_vector_search_orders_by_similarity(self, filled: ChunkStore) -> None:
         hits = filled.vector_search(unit(1), 3, ALL)

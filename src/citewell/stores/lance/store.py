@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from citewell.errors import StoreError
@@ -30,13 +29,20 @@ from citewell.stores.lance.search_table import (
 )
 from citewell.stores.lance.tables import connect, quote, schema, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
+from citewell.stores.lance.writes import (
+    FOLD_KEYS_AFTER_ROWS,
+    add_or_merge,
+    arrow_rows,
+    last_of_each_id,
+    vector_matrix,
+)
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.filter_counts import FilterCounts
 from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
-from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
+from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
 WRITE_CACHE_MB = 64
@@ -67,6 +73,7 @@ class LanceChunkStore:
         # Writes and upkeep read few index pages: a small cache of their own.
         self._db, _ = connect(path, min(cache_mb, WRITE_CACHE_MB))
         self._write_lock = threading.Lock()
+        self._unfolded = 0  # rows written since the id indexes last took new rows in
         self._table = self._open_or_create()
         self._upkeep = TableUpkeep(self._table, self.vector_index, on_trained=self._trained)
         self._addresses = RowAddresses(self._table.uri)
@@ -138,18 +145,20 @@ class LanceChunkStore:
     def upsert(self, chunks: Sequence[StoredChunk]) -> int:
         if not chunks:
             return 0
-        data = self._table_of(chunks)
+        return self.upsert_matrix(chunks, vector_matrix(chunks, self.dimension))
+
+    def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> int:
+        if not chunks:
+            return 0
+        data = arrow_rows(*last_of_each_id(chunks, vectors), self.dimension)
+        files = [c.file_id for c in chunks]
         with self._write_lock:
-            self._journaled(
-                {c.file_id for c in chunks},
-                lambda: (
-                    self._table.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(data)
-                ),
-            )
+            self._journaled(files, lambda: add_or_merge(self._table, data, files))
             self._ensure_indexes()
+            self._unfolded += len(chunks)
+            if self._unfolded >= FOLD_KEYS_AFTER_ROWS:  # a long import, between optimizes
+                self._upkeep.fold_keys()
+                self._unfolded = 0
         self._changed()
         return len(chunks)
 
@@ -162,20 +171,6 @@ class LanceChunkStore:
             return int(self._table.version)
 
         self._journal.record(files, run)
-
-    def _table_of(self, chunks: Sequence[StoredChunk]) -> pa.Table:
-        """The rows as Arrow: the vectors as one float32 matrix (a list per row costs ten
-        times as much to convert)."""
-        for chunk in chunks:
-            if chunk.vector is None or len(chunk.vector) != self.dimension:
-                raise StoreError(f"Chunk {chunk.id} has no {self.dimension}-dimensional vector.")
-        wanted = schema(self.dimension)
-        rows = pa.Table.from_pylist(
-            [chunk_row(c) for c in chunks], schema=wanted.remove(wanted.get_field_index("vector"))
-        )
-        matrix = np.asarray([c.vector for c in chunks], dtype=np.float32).reshape(-1)
-        vectors = pa.FixedSizeListArray.from_arrays(pa.array(matrix), self.dimension)
-        return rows.append_column(wanted.field("vector"), vectors)
 
     def delete(self, where: ChunkFilter) -> int:
         predicate = where_sql(where)
@@ -226,6 +221,7 @@ class LanceChunkStore:
     def optimize(self) -> None:
         with self._write_lock:
             trained = self._upkeep.after_writes()
+            self._unfolded = 0
         self._changed()
         if trained:  # searches move to a handle with the new index loaded
             self._search.renew()

@@ -174,6 +174,14 @@ class TableUpkeep:
             )
             self.table.create_index("terms", config=fts)
 
+    def fold_keys(self) -> None:
+        """New rows into the id and file id indexes alone, as a delta segment each (0.08 s
+        at a million rows): what a write looks up stays indexed through a long import."""
+        names = self.index_names()
+        keys = [names[column] for column in ("id", "file_id") if column in names]
+        if keys:
+            self._dataset().optimize.optimize_indices(index_names=keys, num_indices_to_merge=0)
+
     def index_names(self) -> dict[str, str]:
         return {i.columns[0]: i.name for i in self.table.list_indices()}
 

@@ -1,0 +1,76 @@
+"""Rows into a LanceDB chunk table: chunks as Arrow, and the write that adds them.
+
+A merge by id looks every id up in the id index and scans the ``id`` column of every row no
+index holds yet: at a million rows 0.17 s a batch of 8,192, 0.5 s with 120,000 rows not
+yet indexed, and growing with them through a long import. Appending takes 0.05 s. So
+chunks of files the table holds no row of are appended: a chunk id hashes its file id
+(``ingest.chunk_rows``), so no other file's row can carry it. The store folds new rows
+into the id indexes every ``FOLD_KEYS_AFTER_ROWS`` (``TableUpkeep.fold_keys``) so that
+neither the merge nor the look-up of the files scans more than that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from citewell.errors import StoreError
+from citewell.stores.lance.tables import quote, schema
+from citewell.types import StoredChunk
+
+FOLD_KEYS_AFTER_ROWS = 65_536
+ATTRIBUTES = {"idx": "index"}  # column → StoredChunk field, where they differ
+
+
+def arrow_rows(chunks: Sequence[StoredChunk], vectors: np.ndarray, dimension: int) -> pa.Table:
+    """The rows as Arrow, built a column at a time (a dict a row cost as much as the
+    write), the vectors from one float32 matrix (a list a row costs ten times as much)."""
+    if vectors.shape != (len(chunks), dimension):
+        raise StoreError(
+            f"{len(chunks)} chunks came with vectors of shape {vectors.shape}; this table "
+            f"holds {dimension}-dimensional vectors, one a chunk."
+        )
+    wanted = schema(dimension)
+    arrays = [
+        pa.array([getattr(c, ATTRIBUTES.get(f.name, f.name)) for c in chunks], f.type)
+        for f in wanted
+        if f.name != "vector"
+    ]
+    flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
+    arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat), dimension))
+    return pa.Table.from_arrays(arrays, schema=wanted)
+
+
+def last_of_each_id(
+    chunks: Sequence[StoredChunk], vectors: np.ndarray
+) -> tuple[Sequence[StoredChunk], np.ndarray]:
+    """One row an id, the last given (as upserting them one after another would leave it):
+    an append would keep both."""
+    last = {c.id: i for i, c in enumerate(chunks)}
+    if len(last) == len(chunks):
+        return chunks, vectors
+    kept = sorted(last.values())
+    return [chunks[i] for i in kept], vectors[kept]
+
+
+def vector_matrix(chunks: Sequence[StoredChunk], dimension: int) -> np.ndarray:
+    """The chunks' own vectors as one matrix, each checked to be there and of its length."""
+    for chunk in chunks:
+        if chunk.vector is None or len(chunk.vector) != dimension:
+            raise StoreError(f"Chunk {chunk.id} has no {dimension}-dimensional vector.")
+    return np.asarray([c.vector for c in chunks], dtype=np.float32).reshape(len(chunks), -1)
+
+
+def add_or_merge(table: Any, data: pa.Table, file_ids: Sequence[str]) -> None:
+    """Append the rows when none of their files has a row now, else merge them by id. The
+    caller holds the table's write lock across processes (the change journal's), so no
+    other write of these files falls between the look-up and the write."""
+    table.checkout_latest()  # another process's write committed a moment ago counts
+    listed = ", ".join(quote(f) for f in sorted(set(file_ids)))
+    if listed and not table.count_rows(f"file_id IN ({listed})"):
+        table.add(data)
+        return
+    table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
