@@ -115,7 +115,7 @@ def main() -> None:
     formats = args.formats.split(",")
     paths = write_files(args.work, args.chunks, args.dimension, formats)
     results = [imported(args.work, paths[f]) for f in formats]
-    print(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2), flush=True)  # before exit: a hang there loses nothing
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from citewell.embedders import CachedEmbedder, Embedder, VectorCache, build_embe
 from citewell.embedders.base import LoadsLazily
 from citewell.enrich import ContextCache, stored_enrichment
 from citewell.errors import ConfigError
-from citewell.ingest.chunk_rows import embed_text, sentence_table, space_table
+from citewell.ingest.chunk_rows import embed_text, sentence_table, space_table, with_vector
 from citewell.ingest.sentences import SpaceWriter
 from citewell.jobs import Job, JobStore
 from citewell.jobs.turns import TurnLock
@@ -282,10 +282,7 @@ class EmbeddingSpaces:
         pairs = scanning(self.active.sentences).scan(where)
         texts = self._embed_texts(chunks) + [p.text for p in pairs]  # pairs: as they are
         vectors = target.embedder.embed(texts, "document") if texts else np.zeros((0, 0))
-        rows = [
-            replace(c, vector=tuple(float(x) for x in v))
-            for c, v in zip([*chunks, *pairs], vectors, strict=True)
-        ]
+        rows = [with_vector(c, v) for c, v in zip([*chunks, *pairs], vectors, strict=True)]
         target.writer.delete(where)  # none left for a deleted file
         target.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from citewell.errors import StoreError
 from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import (
     ChunkStore,
@@ -22,7 +23,6 @@ from citewell.stores.base import (
     scanning,
     upsert_matrix,
 )
-from citewell.errors import StoreError
 from citewell.types import ChunkFilter, StoredChunk
 
 DIM = 8
