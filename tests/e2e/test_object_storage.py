@@ -90,7 +90,8 @@ def test_a_data_dir_moves_into_postgresql_and_a_bucket(tmp_path, postgres, bucke
         assert line in moved.output
     assert "CITEWELL_FILE_STORE_BUCKET=citewell" in moved.output
     assert "CITEWELL_FILE_STORE_PREFIX=prod" in moved.output
-    assert len(_keys(client, "prod/")) == 3 * len(DOCS)  # original, text, page map each
+    # An original and a text each; no page map: these files have no pages or headings kept.
+    assert len(_keys(client, "prod/")) == 2 * len(DOCS)
 
     # Another host: an empty data dir, the database and the bucket.
     settings = Settings.load(
@@ -102,7 +103,7 @@ def test_a_data_dir_moves_into_postgresql_and_a_bucket(tmp_path, postgres, bucke
         assert {f.id: after.storage.text(f.id) for f in after.files()} == texts
         assert after.check().problems == 0
         after.ingest_texts([("parking.md", "Parking is free after six.")], "handbook")
-        assert len(_keys(client, "prod/")) == 3 * (len(DOCS) + 1)
+        assert len(_keys(client, "prod/")) == 2 * (len(DOCS) + 1)
         parking = next(f for f in after.files("handbook") if f.name == "parking.md")
         after.delete_file(parking.id)  # its original, text and page map go with it
         assert not any(parking.id in key for key in _keys(client, "prod/"))
