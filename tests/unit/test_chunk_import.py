@@ -87,6 +87,29 @@ def test_the_same_text_under_two_names_is_stored_once(app, tmp_path):
     assert set(app.catalog.files_in_kb(app.kb_id("hr"))) == {"leave.md", "copy-of-leave.md"}
 
 
+def test_a_long_import_gets_the_terms_an_ingest_would_from_another_process(
+    app, tmp_path, monkeypatch
+):
+    """Past the first group of files an import's BM25 terms are made in a process of their
+    own (ingest.terms_ahead); they are the terms the chunk rows would make here."""
+    from citewell.ingest import imports
+    from citewell.retrieval.tokenize import terms_string
+
+    monkeypatch.setattr(imports, "LOOKUP_GROUP", 2)
+    files = {f"policy-{n}.md": [f"{t} (clause {n})" for t in LEAVE + EXPENSES] for n in range(5)}
+    path = _parquet(tmp_path / "many.parquet", _rows(app, files))
+    report = _service(app).import_chunks(path, "hr")
+    assert (report.files_imported, report.chunks_stored) == (5, 20)
+    stored = app.store.scan(ChunkFilter())
+    assert len(stored) == 20
+    rows = app.ingestor.rows
+    target = app.ingestor.sets.targets(app.kb_id("hr"), app.embedder)[0]
+    for chunk in stored:
+        (text,) = rows.given_bm25_texts([chunk], target, chunk.file_name)
+        assert text.endswith(chunk.text)
+        assert chunk.terms == terms_string(text, rows.stemmer)
+
+
 def test_bad_files_are_refused_with_what_to_do(app, tmp_path):
     service = _service(app)
     short = [{**r, "vector": r["vector"][:10]} for r in _rows(app, {"leave.md": LEAVE})]

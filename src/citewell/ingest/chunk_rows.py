@@ -8,6 +8,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 
@@ -48,6 +49,16 @@ def with_vector(chunk: StoredChunk, vector: Sequence[float] | np.ndarray) -> Sto
     if isinstance(vector, np.ndarray):
         return replace(chunk, vector=tuple(vector.tolist()))
     return replace(chunk, vector=tuple(float(x) for x in vector))
+
+
+class Passage(Protocol):
+    """A chunk's text and headings (a ``Chunk``, or an imported chunk)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def headings(self) -> tuple[str, ...]: ...
 
 
 class ChunkRows:
@@ -91,16 +102,30 @@ class ChunkRows:
         return stored, texts
 
     def given(
-        self, file_id: str, chunks: Sequence[Chunk], target: ChunkTarget, name: str
+        self,
+        file_id: str,
+        chunks: Sequence[Chunk],
+        target: ChunkTarget,
+        name: str,
+        terms: Sequence[str] | None = None,
     ) -> list[StoredChunk]:
         """Chunks made elsewhere (``citewell import``), as the target's set keeps them: the
-        same ids, labels and BM25 terms an ingested chunk gets, without enrichment."""
+        same ids, labels and BM25 terms an ingested chunk gets, without enrichment.
+        ``terms``: the BM25 terms of ``given_bm25_texts``, made already (elsewhere)."""
         salt = "" if target.shared else target.label
-        enriched = re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]) if target.bm25_enriched else ""
+        texts = self.given_bm25_texts(chunks, target, name)
+        made = [terms_string(t, self.stemmer) for t in texts] if terms is None else terms
         return [
-            self._stored_chunk(file_id, (target.label,), i, c, name, enriched, salt)
+            self._stored_chunk(file_id, (target.label,), i, c, name, "", salt, made[i])
             for i, c in enumerate(chunks)
         ]
+
+    @staticmethod
+    def given_bm25_texts(chunks: Sequence[Passage], target: ChunkTarget, name: str) -> list[str]:
+        """What BM25 indexes of each chunk ``given`` stores: with bm25_enriched_texts the
+        file name's words, then its headings and text."""
+        enriched = re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]) if target.bm25_enriched else ""
+        return [" ".join([enriched, *c.headings, c.text]).strip() for c in chunks]
 
     def _bm25_prefix(
         self, index: int, enrichment: Enrichment, name: str, document: Document, enriched: bool
@@ -121,11 +146,15 @@ class ChunkRows:
         name: str,
         prefix: str,
         salt: str = "",
+        terms: str | None = None,
     ) -> StoredChunk:
-        """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it."""
+        """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it;
+        ``terms``: its BM25 terms with the prefix, if made already."""
         key = f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}"
         chunk_id = sha256(f"{salt}\0{key}".encode() if salt else key.encode())
-        enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
+        if terms is None:
+            enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
+            terms = terms_string(enriched, self.stemmer)
         return StoredChunk(
             id=chunk_id[:32],
             file_id=file_id,
@@ -137,5 +166,5 @@ class ChunkRows:
             page=chunk.page,
             headings=chunk.headings,
             file_name=name,
-            terms=terms_string(enriched, self.stemmer),
+            terms=terms,
         )

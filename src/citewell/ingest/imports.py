@@ -21,7 +21,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,7 @@ from citewell.embedders import embedding_tenant
 from citewell.errors import Conflict, InvalidInput
 from citewell.ingest.chunk_files import ImportedFile
 from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.terms_ahead import with_terms_ahead
 from citewell.ingest.types import ChunkTarget
 from citewell.sources import SourceItem
 from citewell.types import Chunk, StoredChunk
@@ -97,17 +100,23 @@ class ChunkImport:
         with ingestor.lock:  # the space and chunk sets as they are now
             model = ingestor.embedder.model_id
             targets = ingestor.sets.targets(self.kb.id, ingestor.embedder)
-        with embedding_tenant(self.kb.owner_id):
+        groups = with_terms_ahead(
+            self._with_previous(files), partial(self._bm25_texts, targets), ingestor.rows.stemmer
+        )
+        with embedding_tenant(self.kb.owner_id), closing(groups):  # closing: its process too
             batch = _Batch()
-            for file, previous in self._with_previous(files):
-                report.files_seen += 1
-                self._add(batch, file, targets, previous, report)
-                if batch.chunks >= IMPORT_BATCH:
-                    self._write(batch, targets, report, model)
-                    batch = _Batch()
-                    report.seconds = time.perf_counter() - began
-                    if progress:
-                        progress(report)
+            for group, terms in groups:  # the next group's terms are made meanwhile
+                made = iter(terms)
+                for file, previous in group:
+                    report.files_seen += 1
+                    mine = list(islice(made, len(file.chunks) * len(targets)))
+                    self._add(batch, file, targets, previous, report, mine)
+                    if batch.chunks >= IMPORT_BATCH:
+                        self._write(batch, targets, report, model)
+                        batch = _Batch()
+                        report.seconds = time.perf_counter() - began
+                        if progress:
+                            progress(report)
             self._write(batch, targets, report, model)
         with ingestor.lock:
             ingestor.writer.optimize()
@@ -116,13 +125,21 @@ class ChunkImport:
 
     def _with_previous(
         self, files: Iterable[ImportedFile]
-    ) -> Iterator[tuple[ImportedFile, FileRecord | None]]:
-        """Each file with the one the KB holds at its name, looked up a group at a time
-        (not the whole KB: it may hold millions)."""
+    ) -> Iterator[list[tuple[ImportedFile, FileRecord | None]]]:
+        """Groups of files, each with the one the KB holds at its name, looked up a group at
+        a time (not the whole KB: it may hold millions)."""
         stream = iter(files)
         while group := list(islice(stream, LOOKUP_GROUP)):
             held = self.ingestor.catalog.files_in_kb(self.kb.id, [f.name for f in group])
-            yield from ((file, held.get(file.name)) for file in group)
+            yield [(file, held.get(file.name)) for file in group]
+
+    def _bm25_texts(
+        self, targets: Sequence[ChunkTarget], group: list[tuple[ImportedFile, FileRecord | None]]
+    ) -> list[str]:
+        """What BM25 indexes of each chunk of the group, file by file, set by set."""
+        given = self.ingestor.rows.given_bm25_texts
+        return [t for file, _ in group for target in targets
+                for t in given(file.chunks, target, file.name)]  # fmt: skip
 
     def _add(
         self,
@@ -131,7 +148,9 @@ class ChunkImport:
         targets: Sequence[ChunkTarget],
         previous: FileRecord | None,
         report: ImportReport,
+        terms: Sequence[str],
     ) -> None:
+        """``terms``: the BM25 terms of the file's chunks in each set (``_bm25_texts``)."""
         text, chunks = joined(file)
         digest = sha256(text.encode("utf-8"))
         if previous is not None and previous.sha256 == digest:
@@ -150,8 +169,11 @@ class ChunkImport:
         self._check_vectors(file)
         self.stored.add(file_id)
         made: list[StoredChunk] = []
-        for target in targets:  # one set per chunking the KB reads (two while re-chunked)
-            made += self.ingestor.rows.given(file_id, chunks, target, file.name)
+        for n, target in enumerate(
+            targets
+        ):  # a set per chunking the KB reads (two while re-chunked)
+            mine = terms[n * len(chunks) : (n + 1) * len(chunks)]
+            made += self.ingestor.rows.given(file_id, chunks, target, file.name, mine)
         vectors = np.tile(np.stack([c.vector for c in file.chunks]), (len(targets), 1))
         record = self._record(file, file_id, digest, len(chunks), len(text))
         batch.add(_NewFile(record, text, made, vectors, item))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 # Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK punctuation excluded.
@@ -74,3 +74,8 @@ def tokenize(text: str, stemmer: str = "english") -> list[str]:
 def terms_string(text: str, stemmer: str = "english") -> str:
     """Terms joined by spaces: what the store's full-text index holds."""
     return " ".join(tokenize(text, stemmer))
+
+
+def terms_strings(texts: Sequence[str], stemmer: str = "english") -> list[str]:
+    """``terms_string`` of each text (what a process making terms for another runs)."""
+    return [terms_string(text, stemmer) for text in texts]
