@@ -113,10 +113,11 @@ class ChunkRows:
         same ids, labels and BM25 terms an ingested chunk gets, without enrichment.
         ``terms``: the BM25 terms of ``given_bm25_texts``, made already (elsewhere)."""
         salt = "" if target.shared else target.label
-        texts = self.given_bm25_texts(chunks, target, name)
-        made = [terms_string(t, self.stemmer) for t in texts] if terms is None else terms
+        if terms is None:
+            texts = self.given_bm25_texts(chunks, target, name)
+            terms = [terms_string(t, self.stemmer) for t in texts]
         return [
-            self._stored_chunk(file_id, (target.label,), i, c, name, "", salt, made[i])
+            self._stored_chunk(file_id, (target.label,), i, c, name, "", salt, terms[i])
             for i, c in enumerate(chunks)
         ]
 

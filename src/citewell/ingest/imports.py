@@ -169,9 +169,8 @@ class ChunkImport:
         self._check_vectors(file)
         self.stored.add(file_id)
         made: list[StoredChunk] = []
-        for n, target in enumerate(
-            targets
-        ):  # a set per chunking the KB reads (two while re-chunked)
+        # A set per chunking the KB reads (two while it is re-chunked), its terms in turn.
+        for n, target in enumerate(targets):
             mine = terms[n * len(chunks) : (n + 1) * len(chunks)]
             made += self.ingestor.rows.given(file_id, chunks, target, file.name, mine)
         vectors = np.tile(np.stack([c.vector for c in file.chunks]), (len(targets), 1))
