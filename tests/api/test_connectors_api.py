@@ -211,7 +211,8 @@ def test_deleting_a_connector_keeps_or_removes_its_files(world) -> None:
                 json={"kind": "folder", "target": str(allowed / "team")},
             ).json()
             base = f"/api/v1/knowledge/{kb['id']}/connectors/{made['id']}"
-            assert wait_synced(alice, base)["status"]["added"] == 2
+            status = wait_synced(alice, base)["status"]
+            assert status["added"] == 2, status
             gone = alice.delete(base, params={"delete_files": delete_files})
             assert gone.status_code == 200 and gone.json()["files_removed"] == 2 - left
             assert len(alice.get(f"/api/v1/knowledge/{kb['id']}").json()["files"]) == left

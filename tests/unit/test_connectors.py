@@ -318,3 +318,33 @@ def test_a_change_during_a_sync_queues_one_more_behind_it(app: Citewell, tmp_pat
     assert app.jobs.get(running.id).state == "indexed"
     assert paths(app, "kb") == ["owls.md"]
     assert not app.jobs.running_elsewhere(deferred)
+
+
+def test_a_changed_file_is_never_found_in_both_versions(
+    app: Citewell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new version's chunks and the old one's removal are separate chunk-table writes;
+    a search after each finds one version: the old until the path's link moves in the
+    catalog, the new from then on."""
+    write(tmp_path / "docs", {"plan.md": "The plan names the Albatross route."})
+    made = connector(app, "notes", "folder", str(tmp_path / "docs"))
+    app.connectors.run(made.id)
+    write(tmp_path / "docs", {"plan.md": "The plan names the Heron route."})
+    seen: list[tuple[bool, bool]] = []
+
+    def search_after(write_rows):  # noqa: ANN001, ANN202
+        def wrapped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            done = write_rows(*args, **kwargs)
+            hits = app.search("the plan names the route", ["notes"], k=5)
+            texts = " ".join(hit.chunk.text for hit in hits)
+            seen.append(("Albatross" in texts, "Heron" in texts))
+            return done
+
+        return wrapped
+
+    store = app.ingestor.store
+    for name in ("upsert_matrix", "unlink", "delete"):
+        monkeypatch.setattr(store, name, search_after(getattr(store, name)))
+    assert app.connectors.run(made.id).updated == 1
+    assert len(seen) >= 2 and seen[0] == (True, False) and seen[-1] == (False, True), seen
+    assert (True, True) not in seen and (False, False) not in seen, seen

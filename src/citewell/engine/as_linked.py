@@ -4,6 +4,12 @@ A chunk carries the name its bytes were first stored under; a result shows the n
 its folder: ``docs/api/auth.md``) and URL of the file's link in the KB it was found in, so
 identical bytes added by another tenant under another name or from another URL never show
 theirs (issue 45).
+
+The catalog also says which files a KB holds: a result found in a KB that has no link to
+its file is left out. A changed file's new chunks and the old file's removal are separate
+writes to the chunk table, but the link at its path moves from the old file to the new in
+one catalog transaction, so a search never shows both versions (nor chunks written for a
+file whose link is not in yet).
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ def shown_name(link: FileLink) -> str:
     return join(folder, name) if folder and name else name
 
 
-def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> None:
-    """Set each result's file name and ``url`` from its link, in place."""
+def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> list[ScoredChunk]:
+    """The results whose KB links their file, each with the file name and ``url`` of its
+    link (set in place); results found in no particular KB are all kept."""
     file_ids = {r.chunk.file_id for r in results}
     links = catalog.links(file_ids=file_ids, kb_ids={r.kb_id for r in results if r.kb_id})
     by_key = {(k.kb_id, k.file_id): k for k in links}
+    linked = [r for r in results if not r.kb_id or (r.kb_id, r.chunk.file_id) in by_key]
     older = []  # results whose link predates links knowing their source and URL
-    for result in results:
+    for result in linked:
         link = by_key.get((result.kb_id or "", result.chunk.file_id))
         shown = shown_name(link) if link is not None else ""
         if shown and shown != result.chunk.file_name:
@@ -42,3 +50,4 @@ def describe_as_linked(catalog: Catalog, results: list[ScoredChunk]) -> None:
         for result in older:
             record = records.get(result.chunk.file_id)
             result.url = record.url if record is not None else ""
+    return linked

@@ -436,8 +436,7 @@ class Engine:
         for result in results:
             kbs = where.kb_ids or result.chunk.kb_ids
             result.kb_id = next((kb for kb in kbs if kb in result.chunk.kb_ids), None)
-        describe_as_linked(self.catalog, results)
-        return results
+        return describe_as_linked(self.catalog, results)
 
     def retrieval_defaults(self, where: Sequence[ChunkFilter]) -> KnowledgeSettings:
         """The retrieval defaults that the KBs of all of ``where`` share, if they do."""

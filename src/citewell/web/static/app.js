@@ -53,9 +53,17 @@ function parse(hash) {
   return { path, params: new URLSearchParams(query) };
 }
 
+/** Shows ``view`` unless a newer render began meanwhile: that one's view is the page's (a
+ * slow answer must not replace a newer view and what was typed into it since). */
+function show(mine, main, ...view) {
+  if (mine !== leaving) return false;
+  clear(main, ...view);
+  return true;
+}
+
 async function render() {
   leaving.abort();
-  leaving = new AbortController();
+  const mine = (leaving = new AbortController());
   const main = document.getElementById("main");
   const { path, params } = parse(location.hash || "#/kbs");
   if (path === "#/signed-in") { // back from the identity provider with a one-time ticket
@@ -73,8 +81,13 @@ async function render() {
     const refused = path === "#/sign-in";
     const back = refused ? `#${params.get("next") || "/kbs"}` : location.hash || "#/kbs";
     const code = refused ? params.get("code") || "" : "";
-    const done = async () => { await whoAmI(); location.hash = back === "#/sign-in" ? "#/kbs" : back; await render(); };
-    clear(main, await signInView(done, { back, refused: code }));
+    const done = async () => {
+      await whoAmI();
+      const next = back === "#/sign-in" ? "#/kbs" : back;
+      if (location.hash !== next) location.hash = next; // hashchange renders it
+      else await render();
+    };
+    show(mine, main, await signInView(done, { back, refused: code }));
     return;
   }
   if (path === "#/sign-in" && params.get("code")) notice(`Signing in did not work: ${refusal(params.get("code"))}`, "error");
@@ -88,8 +101,8 @@ async function render() {
   const args = match.slice(1).map(decodeURIComponent);
   clear(main, h("p", { class: "loading" }, "Loading…"));
   try {
-    const view = await route[1]({ args, params, signal: leaving.signal, me: session.me });
-    clear(main, view);
+    const view = await route[1]({ args, params, signal: mine.signal, me: session.me });
+    if (!show(mine, main, view)) return;
     if (navigated) main.focus({ preventScroll: true }); // a screen reader reads the new view
     const heading = main.querySelector("h1");
     if (heading) document.title = `${heading.textContent} · Citewell`;
@@ -102,7 +115,7 @@ async function render() {
       return;
     }
     if (error.name === "AbortError") return;
-    clear(main, h("h1", {}, "Something went wrong"), h("p", { class: "error" }, error.message));
+    show(mine, main, h("h1", {}, "Something went wrong"), h("p", { class: "error" }, error.message));
   }
 }
 
