@@ -166,3 +166,4 @@ class IngestReport:
     chunks_stored: int = 0
     chunks_embedded: int = 0  # texts the model embedded (sentence pairs too), not cached
     errors: tuple[str, ...] = ()
+    files_left: int = 0  # the last items, not begun: another writer waited (yield_to_waiters)

@@ -5,6 +5,7 @@ audit. Each test runs once per backend (the ``database`` fixture)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,16 @@ def test_catalog_keeps_kbs_files_and_links(database):
     assert [link.name for link in catalog.links(kb_ids=[kb.id])] == ["Holidays.md"]
     catalog.delete_kb(kb.id)  # the links go with it (foreign key cascade)
     assert catalog.links(kb_ids=[kb.id]) == []
+
+
+def test_files_are_found_by_their_bytes_within_their_tenant_only(database):
+    catalog = Catalog(database)
+    mine, theirs = record("f1", "a" * 64), record("f2", "b" * 64)
+    catalog.add_files([replace(mine, tenant="alice"), replace(theirs, tenant="bob")])
+    found = catalog.files_by_sha(["a" * 64, "b" * 64, "c" * 64], "alice")
+    assert list(found) == ["a" * 64] and found["a" * 64].id == "f1"
+    assert catalog.file_by_sha("b" * 64, "alice") is None  # bob's bytes: never alice's
+    assert catalog.files_by_sha([], "alice") == {}
 
 
 def test_jobs_are_claimed_oldest_first_once_and_retried(database):

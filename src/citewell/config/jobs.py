@@ -15,10 +15,10 @@ class JobSection(Section):
     )
 
     job_slice_files: int = setting(
-        8,
-        "Of the files taken at once, how many are ingested under one hold of the index's "
-        "lock. Between slices a user's upload that waits goes first, so it waits for one "
-        "slice rather than the whole batch; larger slices embed a little faster.",
+        64,
+        "Of the files taken at once, how many at most are ingested under one hold of the "
+        "index's lock. A user's upload that asks for the lock meanwhile ends the hold after "
+        "the files already begun and goes first, so it never waits for the whole batch.",
         ge=1,
     )
 

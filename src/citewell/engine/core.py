@@ -27,6 +27,7 @@ from citewell.errors import FileNotFound
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.connector_runs import connector_runs
+from citewell.ingest.estimate import estimate_ingest
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.reading import reader_from_settings, render_pool
 from citewell.ingest.rechunk import Rechunker
@@ -251,7 +252,7 @@ class Engine:
         """What ingesting ``items`` (into ``kb``, split its way) would take: chunks, and the
         LLM calls and prompt tokens of contextual_chunks / document_summary (nothing is
         stored)."""
-        return self.ingestor.estimate(items, use_cache, self.kb_id(kb) if kb else None)
+        return estimate_ingest(self.ingestor, items, use_cache, self.kb_id(kb) if kb else None)
 
     def ingest_texts(
         self,

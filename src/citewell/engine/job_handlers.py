@@ -97,10 +97,13 @@ class JobCancelled(CitewellError):
 
 
 class IngestJobs:
-    """``ingest``: staged uploads through the ingestor, job_slice_files files a pass.
-    Between passes the lock is free, and a user's upload that waits for it goes first
-    (TurnLock): so it waits for a slice, not the whole claim. The claim's files are parsed
-    and embedded first, without the lock (ingest.preload), so a slice only writes."""
+    """``ingest``: staged uploads through the ingestor, at most job_slice_files files a
+    hold of its lock, and fewer when another writer (a user's upload) asks for the lock:
+    the hold ends after the files begun, and the waiter goes first (TurnLock). So an upload
+    waits for a file or two, not the claim, and a worker alone writes the claim at once
+    (one write per claim rather than per slice: the queue's rate is its writes' count). The
+    claim's files are parsed and embedded first, without the lock (ingest.preload), so a
+    hold only writes."""
 
     def __init__(self, context: JobContext) -> None:
         self.context = context
@@ -139,10 +142,14 @@ class IngestJobs:
         ingestor = self.context.ingestor
         size = ingestor.settings.jobs.job_slice_files
         try:
-            ready = preload(ingestor, items, kb_id) if len(items) > size else None
-            for start in range(0, len(items), size):
-                part = items[start : start + size]
-                ingestor.ingest(part, kb_id, observer=observer, optimize=False, preloaded=ready)
+            ready = preload(ingestor, items, kb_id) if len(items) > 1 else None
+            left = items
+            while left:
+                report = ingestor.ingest(
+                    left[:size], kb_id, observer=observer, optimize=False, preloaded=ready,
+                    yield_to_waiters=True,
+                )  # fmt: skip
+                left = left[min(size, len(left)) - report.files_left :]
         except CitewellError as exc:  # a store or embedding pass failed: the unfinished retry
             updates.write()
             for job in group:
@@ -164,9 +171,11 @@ class IngestJobs:
     def _observer(
         self, by_key: dict[str, list[Job]], updates: JobUpdates
     ) -> Callable[[ItemEvent], None]:
+        states = ClaimStates(self.context.jobs, [j.id for jobs in by_key.values() for j in jobs])
+
         def observe(event: ItemEvent) -> None:
             for job in by_key.get(event.key, []):
-                if event.state == "parsing" and self.context.jobs.get(job.id).state == "cancelled":
+                if event.state == "parsing" and states.cancelled(job.id):
                     updates.finished.add(job.id)
                     self.context.storage.unstage(job.id)
                     raise JobCancelled(f"job {job.id} was cancelled")
@@ -181,6 +190,22 @@ class IngestJobs:
                     self.context.fail(job, event.error)
 
         return observe
+
+
+class ClaimStates:
+    """The states of a claim's jobs, read again at most every WRITE_EVERY seconds: a cancel
+    stops a job that has not begun within that, and a claim costs a read, not one a file
+    (as much as parsing a small file)."""
+
+    def __init__(self, jobs: JobStore, job_ids: Sequence[str]) -> None:
+        self.jobs, self.job_ids = jobs, job_ids
+        self._states: dict[str, str] = {}
+        self._read_at = float("-inf")
+
+    def cancelled(self, job_id: str) -> bool:
+        if time.monotonic() - self._read_at > WRITE_EVERY:
+            self._states, self._read_at = self.jobs.states(self.job_ids), time.monotonic()
+        return self._states.get(job_id) == "cancelled"
 
 
 class ReembedJobs:

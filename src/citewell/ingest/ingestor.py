@@ -18,7 +18,7 @@ from citewell.catalog.storage import FileStorage
 from citewell.config import Settings
 from citewell.embedders import CachedEmbedder, embedding_tenant
 from citewell.embedders.base import foreground
-from citewell.enrich import EnrichCost, Enricher
+from citewell.enrich import Enricher
 from citewell.errors import CitewellError, StoreError
 from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
 from citewell.ingest.chunk_sets import ChunkSets
@@ -28,7 +28,6 @@ from citewell.ingest.sentences import SpaceWriter, sentence_rows
 from citewell.ingest.types import (
     ActiveSpace,
     ChunkTarget,
-    IngestEstimate,
     IngestProgress,
     Observer,
     ProgressCallback,
@@ -73,7 +72,7 @@ class Ingestor:
             settings.retrieval.bm25_stemmer, settings.answering.bypass_embedding_and_retrieval
         )
         self._splitter = splitter
-        self._enricher = enricher
+        self.enricher = enricher  # the server's enrichment, for KBs without their own
         self.reader = reader
         self.catalog = catalog
         self.storage = storage
@@ -111,18 +110,27 @@ class Ingestor:
         observer: Observer | None = None,
         optimize: bool = True,
         preloaded: Preloaded | None = None,
+        yield_to_waiters: bool = False,
     ) -> IngestReport:
         """Ingest ``items`` into ``kb``; ``observer`` hears each item's steps (the job queue
         records them; it may raise a CitewellError at 'parsing' to skip an item). The job
-        queue passes ``optimize=False`` and compacts the store itself, less often, and what
-        it ``preloaded`` (ingest.preload) without the lock."""
+        queue passes ``optimize=False`` and compacts the store itself, less often, what it
+        ``preloaded`` (ingest.preload) without the lock, and ``yield_to_waiters``: once
+        another writer waits for the lock, no further item begins (``files_left``)."""
         target = self.catalog.ensure_kb(kb)
+        stop = self._others_wait if yield_to_waiters else None
         # The KB owner's cache, no other; a user's own ingest has a core the worker leaves.
         with self.lock, embedding_tenant(target.owner_id), foreground():
-            report = self._ingest_items(items, target.id, progress, strict, observer, preloaded)
+            report = self._ingest_items(
+                items, target.id, progress, strict, observer, preloaded, stop
+            )
             if optimize:
                 self.writer.optimize()
             return report
+
+    def _others_wait(self) -> bool:
+        waiting = getattr(self.lock, "waiting", None)
+        return bool(waiting is not None and waiting())
 
     def _ingest_items(
         self,
@@ -132,6 +140,7 @@ class Ingestor:
         strict: bool = False,
         observer: Observer | None = None,
         preloaded: Preloaded | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> IngestReport:
         target_kb = self.catalog.ensure_kb(kb)
         run = IngestRun(
@@ -143,10 +152,16 @@ class Ingestor:
             preloaded=preloaded,
         )
         existing = self.catalog.files_in_kb(run.kb.id, [item.key for item in items])
+        if preloaded is not None:
+            run.look_up_stored(self.catalog, preloaded.digests.values())
         embedded_before = self.embedder.embedded
         workers = max(1, self.settings.extraction.extract_workers)
+        left = 0
         with ThreadPoolExecutor(workers, thread_name_prefix="citewell-parse") as pool:
-            for item in items:
+            for index, item in enumerate(items):
+                if index and stop is not None and stop():
+                    left = len(items) - index
+                    break
                 while len(run.parsing) >= PARSE_AHEAD * workers:
                     self._collect(run, strict, block=True)
                 self._guarded(run, item, strict, partial(self._start, run, item, existing, pool))
@@ -166,26 +181,8 @@ class Ingestor:
             chunks_stored=run.counts.get("chunks", 0),
             chunks_embedded=self.embedder.embedded - embedded_before,
             errors=tuple(run.errors),
+            files_left=left,
         )
-
-    def estimate(
-        self, items: Sequence[SourceItem], use_cache: bool = True, kb_id: str | None = None
-    ) -> IngestEstimate:
-        """Parse and split ``items`` (nothing is stored or embedded) as ``kb_id`` would (its
-        own chunking; the server's without one) and count the LLM work that
-        contextual_chunks and document_summary would add."""
-        if kb_id is not None:
-            plans = [(t.splitter, t.enricher) for t in self.sets.targets(kb_id, self.embedder)]
-        else:
-            plans = [(self.splitter, self._enricher())]
-        chunks, cost = 0, EnrichCost()
-        for item in items:
-            document = self.reader.read(item.read(), item.reader_name or item.name)
-            for splitter, enricher in plans:
-                split = [c for c in splitter.split(document) if c.text.strip()]
-                chunks += len(split)
-                cost += enricher.estimate(document.text, split, use_cache)
-        return IngestEstimate(len(items), chunks, cost)
 
     def _guarded(
         self, run: IngestRun, item: SourceItem, strict: bool, step: Callable[[], bool]
@@ -233,7 +230,7 @@ class Ingestor:
         if any(d == digest for _, d, _ in run.parsing.values()):
             run.later.append(item)  # the same bytes are being parsed right now
             return False
-        known = self.catalog.file_by_sha(digest, run.kb.owner_id)  # the tenant's own only
+        known = run.stored_file(self.catalog, digest)  # the tenant's own only
         pending_same = next((p for p in run.pending if p.record.sha256 == digest), None)
         if known is None and pending_same is None:
             future = run.preloaded.parsed(item.key, digest, run.targets) if run.preloaded else None
@@ -317,6 +314,7 @@ class Ingestor:
         # One transaction for the batch's files and one for their links (one each per
         # file was most of what a file cost once embedding was fast).
         self.catalog.add_files([p.record for p in run.pending])
+        run.stored.update((p.record.sha256, p.record) for p in run.pending)
         self.catalog.add_links([self.link_of(run.kb.id, p.record.id, p.item) for p in run.pending])
         for pending in run.pending:
             run.bump("indexed")

@@ -38,22 +38,22 @@ def preload(ingestor: Ingestor, items: Sequence[SourceItem], kb_id: str) -> Prel
     existing = ingestor.catalog.files_in_kb(kb.id, [item.key for item in items])
     files: dict[str, tuple[str, Future[PendingFile]]] = {}
     workers = max(1, ingestor.settings.extraction.extract_workers)
+    read = [(item, item.read()) for item in items]
+    digests = [sha256(data) for _, data in read]
+    stored = ingestor.catalog.files_by_sha(digests, kb.owner_id)  # links: nothing to parse
     with embedding_tenant(kb.owner_id), ThreadPoolExecutor(workers) as pool:
-        for item in items:
-            data = item.read()
-            digest = sha256(data)
+        for (item, data), digest in zip(read, digests, strict=True):
             previous = existing.get(item.key)
-            if previous is not None and previous.sha256 == digest:
+            if (previous is not None and previous.sha256 == digest) or digest in stored:
                 continue
-            if ingestor.catalog.file_by_sha(digest, kb.owner_id) is not None:
-                continue  # a link to the stored file: nothing to parse
             parse = partial(
                 prepare_file, ingestor.parsing(), item, data, digest, kb.owner_id, targets
             )
             files[item.key] = (digest, pool.submit(copy_context().run, parse))
         wait([future for _, future in files.values()])
         _embed(ingestor, [f.result() for _, f in files.values() if f.exception() is None])
-    return Preloaded(targets, files)
+    keys = [item.key for item, _ in read]
+    return Preloaded(targets, files, dict(zip(keys, digests, strict=True)))
 
 
 def _embed(ingestor: Ingestor, parsed: list[PendingFile]) -> None:

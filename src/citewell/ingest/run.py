@@ -4,11 +4,11 @@ their embedding pass, counts and errors."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from citewell.catalog import FileRecord, KnowledgeBase
+from citewell.catalog import Catalog, FileRecord, KnowledgeBase
 from citewell.errors import CitewellError
 from citewell.ingest.chunk_rows import ChunkRows, sha256
 from citewell.ingest.links import PendingLink
@@ -41,10 +41,12 @@ class PendingFile:
 
 @dataclass(frozen=True)
 class Preloaded:
-    """Parsed files of a batch by item key: (the bytes' digest, the parse's future)."""
+    """Parsed files of a batch by item key: (the bytes' digest, the parse's future); and
+    the digest of every item's bytes, parsed or not."""
 
     targets: tuple[ChunkTarget, ...] = ()
     files: dict[str, tuple[str, Future[PendingFile]]] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
 
     def parsed(
         self, key: str, digest: str, targets: tuple[ChunkTarget, ...]
@@ -75,6 +77,9 @@ class IngestRun:
     errors: list[str] = field(default_factory=list)
     observer: Observer | None = None
     preloaded: Preloaded | None = None  # parsed ahead of the lock (ingest.preload)
+    # Digest → the tenant's stored file of those bytes (None: none), looked up at once for
+    # the digests known ahead, and kept current as this run stores files.
+    stored: dict[str, FileRecord | None] = field(default_factory=dict)
 
     def notify(
         self, key: str, state: str, file_id: str = "", error: CitewellError | None = None
@@ -84,6 +89,18 @@ class IngestRun:
 
     def bump(self, key: str, amount: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + amount
+
+    def look_up_stored(self, catalog: Catalog, digests: Iterable[str]) -> None:
+        """The tenant's stored files of these bytes, in one query rather than one a file."""
+        wanted = set(digests)
+        found = catalog.files_by_sha(wanted, self.kb.owner_id)
+        self.stored.update((digest, found.get(digest)) for digest in wanted)
+
+    def stored_file(self, catalog: Catalog, digest: str) -> FileRecord | None:
+        """The tenant's stored file of these bytes, if any (another tenant's: never)."""
+        if digest in self.stored:
+            return self.stored[digest]
+        return catalog.file_by_sha(digest, self.kb.owner_id)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,12 @@ class TurnLock:
         with self._state:
             return self._held
 
+    def waiting(self) -> bool:
+        """Whether someone besides the holder waits for the lock now."""
+        with self._state:
+            asked = self._next - self._serving - len(self._given_up)
+            return asked > (1 if self._held else 0)
+
     def _skipped(self, ticket: int) -> None:
         self._given_up.add(ticket)
         self._advance()
