@@ -307,10 +307,10 @@ class Ingestor:
         with span("embed", texts=len(texts)):
             vectors = self.embedder.embed(texts, "document")  # one pass: full batches
         rows = [with_vector(c, v) for c, v in zip([*chunks, *pairs], vectors, strict=True)]
-        with span("write", rows=len(rows), files=len(run.pending)):
+        with span("write", rows=len(rows), files=len(run.pending)), ThreadPoolExecutor(1) as pool:
+            stored = pool.submit(copy_context().run, self._store_files, run.pending)
             self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
-            for pending in run.pending:
-                self.storage.put(pending.record.id, pending.data, pending.text, pending.sections)
+            stored.result()
         # One transaction for the batch's files and one for their links (one each per
         # file was most of what a file cost once embedding was fast).
         self.catalog.add_files([p.record for p in run.pending])
@@ -325,6 +325,12 @@ class Ingestor:
         run.bump("flushes")
         if run.counts["flushes"] % COMPACT_EVERY == 0:
             self.writer.optimize()  # long ingests: keep fragments few and indexes current
+
+    def _store_files(self, pending: Sequence[PendingFile]) -> None:
+        """Each file's original, text and sections, on a thread while LanceDB writes the
+        chunks (it leaves the GIL); the catalog rows come after both."""
+        for file in pending:
+            self.storage.put(file.record.id, file.data, file.text, file.sections)
 
     def reindex(self, record: FileRecord, data: bytes) -> int:
         """Rebuild a file's chunks from its original: same id, same KBs, each set anew. The
