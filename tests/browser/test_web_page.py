@@ -386,3 +386,26 @@ def _wait_synced(page, counts: tuple[str, ...], seen=lambda: True) -> None:
             return
         assert time.monotonic() < deadline, text
         time.sleep(0.5)
+
+
+def test_a_slow_view_never_replaces_the_one_asked_for_after_it(page, site):
+    """The list of KBs answers slowly; the person moves on to their keys meanwhile: the
+    keys stay when the list arrives (and what they typed there with them)."""
+    sign_in(page, site, "ada", site.admin_password)
+    page.evaluate("location.hash = '#/search'")
+    page.get_by_role("heading", name="Search", level=1).wait_for()
+    page.evaluate(
+        """() => {
+            const real = window.fetch;  // the KB list's answer comes 1.5 s late
+            window.fetch = (url, init) => String(url).endsWith("/api/v1/knowledge")
+                ? new Promise((done) => setTimeout(done, 1500)).then(() => real(url, init))
+                : real(url, init);
+            location.hash = "#/kbs";
+            setTimeout(() => { location.hash = "#/keys"; }, 100);
+        }"""
+    )
+    page.get_by_role("heading", name="API keys", level=1).wait_for()
+    page.get_by_label("Name").first.fill("typed meanwhile")
+    page.wait_for_timeout(2500)  # the list's answer has come by now
+    assert page.get_by_role("heading", level=1).all_inner_texts() == ["API keys"]
+    assert page.get_by_label("Name").first.input_value() == "typed meanwhile"
