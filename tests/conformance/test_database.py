@@ -51,6 +51,16 @@ def test_files_are_found_by_their_bytes_within_their_tenant_only(database):
     assert catalog.files_by_sha([], "alice") == {}
 
 
+def test_files_are_added_or_updated_many_at_once(database):
+    catalog = Catalog(database)
+    catalog.add_files([record("f1", "a" * 64)])
+    renamed, added = replace(record("f1", "a" * 64), name="new.md"), record("f2", "b" * 64)
+    catalog.add_files([replace(added, status="parsing"), renamed, added])  # the last one wins
+    found = {r.id: r for r in catalog.files_by_id(["f1", "f2"])}
+    assert (found["f1"].name, found["f2"].status) == ("new.md", "indexed")
+    assert found["f2"] == added
+
+
 def test_jobs_are_claimed_oldest_first_once_and_retried(database):
     jobs, other = JobStore(database), JobStore(database)  # two workers, one database
     queued = jobs.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(5)])

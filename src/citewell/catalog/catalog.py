@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.file_ids import FileIds
+from citewell.catalog.file_rows import upsert_files
 from citewell.catalog.folders import Folders
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.catalog.link_rows import IN_LIST, FileLink, link_row, taken_paths
@@ -322,8 +323,7 @@ class Catalog:
             if new:
                 session.execute(insert(FileRow), [r.__dict__ for r in records])
             else:
-                for record in records:
-                    session.merge(FileRow(**record.__dict__))
+                upsert_files(session, records)
 
     def delete_file(self, file_id: str) -> None:
         with self._session() as session, session.begin():

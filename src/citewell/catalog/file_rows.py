@@ -1,0 +1,28 @@
+"""File rows written many at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from citewell.db.models import FileRow
+
+if TYPE_CHECKING:
+    from citewell.catalog.catalog import FileRecord
+
+
+def upsert_files(session: Session, records: Sequence[FileRecord]) -> None:
+    """Insert the files, or update those the catalog holds: one statement for the batch
+    (a merge read each row first, the most a flush of small files cost in the catalog).
+    One row an id, the last given, as merging them one after another would leave it."""
+    rows = list({record.id: dict(record.__dict__) for record in records}.values())
+    if not rows:
+        return
+    name = session.get_bind().dialect.name
+    statement = (postgresql_insert if name == "postgresql" else sqlite_insert)(FileRow)
+    changed = {column: statement.excluded[column] for column in rows[0] if column != "id"}
+    session.execute(statement.on_conflict_do_update(index_elements=["id"], set_=changed), rows)
