@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -49,41 +50,43 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, onnx_embedder) -> Iterator[World]:
-    ldap = LdapServer()
-    ldap.start()
-    ldap.seed(
-        [
-            Person("alice", "alice-ldap-pass", "Alice Liddell", ("engineering", "staff")),
-            Person("bob", "bob-ldap-pass", "Bob Marley", ("staff",)),
-        ]
-    )
-    port = free_port()
-    oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
-    oidc.set_people(
-        [
-            OidcPerson("erin", "erin-idp-pass", "erin@example.org", ["engineering"]),
-            OidcPerson("frank", "frank-idp-pass", "frank@example.org", ["sales"]),
-        ]
-    )
-    oidc.start()
-    settings = Settings.load(
-        data_dir=tmp_path_factory.mktemp("identity"),
-        login_failures_per_address=4,
-        sign_up=True,
-        admin_groups="citewell-admins",
-        **ldap.settings(),
-        **oidc.settings(f"http://127.0.0.1:{port}"),
-        oidc_access_tokens=True,
-        oidc_audience=API_AUDIENCE,
-        trusted_header=PROXY_USER,
-        trusted_groups_header=PROXY_GROUPS,
-        trusted_proxies="127.0.0.1",
-    )
-    app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    users = AuthStore(app.catalog.engine)
-    root = users.create_user("root", role="admin")
-    admin = users.create_key(root.id, "tests")[1]
-    try:
+    with ExitStack() as started:  # each server stops, also when a later one fails to start
+        ldap = LdapServer()
+        ldap.start()
+        started.callback(ldap.stop)
+        ldap.seed(
+            [
+                Person("alice", "alice-ldap-pass", "Alice Liddell", ("engineering", "staff")),
+                Person("bob", "bob-ldap-pass", "Bob Marley", ("staff",)),
+            ]
+        )
+        port = free_port()
+        oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
+        oidc.set_people(
+            [
+                OidcPerson("erin", "erin-idp-pass", "erin@example.org", ["engineering"]),
+                OidcPerson("frank", "frank-idp-pass", "frank@example.org", ["sales"]),
+            ]
+        )
+        oidc.start()
+        started.callback(oidc.stop)
+        settings = Settings.load(
+            data_dir=tmp_path_factory.mktemp("identity"),
+            login_failures_per_address=4,
+            sign_up=True,
+            admin_groups="citewell-admins",
+            **ldap.settings(),
+            **oidc.settings(f"http://127.0.0.1:{port}"),
+            oidc_access_tokens=True,
+            oidc_audience=API_AUDIENCE,
+            trusted_header=PROXY_USER,
+            trusted_groups_header=PROXY_GROUPS,
+            trusted_proxies="127.0.0.1",
+        )
+        app = Citewell.from_settings(settings, embedder=onnx_embedder)
+        users = AuthStore(app.catalog.engine)
+        root = users.create_user("root", role="admin")
+        admin = users.create_key(root.id, "tests")[1]
         with run_server(settings, onnx_embedder, app, port=port) as url:
             world = World(url, app, ldap, oidc, admin, {})
             with world.client(admin) as client:
@@ -96,9 +99,6 @@ def world(tmp_path_factory, onnx_embedder) -> Iterator[World]:
                     f"/api/v1/knowledge/{world.kb['id']}/grants", json=grant
                 ).is_success
             yield world
-    finally:
-        oidc.stop()
-        ldap.stop()
 
 
 def _ldap_login(w: World, name: str, password: str) -> httpx.Response:

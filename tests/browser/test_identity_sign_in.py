@@ -5,6 +5,7 @@ password (Debian's slapd); a refusal comes back to the page with its reason."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
@@ -20,34 +21,33 @@ from tests.browser.conftest import Site
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, onnx_embedder) -> Iterator[Site]:
-    ldap = LdapServer()
-    ldap.start()
-    ldap.seed([Person("lena", "lena-ldap-pass", "Lena Olin", ("engineering",))])
-    port = free_port()
-    oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
-    oidc.set_people(
-        [
-            OidcPerson("erin", "erin-idp-pass", "erin@example.org", ["engineering"]),
-            OidcPerson("mallory", "mallory-idp-pass", "mallory@example.org"),
-        ]
-    )
-    oidc.start()
-    settings = Settings.load(
-        data_dir=tmp_path_factory.mktemp("identity-web"),
-        **ldap.settings(),
-        **oidc.settings(f"http://127.0.0.1:{port}"),
-    )
-    assert not settings.identity.sign_up  # only people an admin made get in
-    app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    users = AuthStore(app.catalog.engine)
-    for name in ("erin", "lena"):
-        users.create_user(name)  # by an admin, without a password: the provider vouches
-    try:
+    with ExitStack() as started:  # each server stops, also when a later one fails to start
+        ldap = LdapServer()
+        ldap.start()
+        started.callback(ldap.stop)
+        ldap.seed([Person("lena", "lena-ldap-pass", "Lena Olin", ("engineering",))])
+        port = free_port()
+        oidc = OidcServer([f"http://127.0.0.1:{port}/api/v1/auth/oidc/callback"])
+        oidc.set_people(
+            [
+                OidcPerson("erin", "erin-idp-pass", "erin@example.org", ["engineering"]),
+                OidcPerson("mallory", "mallory-idp-pass", "mallory@example.org"),
+            ]
+        )
+        oidc.start()
+        started.callback(oidc.stop)
+        settings = Settings.load(
+            data_dir=tmp_path_factory.mktemp("identity-web"),
+            **ldap.settings(),
+            **oidc.settings(f"http://127.0.0.1:{port}"),
+        )
+        assert not settings.identity.sign_up  # only people an admin made get in
+        app = Citewell.from_settings(settings, embedder=onnx_embedder)
+        users = AuthStore(app.catalog.engine)
+        for name in ("erin", "lena"):
+            users.create_user(name)  # by an admin, without a password: the provider vouches
         with run_server(settings, onnx_embedder, app, port=port) as url:
             yield Site(url, app, tmp_path_factory.mktemp("unused-shares"))
-    finally:
-        oidc.stop()
-        ldap.stop()
 
 
 def _provider_login(page, name: str, password: str) -> None:
