@@ -323,7 +323,7 @@ class Catalog:
             if new:
                 session.execute(insert(FileRow), [r.__dict__ for r in records])
             else:
-                upsert_files(session, records)
+                upsert_files(session, [r.__dict__ for r in records])
 
     def delete_file(self, file_id: str) -> None:
         with self._session() as session, session.begin():
