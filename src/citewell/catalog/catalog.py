@@ -283,13 +283,10 @@ class Catalog:
     # --- files ------------------------------------------------------------------------
     def file_by_sha(self, sha256: str, tenant: str) -> FileRecord | None:
         """The tenant's file of these bytes (another tenant's is never found: decision 0020)."""
-        query = select(FileRow).where((FileRow.sha256 == sha256) & (FileRow.tenant == tenant))
-        with self._reads() as session:
-            row = session.scalar(query)
-            return _file(row) if row else None
+        return self.files_by_sha([sha256], tenant).get(sha256)
 
     def files_by_sha(self, digests: Collection[str], tenant: str) -> dict[str, FileRecord]:
-        """``file_by_sha`` for many digests in one query a few hundred: digest → file."""
+        """The tenant's files of these bytes, in one query a few hundred: digest → file."""
         wanted, found = list(dict.fromkeys(digests)), {}
         with self._reads() as session:
             for start in range(0, len(wanted), IN_LIST):
