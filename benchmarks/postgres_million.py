@@ -48,6 +48,7 @@ from benchmarks.million import KBS, copies, originals, source_rows  # noqa: E402
 from citewell.db.engine import url_engine  # noqa: E402
 from citewell.retrieval.retriever import HybridRetriever, RetrievalSettings  # noqa: E402
 from citewell.stores.lance.store import LanceChunkStore  # noqa: E402
+from citewell.stores.postgres.bm25 import KeywordIndex  # noqa: E402
 from citewell.stores.postgres.sql import filter_sql, vector_literal  # noqa: E402
 from citewell.stores.postgres.store import PostgresChunkStore  # noqa: E402
 from citewell.stores.rows import to_chunk  # noqa: E402
@@ -148,19 +149,11 @@ def recall(store, embedder, queries: list[str], rng) -> dict[str, float]:
 
 
 def exhaustive_bm25(store: PostgresChunkStore, terms: str, k: int) -> list[str]:
-    """BM25 over every posting of every query term (what the store avoids at scale)."""
-    p, s, df = store.bm25.table, store.stats, store.bm25.df
-    query = f"""
-        WITH st AS (SELECT chunks, length FROM {s}),
-        q AS (SELECT term, count(*) AS times FROM unnest(CAST(:w AS text[])) term GROUP BY term)
-        SELECT p.chunk_id FROM {p} p JOIN q ON q.term = p.term JOIN {df} d ON d.term = p.term
-        CROSS JOIN st GROUP BY p.chunk_id
-        ORDER BY sum(q.times * ln((st.chunks + 1)::float8 / (d.df + 0.5)) * p.tf * 2.2
-                 / (p.tf + 1.2 * (0.25 + 0.75 * p.length::float8 * st.chunks / st.length))) DESC,
-                 p.chunk_id
-        LIMIT :k"""
+    """BM25 of every row holding a query term, each scored exactly (what the store avoids
+    at scale): its keyword index with every term taken and no bound on the rows."""
+    every = KeywordIndex(store.table, budget=10**9, rescore=10**9)
     with store.engine.connect() as db:
-        return list(db.execute(text(query), {"w": terms.split(), "k": k}).scalars())
+        return [row.id for row in every.search(db, terms.split(), k, "TRUE", {}, "few")]
 
 
 def bm25_agreement(store: PostgresChunkStore, queries: list[str], k: int = 10) -> dict[str, Any]:

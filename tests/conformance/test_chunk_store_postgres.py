@@ -159,7 +159,7 @@ def test_health_reports_rows_and_measured_recall(engine):
 
 def test_concurrent_writers_of_the_same_chunks_take_turns(engine):
     """Two processes (here: threads with their own connections) ingesting the same file:
-    every write succeeds, and the table ends with one row and one set of postings each."""
+    every write succeeds, and the table ends with one row each and its terms counted once."""
     from concurrent.futures import ThreadPoolExecutor
 
     from sqlalchemy import text
@@ -171,22 +171,22 @@ def test_concurrent_writers_of_the_same_chunks_take_turns(engine):
     assert written == [len(CORPUS)] * 12
     assert store.count(ALL) == len(CORPUS)
     with engine.connect() as db:
-        postings = db.execute(text("SELECT count(*) FROM t_postings")).scalar_one()
         chunks, _length = db.execute(text("SELECT chunks, length FROM t_stats")).one()
     assert chunks == len(CORPUS)
-    assert postings == sum(len(set(c.terms.split())) for c in CORPUS)
-    _df_matches_postings(engine, "t")
+    _df_matches_rows(engine, "t")
 
 
-def _df_matches_postings(engine, table: str) -> None:
+def _df_matches_rows(engine, table: str) -> None:
+    """The document frequencies kept by the writes are those counted in the rows."""
+    from collections import Counter
+
     from sqlalchemy import text
 
     with engine.connect() as db:
         kept = dict(db.execute(text(f"SELECT term, df FROM {table}_df WHERE df > 0")).all())
-        counted = dict(
-            db.execute(text(f"SELECT term, count(*) FROM {table}_postings GROUP BY term")).all()
-        )
-    assert kept == counted
+        rows = db.execute(text(f"SELECT terms FROM {table}")).scalars()
+        counted = Counter(term for terms in rows for term in set(terms.split()))
+    assert kept == dict(counted)
 
 
 def test_document_frequencies_follow_every_write(engine):
@@ -198,40 +198,102 @@ def test_document_frequencies_follow_every_write(engine):
     store.upsert(CORPUS)
     store.upsert([replace(CORPUS[0], terms="leav leav polici")])  # the same id, new terms
     store.delete(ChunkFilter(file_ids=(CORPUS[1].file_id,)))
-    _df_matches_postings(engine, "t")
+    _df_matches_rows(engine, "t")
+    store.unlink(CORPUS[2].file_id, CORPUS[2].kb_ids[0])
+    _df_matches_rows(engine, "t")
 
 
-def test_postings_written_before_impacts_are_upgraded_in_place(engine):
-    """Tables made by the first PostgreSQL release of the store (no impacts, no df table)."""
+def _relations(engine, prefix: str) -> set[str]:
+    found = _read(engine, f"SELECT relname FROM pg_class WHERE relname LIKE '{prefix}%'")
+    return {name for (name,) in found}
+
+
+def test_postings_tables_of_earlier_releases_make_way_for_the_keyword_index(engine):
+    """Tables made by the first PostgreSQL release of the store (postings without impacts,
+    no df table, no version) and by the releases since (postings with impacts, version 5):
+    opened, their postings table is dropped, the GIN index is built, the document
+    frequencies are counted from the rows, and searches answer as on a new table."""
     from sqlalchemy import text
 
     from citewell.retrieval.tokenize import terms_string
 
     new = PostgresChunkStore(engine, "fresh", DIM)
     new.upsert(CORPUS)
+    assert "fresh_postings" not in _relations(engine, "fresh")
+    assert "fresh_terms" in _relations(engine, "fresh")
     with engine.begin() as db:
-        db.execute(text("CREATE TABLE old (LIKE fresh INCLUDING ALL)"))
-        db.execute(text("INSERT INTO old SELECT * FROM fresh"))
-        db.execute(text("CREATE TABLE old_stats (LIKE fresh_stats INCLUDING ALL)"))
-        db.execute(text("INSERT INTO old_stats SELECT * FROM fresh_stats"))
-        db.execute(
-            text(
-                "CREATE TABLE old_postings (term text NOT NULL, chunk_id text NOT NULL "
-                "REFERENCES old (id) ON DELETE CASCADE, tf integer NOT NULL, length integer "
-                "NOT NULL, PRIMARY KEY (term, chunk_id) INCLUDE (tf, length))"
+        for old, version in (("old", None), ("five", 5)):
+            db.execute(text(f"CREATE TABLE {old} (LIKE fresh INCLUDING DEFAULTS)"))
+            db.execute(text(f"ALTER TABLE {old} ADD PRIMARY KEY (id)"))
+            db.execute(text(f"INSERT INTO {old} SELECT * FROM fresh"))
+            db.execute(text(f"CREATE TABLE {old}_stats (LIKE fresh_stats INCLUDING ALL)"))
+            db.execute(text(f"INSERT INTO {old}_stats SELECT * FROM fresh_stats"))
+            db.execute(
+                text(
+                    f"CREATE TABLE {old}_postings (term text NOT NULL, chunk_id text NOT NULL "
+                    f"REFERENCES {old} (id) ON DELETE CASCADE, tf integer NOT NULL, length "
+                    "integer NOT NULL, PRIMARY KEY (term, chunk_id) INCLUDE (tf, length))"
+                )
             )
-        )
-        db.execute(text("CREATE INDEX old_postings_chunk ON old_postings (chunk_id)"))
-        db.execute(
-            text("INSERT INTO old_postings SELECT term, chunk_id, tf, length FROM fresh_postings")
-        )
-    old = PostgresChunkStore(engine, "old", DIM)
-    _df_matches_postings(engine, "old")
-    for query in ("leave", "sick leave leave weeks", "北京 图书馆"):
-        terms = terms_string(query)
-        assert old.keyword_search(terms, 5, ALL) == new.keyword_search(terms, 5, ALL)
-    old.delete(ALL.__class__(file_ids=(CORPUS[0].file_id,)))  # no foreign key left behind
-    _df_matches_postings(engine, "old")
+            if version is not None:  # as releases 4-5 left it: a df table, a version row
+                db.execute(text(f"CREATE TABLE {old}_df AS SELECT * FROM fresh_df"))
+                db.execute(text(f"CREATE TABLE {old}_changes (LIKE fresh_changes)"))
+                db.execute(
+                    text("INSERT INTO citewell_chunk_tables (name, version) VALUES (:t, :v)"),
+                    {"t": old, "v": version},
+                )
+    for old in ("old", "five"):
+        store = PostgresChunkStore(engine, old, DIM)
+        assert f"{old}_postings" not in _relations(engine, old)
+        assert f"{old}_terms" in _relations(engine, old)
+        _df_matches_rows(engine, old)
+        for query in ("leave", "sick leave leave weeks", "北京 图书馆"):
+            terms = terms_string(query)
+            assert store.keyword_search(terms, 5, ALL) == new.keyword_search(terms, 5, ALL)
+        store.delete(ALL.__class__(file_ids=(CORPUS[0].file_id,)))
+        _df_matches_rows(engine, old)
+
+
+def test_keyword_search_scores_only_rows_of_the_rarest_terms_within_its_budget(engine):
+    """With a budget of rows to score, a search takes the rarest query terms whose rows fit
+    it; the best rows hold a rare term, so they are found. When no term fits, rows with the
+    two rarest are scored. With room for every row the result is the exhaustive BM25."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from citewell.stores.memory.scope_statistics import ScopeStatistics
+    from citewell.stores.postgres.bm25 import Candidates, choose_candidates
+
+    assert choose_candidates({"a": 5, "b": 50, "c": 500}, 60) == Candidates(["a", "b"], "&&")
+    assert choose_candidates({"a": 5, "b": 50}, 4) == Candidates(["a", "b"], "@>")
+    assert choose_candidates({"a": 90, "b": 50}, 4, every=True) == Candidates(["b", "a"], "&&")
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(300):
+        words = ["common"] * int(rng.integers(1, 4)) + ["filler"] * int(rng.integers(0, 8))
+        words += ["rare"] if i % 30 == 0 else []
+        words += ["middl"] if i % 3 == 0 else []
+        row = make_chunk(f"r{i:03d}", f"f{i}", ("kb",), " ".join(words), i)
+        rows.append(replace(row, terms=" ".join(words)))  # the terms as written, unstemmed
+    store = PostgresChunkStore(engine, "budget", DIM)
+    store.upsert(rows)
+    scope = ScopeStatistics.of(pa_terms(rows))
+    exhaustive = [c for c, _ in scope.rank(["rare", "common"], [(r.id, r.terms) for r in rows], 5)]
+    assert [h.chunk_id for h in store.keyword_search("rare common", 5, ALL)] == exhaustive
+    store.bm25.budget = 20  # rare (10 rows) fits, common (300) does not
+    found = [h.chunk_id for h in store.keyword_search("rare common", 5, ALL)]
+    assert found == exhaustive  # every row with "rare" outscores every row without
+    store.bm25.budget = 5  # no term fits: rows with both "rare" and "middl"
+    found = [h.chunk_id for h in store.keyword_search("rare middl common", 20, ALL)]
+    both = {r.id for r in rows if "rare" in r.terms.split() and "middl" in r.terms.split()}
+    assert set(found) == both
+
+
+def pa_terms(rows):
+    import pyarrow as pa
+
+    return pa.array([r.terms for r in rows])
 
 
 def test_chunk_tables_carry_a_schema_version_and_refuse_a_newer_one(engine):
@@ -365,7 +427,7 @@ def test_optimize_refreshes_statistics_only_of_tables_that_changed_enough(engine
     store.upsert(CORPUS)
     store.optimize()
     first = analysed()
-    assert first["stat"] is not None and first["stat_postings"] is not None
+    assert first["stat"] is not None and first["stat_df"] is not None
     store.upsert([replace(c, id=f"more-{c.id}") for c in CORPUS[:2]])
     store.optimize()
     assert analysed() == first
@@ -389,15 +451,6 @@ def test_vectors_are_kept_in_the_rows_also_in_tables_made_before(engine):
     assert storage() == "m"
     store.upsert(CORPUS)
     assert store.vector_search(CORPUS[2].vector, 1, ALL)[0].chunk_id == CORPUS[2].id
-
-
-def test_keyword_candidates_reach_deeper_in_bigger_tables():
-    from citewell.stores.postgres.bm25 import Postings
-
-    postings = Postings("t")
-    assert postings.depths(10_000) == (400, 200)
-    assert postings.depths(250_000) == (800, 200)
-    assert postings.depths(1_000_000) == (1600, 400)
 
 
 def _read(engine, sql: str) -> list:

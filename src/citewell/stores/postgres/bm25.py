@@ -1,36 +1,36 @@
-"""Okapi BM25 in PostgreSQL over Citewell's own terms: postings, document frequencies, search.
+"""Okapi BM25 in PostgreSQL over Citewell's own terms: a GIN index, document frequencies, search.
 
 Scores are the embedded store's (LanceDB's full-text index): k1 1.2, b 0.75,
 idf ln((N + 1) / (df + 0.5)), N and the average length over the whole table.
 
-Reading every posting of every query term is exact but does not scale: at a million chunks a
-common term has 100,000 postings and a query took 2 s. So a search works in three steps:
+This is the path a search takes when no copy of the table answers it (a machine whose copy
+is not current yet, or one without the memory for it). The index is PostgreSQL's own GIN
+over each chunk's terms, ``string_to_array(terms, ' ')``: per term a compressed list of row
+locations, what its full-text search uses. It replaced a table of one row per posting with
+two b-tree indexes (term and impact, chunk and term), which at a million chunks took
+19.5 GB of the database's 25; the document frequencies stay in a small table kept by every
+write (``{table}_df``).
 
-1. Candidates: per query term, the postings with the highest *impact* (the term's BM25
-   weight in that chunk, idf aside, stored when the posting is written), read from an index
-   on (term, impact) that also holds tf and length, kept only where the chunk passes the
-   access filter (unless the filter keeps at least half the table: then it is checked on
-   the rescored candidates), at most ``depth`` per term. A term with fewer
-   postings than that gives all of them, so small tables and rare terms are complete.
-2. Partial scores: each candidate's BM25 over the lists it was found in (exact when every
-   list was complete), from those index rows alone.
-3. Exact scores for the best ``rescore`` candidates, over all query terms, from the
-   postings' primary key (chunk, term); df comes from a table kept in each write.
+A search:
 
-A filter that keeps few rows (at most ``EXACT_ROWS`` in postgres.py) is checked against its
-rows read once through the KB index, not by a lookup per posting read.
+1. The query terms' document frequencies (the table's, or the caller's rows' with
+   ``scope``) give their idf.
+2. Candidates: the rows that hold any of the query's rarest terms, as many terms as hold
+   ``budget`` rows together, found through the index within the access filter. When even
+   the rarest term is in more rows, the rows holding both of the two rarest. A filter
+   that keeps few rows (plan "few") takes every query term: its rows are few anyway.
+3. Each candidate is scored exactly over every query term, its tf counted in its terms.
 
-A chunk can be missed only if it is in no query term's top ``depth``, or its partial score
-leaves it outside the best ``rescore``. Both grow with the rows searched (``depths``): on SciFact
-(10,857 chunks) nDCG@10 is the embedded store's; at a million chunks 400 / 200 kept only
-0.66 of the exhaustive top 10 (scores 0.93), 1,600 / 400 keeps 0.89 (scores 0.99).
+So a search reads at most about ``budget`` rows. A row is missed only when it holds none
+of the terms taken, and then it scores at most the other terms' idf x (k1 + 1) each:
+on small tables and for queries with a rare term the result is exact.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import text
@@ -38,84 +38,74 @@ from sqlalchemy.engine import Connection
 
 from citewell.stores.memory.scope_statistics import ScopeStatistics
 from citewell.stores.postgres.schema import columns
-from citewell.types import StoredChunk
 
 K1, B = 1.2, 0.75
-# A scoped search's N, summed length and document frequencies, passed as parameters.
-SCOPE_STATS = "SELECT CAST(:scope_n AS bigint) AS chunks, CAST(:scope_length AS float8) AS length"
-SCOPE_DF = (
-    "(SELECT * FROM unnest(CAST(:scope_terms AS text[]), CAST(:scope_df AS integer[])) "
-    "AS u(term, df))"
-)
+TERMS = "string_to_array(c.terms, ' ')"  # the GIN index's expression, as queries must say it
 
 # How a search applies its access filter, by the share of the table it keeps.
 FilterPlan = Literal["all", "most", "some", "few"]
 
 
-def impact(tf: int, length: int, average: float) -> float:
-    """BM25's term-frequency part for one posting (what idf multiplies)."""
-    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(average, 1.0)))
+@dataclass(frozen=True)
+class Candidates:
+    """Which rows a search scores: those whose terms ``op`` (&&: any of, @>: all of)
+    ``terms``."""
+
+    terms: list[str]
+    op: Literal["&&", "@>"]
 
 
-class Postings:
-    def __init__(self, table: str, depth: int = 400, rescore: int = 200, scan: int = 8000) -> None:
+def choose_candidates(df: dict[str, int], budget: int, every: bool = False) -> Candidates:
+    """The rarest query terms whose rows add up to at most ``budget`` (every term with
+    ``every``); when even the rarest is in more rows, rows holding the two rarest."""
+    rarest = sorted(df, key=lambda term: (df[term], term))
+    if every:
+        return Candidates(rarest, "&&")
+    taken, rows = [], 0
+    for term in rarest:
+        rows += df[term]
+        if rows > budget:
+            break
+        taken.append(term)
+    return Candidates(taken, "&&") if taken else Candidates(rarest[:2], "@>")
+
+
+class KeywordIndex:
+    def __init__(self, table: str, budget: int = 20_000, rescore: int = 400) -> None:
         self.chunks, self.stats = table, f"{table}_stats"
-        self.table, self.df = f"{table}_postings", f"{table}_df"
-        self.depth = depth  # candidates per query term, up to 62,500 chunks
-        self.rescore = rescore  # of them scored over every query term (at least 2k)
-        self.scan = scan  # postings read per term to find them under a narrow filter
+        self.df, self.index = f"{table}_df", f"{table}_terms"
+        self.postings = f"{table}_postings"  # the table the index replaced (dropped)
+        self.budget = budget  # rows a search finds through the index, about
+        self.rescore = rescore  # of them, read and scored exactly
 
-    def create(self, db: Connection) -> None:
-        p, df = self.table, self.df
-        if columns(db, self.table) == {"term", "chunk_id", "tf", "length"}:
-            self._upgrade(db)
-        for statement in (
-            f"CREATE TABLE IF NOT EXISTS {p} (term text NOT NULL, chunk_id text NOT NULL, "
-            "tf integer NOT NULL, length integer NOT NULL, impact real NOT NULL, "
-            # (chunk, term): exact scores for candidates, and deletes by chunk.
-            "PRIMARY KEY (chunk_id, term) INCLUDE (tf, length))",
-            f"CREATE INDEX IF NOT EXISTS {p}_impact ON {p} (term, impact DESC) "
-            "INCLUDE (chunk_id, tf, length)",
-            f"CREATE TABLE IF NOT EXISTS {df} (term text PRIMARY KEY, df integer NOT NULL)",
-        ):
-            db.execute(text(statement))
+    # --- schema (schema.py's upgrade steps) -----------------------------------------
+    def create_frequencies(self, db: Connection) -> None:
+        """Version 4: document frequencies, counted from the rows when the table is new."""
+        if columns(db, self.df):
+            return
+        db.execute(text(f"CREATE TABLE {self.df} (term text PRIMARY KEY, df integer NOT NULL)"))
+        db.execute(
+            text(
+                f"INSERT INTO {self.df} SELECT term, count(*) FROM (SELECT DISTINCT c.id, "
+                f"u.term FROM {self.chunks} c CROSS JOIN LATERAL unnest({TERMS}) AS u(term)) d "
+                "GROUP BY term"
+            )
+        )
 
-    def _upgrade(self, db: Connection) -> None:
-        """Postings from before impacts and the df table: add both, re-key by chunk."""
-        p, s = self.table, self.stats
-        for statement in (
-            f"ALTER TABLE {p} DROP CONSTRAINT IF EXISTS {p}_chunk_id_fkey",
-            f"ALTER TABLE {p} ADD COLUMN impact real",
-            f"UPDATE {p} SET impact = tf * {K1 + 1} / (tf + {K1} * ({1 - B} + {B} * length "
-            f"/ greatest(1.0, (SELECT length::float8 / greatest(chunks, 1) FROM {s}))))",
-            f"ALTER TABLE {p} ALTER COLUMN impact SET NOT NULL",
-            f"DROP INDEX IF EXISTS {p}_chunk",
-            f"ALTER TABLE {p} DROP CONSTRAINT {p}_pkey",
-            f"ALTER TABLE {p} ADD PRIMARY KEY (chunk_id, term) INCLUDE (tf, length)",
-            f"CREATE TABLE {self.df} AS SELECT term, count(*)::integer AS df FROM {p} "
-            "GROUP BY term",
-            f"ALTER TABLE {self.df} ADD PRIMARY KEY (term)",
-        ):
-            db.execute(text(statement))
-
-    def depths(self, rows: int) -> tuple[int, int]:
-        """(depth, rescore) for a table of ``rows`` chunks: a common term's postings grow
-        with the table, so the best ``depth`` of them reach less far into its matches;
-        both grow with sqrt(rows) from 62,500 chunks on (1,600 and 400 at a million)."""
-        grow = max(1.0, math.sqrt(rows / 62_500))
-        return round(self.depth * grow), max(self.rescore, round(self.rescore * grow / 2))
+    def create_index(self, db: Connection) -> None:
+        """Version 6: the GIN index over each row's terms, in place of the postings."""
+        db.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {self.index} ON {self.chunks} "
+                "USING gin (string_to_array(terms, ' '))"
+            )
+        )
+        db.execute(text(f"DROP TABLE IF EXISTS {self.postings}"))
 
     # --- writes (inside the store's write transaction) ---------------------------------
-    def rows(self, chunks: Sequence[StoredChunk], average: float) -> Iterator[tuple[Any, ...]]:
-        """(term, chunk id, tf, chunk length, impact) per distinct term of each chunk."""
-        for chunk in chunks:
-            words = chunk.terms.split()
-            for term, tf in Counter(words).items():
-                yield term, chunk.id, tf, len(words), impact(tf, len(words), average)
-
-    def count_terms(self, db: Connection, chunks: Sequence[StoredChunk]) -> None:
-        """Add the chunks' terms to the document frequencies."""
-        df = Counter(term for chunk in chunks for term in set(chunk.terms.split()))
+    def count_terms(self, db: Connection, chunk_terms: list[str]) -> None:
+        """Add the chunks' terms (one string each) to the document frequencies."""
+        df = Counter(term for terms in chunk_terms for term in set(terms.split()))
         if df:
             db.execute(
                 text(
@@ -126,21 +116,19 @@ class Postings:
                 {"terms": list(df), "counts": list(df.values())},
             )
 
-    def remove(self, db: Connection, chunk_ids: Sequence[str]) -> None:
-        """Delete the chunks' postings and take their terms off the document frequencies."""
-        db.execute(
-            text(
-                f"WITH gone AS (DELETE FROM {self.table} WHERE chunk_id = "
-                "ANY(CAST(:ids AS text[])) RETURNING term), "
-                "counted AS (SELECT term, count(*) AS n FROM gone GROUP BY term) "
-                f"UPDATE {self.df} d SET df = d.df - counted.n FROM counted "
-                "WHERE d.term = counted.term"
-            ),
-            {"ids": list(chunk_ids)},
+    def forget_terms(self, gone: str) -> str:
+        """CTEs that take the terms of the rows CTE ``gone`` deleted (RETURNING terms) off
+        the document frequencies, to follow a ``WITH gone AS (DELETE ...)``."""
+        return (
+            ", counted AS (SELECT u.term, count(*) AS n FROM "
+            f"{gone} CROSS JOIN LATERAL (SELECT DISTINCT unnest(string_to_array("
+            f"{gone}.terms, ' '))) AS u(term) GROUP BY u.term), "
+            f"forgot AS (UPDATE {self.df} d SET df = d.df - counted.n FROM counted "
+            "WHERE d.term = counted.term)"
         )
 
     # --- search -------------------------------------------------------------------------
-    def search(
+    def search(  # noqa: PLR0913 - the filter comes as SQL, its plan and scope beside it
         self,
         db: Connection,
         words: list[str],
@@ -148,79 +136,87 @@ class Postings:
         condition: str,
         params: dict[str, Any],
         plan: FilterPlan = "some",
-        rows: int = 0,
         scope: ScopeStatistics | None = None,
     ) -> list[Any]:
-        """(id, score) rows, best first; ``condition`` is the access filter on alias c, and
-        ``plan`` says how much of the table it keeps (PostgresChunkStore._plan), ``rows``
-        how many chunks it keeps (which sets the candidates' depth).
-
-        "most" (or "all"): candidates are not checked, the filter is applied to the scored
-        ones only: checking it on every posting read cost a primary-key lookup each (1,800
-        of them, 10 ms, for a SciFact query whose KB holds the whole table). "some": each
-        candidate posting is checked that way. "few": the rows the filter keeps are read
-        once through the KB index and candidates are checked against them in memory (one
-        KB of 100 at a million chunks: 131 ms at the median, where scoring every kept row
-        exactly from its postings took 297 ms; top 10 agree 94 %, their scores 99.5 %).
-
-        ``scope``: N, df and lengths of the filter's rows, used instead of the whole
-        table's (scope_statistics); candidates still come from the stored impacts."""
-        checked = plan in ("some", "few")
-        exists = f"EXISTS (SELECT 1 FROM {self.chunks} c WHERE c.id = {{id}} AND {condition})"
-        kept = (
-            f", allowed AS MATERIALIZED (SELECT c.id FROM {self.chunks} c WHERE {condition})"
-            if plan == "few"
-            else ""
-        )
-        on_read = {"few": "s.chunk_id IN (SELECT id FROM allowed)", "some": exists}
-        stats, df = f"SELECT chunks, length FROM {self.stats}", self.df
-        if scope is not None:
-            stats, df = SCOPE_STATS, SCOPE_DF
-        query = f"""
-            WITH st AS MATERIALIZED ({stats}),
-            q AS (SELECT term, count(*) AS times FROM unnest(CAST(:words AS text[])) AS term
-                  GROUP BY term),
-            qd AS MATERIALIZED (
-                SELECT q.term, q.times, ln((st.chunks + 1)::float8 / (d.df + 0.5)) AS idf
-                FROM q JOIN {df} d ON d.term = q.term CROSS JOIN st WHERE d.df > 0){kept},
-            cand AS MATERIALIZED (
-                SELECT top.chunk_id, sum({_score("top")}) AS partial
-                FROM qd CROSS JOIN st CROSS JOIN LATERAL (
-                    SELECT s.chunk_id, s.tf, s.length FROM (
-                        SELECT chunk_id, tf, length FROM {self.table} p WHERE p.term = qd.term
-                        ORDER BY p.impact DESC LIMIT :scan) s
-                    WHERE {on_read.get(plan, "TRUE").format(id="s.chunk_id")}
-                    LIMIT :depth) top
-                GROUP BY top.chunk_id ORDER BY partial DESC LIMIT :rescore),
-            scored AS (
-                SELECT p.chunk_id, sum({_score("p")}) AS score
-                FROM {self.table} p JOIN qd ON qd.term = p.term CROSS JOIN st
-                WHERE p.chunk_id IN (SELECT chunk_id FROM cand)
-                  AND p.term = ANY(CAST(:words AS text[]))
-                GROUP BY p.chunk_id)
-            SELECT chunk_id AS id, score FROM scored
-            WHERE {exists.format(id="chunk_id") if plan == "most" else "TRUE"}
-            ORDER BY score DESC, chunk_id LIMIT :k"""
-        depth, rescore = self.depths(rows)
+        """(id, score) rows, best first; ``condition`` is the access filter on alias c,
+        ``plan`` how much of the table it keeps (PostgresChunkStore._plan), ``scope`` the
+        N, df and lengths of its rows, used instead of the table's (scope_statistics)."""
+        chunks, length, df = self._statistics(db, words, scope)
+        if not df or not chunks:
+            return []
+        idf = {term: _idf(chunks, found) for term, found in df.items()}
+        weights = {term: times * idf[term] for term, times in Counter(words).items() if term in idf}
+        picked = choose_candidates(df, self.budget, every=plan == "few")
         values = {
             **params,
-            "words": words,
+            "picked": picked.terms,
+            "terms": list(weights),
+            "weights": list(weights.values()),
+            "average": max(length / chunks, 1.0),
+            # A safety net: the rows of the terms picked are counted in df (the table's,
+            # wider than a filter's), but the two rarest together (@>) are not.
+            "cap": 2 * self.budget if plan != "few" else None,
+            "rescore": max(self.rescore, 2 * k),
             "k": k,
-            "depth": depth,
-            "scan": max(self.scan, depth) if checked else depth,
-            # At least 2k: a broad filter checked after scoring still leaves k of them.
-            "rescore": max(rescore, 2 * k),
         }
+        return list(db.execute(text(self._query(picked, condition)), values).all())
+
+    def _query(self, picked: Candidates, condition: str) -> str:
+        """Rows holding a picked term, found through the index without reading their terms
+        (only id and length), ranked as if each held it once; the best ``rescore`` of them
+        read whole and scored exactly. Reading a row's terms costs ~10 us (they are
+        compressed, out of line), scoring them as much again: the first pass ~1 us a row."""
+        if picked.op == "&&":  # a pass over the index per term, its weight beside each row
+            hits = f"""
+                SELECT c.id, c.length, q.weight FROM q CROSS JOIN LATERAL (
+                    SELECT c.id, c.length FROM {self.chunks} c
+                    WHERE {TERMS} @> ARRAY[q.term] AND {condition} LIMIT :cap) c
+                WHERE q.term = ANY(CAST(:picked AS text[]))"""
+        else:
+            hits = f"""
+                SELECT c.id, c.length, (SELECT sum(weight) FROM q
+                    WHERE q.term = ANY(CAST(:picked AS text[]))) AS weight
+                FROM {self.chunks} c
+                WHERE {TERMS} @> CAST(:picked AS text[]) AND {condition} LIMIT :cap"""
+        return f"""
+            WITH q AS MATERIALIZED (SELECT * FROM unnest(CAST(:terms AS text[]),
+                CAST(:weights AS float8[])) AS q(term, weight)),
+            hits AS MATERIALIZED ({hits}),
+            cand AS MATERIALIZED (
+                SELECT id FROM hits GROUP BY id, length
+                ORDER BY sum({_bm25("weight", "1", "length")}) DESC, id LIMIT :rescore),
+            whole AS MATERIALIZED (
+                SELECT c.id, c.length, ' ' || replace(c.terms, ' ', '  ') || ' ' AS padded
+                FROM {self.chunks} c WHERE c.id IN (SELECT id FROM cand))
+            SELECT id, (
+                SELECT sum({_bm25("q.weight", "x.tf", "whole.length")}) FROM q
+                CROSS JOIN LATERAL (SELECT CAST((octet_length(whole.padded) - octet_length(
+                    replace(whole.padded, ' ' || q.term || ' ', ''))) / (octet_length(q.term)
+                    + 2) AS float8) AS tf) x) AS score
+            FROM whole ORDER BY score DESC, id LIMIT :k"""
+
+    def _statistics(
+        self, db: Connection, words: list[str], scope: ScopeStatistics | None
+    ) -> tuple[int, float, dict[str, int]]:
+        """N, the summed length and the query terms' df (those in some row)."""
         if scope is not None:
             found = {w: scope.df[w] for w in set(words) if scope.df.get(w)}
-            values |= {"scope_n": scope.documents, "scope_length": max(scope.total_length, 1)}
-            values |= {"scope_terms": list(found), "scope_df": list(found.values())}
-        return list(db.execute(text(query), values).all())
+            return scope.documents, float(max(scope.total_length, 1)), found
+        chunks, length = db.execute(text(f"SELECT chunks, length FROM {self.stats}")).one()
+        rows = db.execute(
+            text(f"SELECT term, df FROM {self.df} WHERE term = ANY(:words) AND df > 0"),
+            {"words": sorted(set(words))},
+        ).all()
+        return int(chunks), float(length), {str(t): int(n) for t, n in rows}
 
 
-def _score(p: str) -> str:
-    """One posting's BM25 contribution in SQL (posting alias ``p``; needs qd and st)."""
+def _bm25(weight: str, tf: str, length: str) -> str:
+    """One term's BM25 in SQL: ``weight`` is its idf times its count in the query."""
     return (
-        f"qd.times * qd.idf * {p}.tf * {K1 + 1} / ({p}.tf + {K1} * "
-        f"({1 - B} + {B} * {p}.length::float8 * st.chunks / st.length))"
+        f"{weight} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {length} "
+        "/ CAST(:average AS float8)))"
     )
+
+
+def _idf(chunks: int, df: int) -> float:
+    return math.log((chunks + 1) / (df + 0.5))

@@ -1,7 +1,8 @@
 """The PostgreSQL chunk store's tables: created on first use, upgraded in place by version.
 
 One chunk table per embedding space, and a one-row statistics table beside it (row count,
-total terms, and a version every write bumps); the BM25 tables are postgres_bm25's. Each
+total terms, and a version every write bumps); the BM25 index and document frequencies are
+bm25.py's. Each
 chunk table's schema version is kept in ``citewell_chunk_tables``; opening a table runs the
 upgrade steps after its version, under an advisory lock so that several processes starting
 at once run them once. A table made before versions (no row) runs every step: each one
@@ -11,6 +12,7 @@ checks what is there first. A table from a newer release is refused.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -103,22 +105,31 @@ def _changes_table(db: Connection, table: str, dimension: int) -> None:  # noqa:
 Step = Callable[[Connection, str, int], None]
 
 
-def steps(postings: Callable[[Connection], None]) -> list[Step]:
-    """Every upgrade step, in order: step i brings a table to version i + 1."""
+class KeywordTables(Protocol):
+    """What the upgrade steps ask of the BM25 side (bm25.KeywordIndex)."""
+
+    def create_frequencies(self, db: Connection) -> None: ...
+    def create_index(self, db: Connection) -> None: ...
+
+
+def steps(keywords: KeywordTables) -> list[Step]:
+    """Every upgrade step, in order: step i brings a table to version i + 1. Step 4 made a
+    postings table once; step 6 drops it (bm25.py), so a new table never makes one."""
     return [
         _base_tables,
         _stats_version,
         lambda db, table, _: _keep_vectors_inline(db, table),  # 3: vectors in the rows
-        lambda db, _t, _d: postings(db),  # 4: BM25 postings with impacts, document frequencies
+        lambda db, _t, _d: keywords.create_frequencies(db),  # 4: document frequencies
         _changes_table,
+        lambda db, _t, _d: keywords.create_index(db),  # 6: a GIN index for the postings
     ]
 
 
-def create_tables(
-    db: Connection, table: str, dimension: int, postings: Callable[[Connection], None]
-) -> int:
-    """Bring ``table`` (and ``{table}_stats``, and its postings through ``postings``) to the
-    current version, creating it if new; returns the version it had (0: new or unversioned)."""
+def create_tables(db: Connection, table: str, dimension: int, keywords: KeywordTables) -> int:
+    """Bring ``table`` (and ``{table}_stats``, and its keyword tables through ``keywords``)
+    to the current version, creating it if new; returns the version it had (0: new or
+    unversioned). Version 6 builds a GIN index over the rows' terms: on a big table made by
+    an earlier release that takes minutes, once, while the others wait on the lock."""
     db.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": table})
     _check_dimension(db, table, dimension)
     if not columns(db, VERSIONS):
@@ -129,7 +140,7 @@ def create_tables(
             )
         )
     found = table_version(db, table)
-    upgrades = steps(postings)
+    upgrades = steps(keywords)
     if found > len(upgrades):
         raise StoreError(
             f"Chunk table {table} has schema version {found}; this Citewell knows up to "

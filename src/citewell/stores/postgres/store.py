@@ -1,11 +1,12 @@
 """The server-mode chunk store: PostgreSQL with pgvector, and BM25 computed in SQL.
 
 One table of chunks per embedding space (the same rows as the embedded store, plus each
-chunk's term count), with postings, document frequencies and a one-row statistics table
-beside it (stores/postgres/bm25.py: Okapi BM25 scored as the embedded store scores it, not
-``ts_rank``). The access filter is part of every query. Vectors: an HNSW index (cosine),
-searched with pgvector's iterative scan so a filter still fills the top k; under a filter
-that keeps at most EXACT_ROWS rows, vectors are compared exactly over those rows instead.
+chunk's term count), with a GIN index over the terms, document frequencies and a one-row
+statistics table beside it (stores/postgres/bm25.py: Okapi BM25 scored as the embedded store
+scores it, not ``ts_rank``). The access filter is part of every query. Vectors: an HNSW
+index (cosine), searched with pgvector's iterative scan so a filter still fills the top k;
+under a filter that keeps at most EXACT_ROWS rows, vectors are compared exactly over those
+rows instead.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
 from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource
-from citewell.stores.postgres.bm25 import FilterPlan, Postings
+from citewell.stores.postgres.bm25 import FilterPlan, KeywordIndex
 from citewell.stores.postgres.changes import ChangeLog
 from citewell.stores.postgres.schema import create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
@@ -81,11 +82,11 @@ class PostgresChunkStore:
             raise StoreError(f"{table!r} is not a usable table name.")
         self.engine, self.table, self.dimension = engine, table, dimension
         self.stats = f"{table}_stats"
-        self.bm25 = Postings(table)
+        self.bm25 = KeywordIndex(table)
         self.changes = ChangeLog(table)
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
-            create_tables(db, table, dimension, self.bm25.create)
+            create_tables(db, table, dimension, self.bm25)
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
         self._source = PostgresSnapshotSource(
@@ -141,11 +142,10 @@ class PostgresChunkStore:
                 raise StoreError(f"Chunk {chunk.id} has no vector.")
         with self.engine.begin() as db:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
-            # COPY, not INSERT: a chunk brings ~100 postings; executemany made ingestion
-            # 4x slower than the embedded store's.
+            # COPY, not INSERT: executemany made ingestion 4x slower than the embedded
+            # store's (when each chunk also brought ~100 posting rows).
             copy_rows(db, self.table, (self._row(c) for c in unique))
-            copy_rows(db, self.bm25.table, self.bm25.rows(unique, self._average_length(db, unique)))
-            self.bm25.count_terms(db, unique)
+            self.bm25.count_terms(db, [c.terms for c in unique])
             files = {c.file_id for c in unique}
             self.changes.written(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
         self._changed()
@@ -159,27 +159,22 @@ class PostgresChunkStore:
         return (*(row[c] for c in ROW_COLUMNS), row["terms"], len(chunk.terms.split()), vector)
 
     def _remove(self, db: Connection, condition: str, params: dict[str, Any]) -> int:
-        """Delete matching chunks and their postings, and keep the statistics. Writers
+        """Delete matching chunks, and keep the statistics and document frequencies. Writers
         take turns on the statistics row first: two processes upserting the same chunk
         would otherwise both find nothing to delete and collide on insert."""
         db.execute(text(f"SELECT 1 FROM {self.stats} FOR UPDATE"))
         gone = db.execute(
-            text(f"DELETE FROM {self.table} WHERE {condition} RETURNING id, length, file_id"),
+            text(
+                f"WITH gone AS (DELETE FROM {self.table} WHERE {condition} "
+                f"RETURNING id, length, file_id, terms){self.bm25.forget_terms('gone')} "
+                "SELECT id, length, file_id FROM gone"
+            ),
             params,
         ).all()
         if gone:
-            self.bm25.remove(db, [r.id for r in gone])
             files = {r.file_id for r in gone}
             self.changes.written(db, -len(gone), -sum(int(r.length) for r in gone), files)
         return len(gone)
-
-    def _average_length(self, db: Connection, chunks: Sequence[StoredChunk]) -> float:
-        """Terms per chunk over the table, or over ``chunks`` while it is empty (for the
-        postings' impacts, which only order candidates)."""
-        rows, length = db.execute(text(f"SELECT chunks, length FROM {self.stats}")).one()
-        if rows:
-            return float(length) / float(rows)
-        return sum(len(c.terms.split()) for c in chunks) / max(1, len(chunks))
 
     def _rows(self, db: Connection) -> int:
         return int(db.execute(text(f"SELECT chunks FROM {self.stats}")).scalar_one())
@@ -276,9 +271,7 @@ class PostgresChunkStore:
             rows, kept, plan = self._plan(db, where)
             # Scored with the statistics of the rows the caller may read, never the table's.
             scope = self._scopes.get(where) if kept < rows else None
-            # Candidates reach as deep as the rows searched call for: a small KB in a big
-            # table needs no more than a small table (and rescoring more costs lookups).
-            found = self.bm25.search(db, words, k, condition, params, plan, kept, scope)
+            found = self.bm25.search(db, words, k, condition, params, plan, scope)
         return [SearchHit(r.id, float(r.score), i) for i, r in enumerate(found)]
 
     def _plan(self, db: Connection, where: ChunkFilter) -> tuple[int, int, FilterPlan]:
@@ -368,14 +361,16 @@ class PostgresChunkStore:
         return IndexHealth(
             rows=rows,
             vector_index="pgvector HNSW (cosine)",
-            segments={"postings": self._postings()},
+            segments={"terms": self._terms()},
             recall_at_50=recall,
             recall_samples=recall_samples if recall is not None else 0,
         )
 
-    def _postings(self) -> int:
+    def _terms(self) -> int:
+        """Distinct terms in the rows (the keyword index's vocabulary)."""
         with self.engine.connect() as db:
-            return int(db.execute(text(f"SELECT count(*) FROM {self.bm25.table}")).scalar_one())
+            found = db.execute(text(f"SELECT count(*) FROM {self.bm25.df} WHERE df > 0"))
+            return int(found.scalar_one())
 
     def _recall(self, samples: int, rows: int) -> float:
         step = max(1, rows // samples)
@@ -413,7 +408,7 @@ class PostgresChunkStore:
 
     def drop(self) -> None:
         with self.engine.begin() as db:
-            for name in (self.bm25.table, self.bm25.df, self.stats, f"{self.table}_changes"):
+            for name in (self.bm25.df, self.stats, f"{self.table}_changes"):
                 db.execute(text(f"DROP TABLE IF EXISTS {name}"))
             db.execute(text(f"DROP TABLE IF EXISTS {self.table}"))
             forget_table(db, self.table)
@@ -435,7 +430,7 @@ class PostgresChunkStore:
                     "(last_analyze IS NULL AND last_autoanalyze IS NULL "
                     "OR n_mod_since_analyze > 0.1 * greatest(n_live_tup, 1000))"
                 ),
-                {"names": [self.table, self.bm25.table, self.bm25.df, self.stats]},
+                {"names": [self.table, self.bm25.df, self.stats]},
             ).scalars()
             names = ", ".join(sorted(stale))
         if names:
