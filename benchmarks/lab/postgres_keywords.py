@@ -142,7 +142,28 @@ class Exhaustive:
         return [f"c{self.rows[j]}" for j, _ in best]
 
 
-def measure(store, queries: list[str], truth: Exhaustive, where: ChunkFilter) -> dict:
+class InSql:
+    """The exhaustive BM25 computed by PostgreSQL (for tables too big for ``Exhaustive``'s
+    counts in memory): the store's keyword index with every term and no bound on rows."""
+
+    def __init__(self, store: PostgresChunkStore, where: ChunkFilter) -> None:
+        from citewell.stores.postgres.bm25 import KeywordIndex
+        from citewell.stores.postgres.sql import filter_sql
+
+        self.store, self.where = store, where
+        self.every = KeywordIndex(store.table, budget=10**9, rescore=10**9)
+        self.condition, self.params = filter_sql(where, "c")
+
+    def top(self, words: list[str], k: int) -> list[str]:
+        scope = None
+        if self.where.kb_ids is not None:
+            scope = self.store._scopes.get(self.where)
+        with self.store.engine.connect() as db:
+            found = self.every.search(db, words, k, self.condition, self.params, "few", scope)
+        return [row.id for row in found]
+
+
+def measure(store, queries: list[str], truth: Exhaustive | InSql, where: ChunkFilter) -> dict:
     times, agree = [], []
     for query in queries:
         words = terms_string(query)
@@ -169,6 +190,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--budgets", type=int, nargs="*", help="rows a search may find")
     parser.add_argument("--rescores", type=int, nargs="*", help="of them, scored exactly")
+    parser.add_argument(
+        "--exhaustive-in-sql", action="store_true", help="the truth from PostgreSQL (big tables)"
+    )
     args = parser.parse_args()
     texts = corpus(args.scifact)
     queries = [json.loads(line)["text"] for line in (args.scifact / "queries.jsonl").open()]
@@ -181,8 +205,13 @@ def main() -> None:
         terms, seconds = load(store, texts, args.rows)
         report: dict = {"rows": args.rows, "load_s": round(seconds, 1), "disk": disk(store)}
         report["write_256_s"] = write_256(store, texts, args.rows)
-        whole = Exhaustive(terms, list(range(args.rows)))
-        kb = Exhaustive(terms, [i for i in range(args.rows) if i % KBS == 7])
+        one_kb = ChunkFilter(kb_ids=("kb-07",))
+        whole: Exhaustive | InSql = InSql(store, ChunkFilter())
+        kb: Exhaustive | InSql = InSql(store, one_kb)
+        if not args.exhaustive_in_sql:
+            whole = Exhaustive(terms, list(range(args.rows)))
+            kb = Exhaustive(terms, [i for i in range(args.rows) if i % KBS == 7])
+        del terms
         settings = [(b, r) for b in args.budgets or [None] for r in args.rescores or [None]]
         for budget, rescore in settings:
             name = ""
@@ -191,7 +220,6 @@ def main() -> None:
             if rescore is not None:
                 store.bm25.rescore, name = rescore, f"{name} rescore {rescore}"
             report["all" + name] = measure(store, queries, whole, ChunkFilter())
-            one_kb = ChunkFilter(kb_ids=("kb-07",))
             report["one_kb" + name] = measure(store, queries, kb, one_kb)
         print(json.dumps(report, indent=1))
         engine.dispose()

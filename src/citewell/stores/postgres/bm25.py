@@ -19,11 +19,16 @@ A search:
    ``budget`` rows together, found through the index within the access filter. When even
    the rarest term is in more rows, the rows holding both of the two rarest. A filter
    that keeps few rows (plan "few") takes every query term: its rows are few anyway.
-3. Each candidate is scored exactly over every query term, its tf counted in its terms.
+   Only their id and length are read, and each is ranked as if it held each of the terms
+   it was found by once.
+3. The best ``rescore`` of them are read whole and scored exactly over every query term,
+   tf counted in their terms.
 
-So a search reads at most about ``budget`` rows. A row is missed only when it holds none
-of the terms taken, and then it scores at most the other terms' idf x (k1 + 1) each:
-on small tables and for queries with a rare term the result is exact.
+So a search reads at most about ``budget`` rows' ids and ``rescore`` rows' terms. A row is
+missed when it holds none of the terms taken (it then scores at most the other terms' idf
+x (k1 + 1) each), or when a held term's tf above one, or the terms not taken, would have
+lifted it into the top from outside the best ``rescore``. Agreement with an exhaustive
+search: docs/benchmarks/journal.md "PostgreSQL's keyword index".
 """
 
 from __future__ import annotations
