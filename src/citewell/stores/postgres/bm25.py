@@ -41,10 +41,10 @@ from typing import Any, Literal
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from citewell.stores.memory.bm25 import K1, B  # one BM25 for every store
 from citewell.stores.memory.scope_statistics import ScopeStatistics
 from citewell.stores.postgres.schema import columns
 
-K1, B = 1.2, 0.75
 TERMS = "string_to_array(c.terms, ' ')"  # the GIN index's expression, as queries must say it
 
 # How a search applies its access filter, by the share of the table it keeps.
