@@ -609,6 +609,23 @@ def _wait_for_scan(url: str, table: str, before: int) -> None:
         time.sleep(0.2)
 
 
+def _wait_for_replay(primary_url: str, standby_url: str) -> None:
+    """Until the standby has replayed all the primary has written: a replica further behind
+    than half a second is passed over, which a loaded machine would make this test see."""
+    with psycopg.connect(primary_url, autocommit=True) as connection:
+        (written,) = connection.execute("SELECT pg_current_wal_lsn()").fetchone() or (None,)
+    deadline = time.monotonic() + 15
+    with psycopg.connect(standby_url, autocommit=True) as connection:
+        while True:
+            (behind,) = connection.execute(
+                "SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn()) > 0", (written,)
+            ).fetchone() or (True,)
+            if not behind:
+                return
+            assert time.monotonic() < deadline, "the replica did not replay the write"
+            time.sleep(0.05)
+
+
 def test_copies_are_read_from_a_replica_and_a_lagging_or_stopped_one_is_passed_over(
     postgres, replica, tmp_path
 ):
@@ -619,6 +636,7 @@ def test_copies_are_read_from_a_replica_and_a_lagging_or_stopped_one_is_passed_o
     store = with_shared_copy(primary, "r", tmp_path / "copies", replica=standby)
     before = _scans_on(standby_url, "r")
     store.upsert(CORPUS)
+    _wait_for_replay(url, standby_url)
     assert store.vector_search(unit(0), 1, ChunkFilter())[0].chunk_id == "c1"
     _wait_for_scan(standby_url, "r", before)  # the copy was read there
     # Replay paused: the replica lags the write, so the changes are read from the primary.

@@ -1,3 +1,5 @@
+import importlib
+
 from citewell.retrieval.tokenize import cjk_bigrams, terms_string, tokenize
 
 
@@ -37,3 +39,39 @@ def test_no_stemmer_option():
 
 def test_terms_string_joins_with_spaces():
     assert terms_string("Sick leave, 3 days") == "sick leav 3 day"
+
+
+def _unmemoised(text: str, language: str = "english") -> list[str]:
+    """The terms as PyStemmer makes them word by word, with no memo in between."""
+    import re
+    import unicodedata
+
+    import Stemmer
+
+    from citewell.retrieval.tokenize import MAX_TERM_LENGTH, STOP_WORDS
+
+    text = unicodedata.normalize("NFKC", text).casefold()
+    words = [w.replace("’", "'") for w in re.findall(r"\w+(?:['’]\w+)*", text)]
+    kept = [w for w in words if w not in STOP_WORDS and len(w) <= MAX_TERM_LENGTH]
+    return [Stemmer.Stemmer(language).stemWord(w) for w in kept]
+
+
+def test_terms_remembered_between_texts_equal_those_made_afresh():
+    texts = [
+        "Don’t stop O’Neil's naïve café studies; running runners ran",
+        "the studies of a runner " + "x" * 41 + " ﬁnancial ½ x² İstanbul",
+        "Straße STRASSE rock'n'roll it's 'quoted' under_score",
+    ]
+    for _ in range(2):  # first made, then remembered
+        for text in texts:
+            assert tokenize(text) == _unmemoised(text)
+            assert tokenize(text, "german") == _unmemoised(text, "german")
+
+
+def test_the_memo_starts_again_when_full(monkeypatch):
+    module = importlib.import_module("citewell.retrieval.tokenize")  # the package's name
+    monkeypatch.setattr(module, "MEMO_WORDS", 3)
+    words = " ".join(f"walk{n}ed" for n in range(10))
+    assert tokenize(words) == _unmemoised(words)
+    assert tokenize("the studies studies") == ["studi", "studi"]
+    assert len(module._MEMOS["english"]) <= 3 + 2  # emptied, then this text's words
