@@ -1,14 +1,18 @@
 """PostgresChunkStore on a real PostgreSQL 18 + pgvector (citewell/testing/postgres.py)."""
 
 import time
+from dataclasses import replace
 
+import numpy as np
 import psycopg
 import pytest
 from sqlalchemy import text
 
 from citewell.db.engine import url_engine
+from citewell.stores.base import upsert_matrix
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.postgres.sql import parse_vector, vector_literal
 from citewell.stores.postgres.store import PostgresChunkStore
 from citewell.testing.conformance import ALL, CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
@@ -335,6 +339,25 @@ def test_a_current_table_opens_without_schema_statements(engine):
     assert statements and not [
         s for s in statements if s.lstrip().upper().startswith(("CREATE", "ALTER", "UPDATE"))
     ]
+
+
+def test_vectors_are_stored_as_the_float32_numbers_given(engine):
+    """The text form written for COPY and queries keeps nine digits: the float32 a vector
+    holds comes back exactly, from a matrix and from Python floats alike (duplicated ids:
+    the last one kept, as upsert keeps it)."""
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((3, DIM)).astype(np.float32) * np.float32(1e-3)
+    literal = vector_literal(matrix[0])
+    assert np.array_equal(np.asarray(parse_vector(literal), dtype=np.float32), matrix[0])
+    assert vector_literal(tuple(matrix[0].tolist())) == literal
+    store = PostgresChunkStore(engine, "exact", DIM)
+    chunks = [make_chunk(f"e{n}", "fe", ("kb1",), f"Exact {n}.", 0) for n in (0, 1, 0)]
+    assert upsert_matrix(store, [replace(c, vector=None) for c in chunks], matrix) == 3
+    with engine.connect() as db:
+        rows = dict(db.execute(text("SELECT id, vector::text FROM exact")).all())
+    assert sorted(rows) == ["e0", "e1"]
+    stored = {k: np.asarray(parse_vector(v), dtype=np.float32) for k, v in rows.items()}
+    assert np.array_equal(stored["e0"], matrix[2]) and np.array_equal(stored["e1"], matrix[1])
 
 
 def test_ef_search_widens_with_the_table():

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, text
 
 from citewell.types import ChunkFilter
@@ -56,5 +58,14 @@ def parse_vector(value: str) -> list[float]:
     return [float(x) for x in value.strip("[]").split(",")]
 
 
-def vector_literal(values: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+def vector_literal(values: Sequence[float] | np.ndarray) -> str:
+    """pgvector's text form of a vector, each number as the float32 the column keeps: nine
+    significant digits give that float32 back exactly, in a third of the time ``repr``
+    takes (which wrote 17; formatting was half of a bulk load's time)."""
+    row = np.asarray(values, dtype=np.float32).tolist()
+    return _literal_format(len(row)) % tuple(row)
+
+
+@lru_cache(maxsize=16)
+def _literal_format(dimension: int) -> str:
+    return "[" + ",".join(["%.9g"] * dimension) + "]"

@@ -12,10 +12,11 @@ rows instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -140,22 +141,33 @@ class PostgresChunkStore:
         for chunk in unique:
             if chunk.vector is None:
                 raise StoreError(f"Chunk {chunk.id} has no vector.")
+        self._write(unique, (vector_literal(c.vector or ()) for c in unique))
+        return len(chunks)
+
+    def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> int:
+        """``upsert`` with ``vectors[i]`` as the vector of ``chunks[i]`` (citewell import)."""
+        if not chunks:
+            return 0
+        last = list({c.id: i for i, c in enumerate(chunks)}.values())  # as upsert keeps
+        self._write([chunks[i] for i in last], (vector_literal(vectors[i]) for i in last))
+        return len(chunks)
+
+    def _write(self, unique: Sequence[StoredChunk], vectors: Iterable[str]) -> None:
+        """Chunks of distinct ids, with their vectors in pgvector's text form."""
         with self.engine.begin() as db:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
             # COPY, not INSERT: executemany made ingestion 4x slower than the embedded
             # store's (when each chunk also brought ~100 posting rows).
-            copy_rows(db, self.table, (self._row(c) for c in unique))
+            copy_rows(db, self.table, map(self._row, unique, vectors))
             self.bm25.count_terms(db, [c.terms for c in unique])
             files = {c.file_id for c in unique}
             self.changes.written(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
         self._changed()
-        return len(chunks)
 
     @staticmethod
-    def _row(chunk: StoredChunk) -> tuple[Any, ...]:
+    def _row(chunk: StoredChunk, vector: str) -> tuple[Any, ...]:
         """The table's columns in order, for COPY."""
         row = chunk_row(chunk)
-        vector = vector_literal(chunk.vector or ())
         return (*(row[c] for c in ROW_COLUMNS), row["terms"], len(chunk.terms.split()), vector)
 
     def _remove(self, db: Connection, condition: str, params: dict[str, Any]) -> int:
