@@ -18,7 +18,9 @@ share of texts both found (near-copies of a chunk score within a hair of each ot
 each copy's vector index is trained on its own sample); memory of each server's process
 tree and of PostgreSQL (PSS); disk of LanceDB and the stored texts against the database's
 relations; recall@50 and BM25 top-10 agreement of each data dir's saved copy
-(``copy_layout.quality``).
+(``copy_layout.quality``). After the searches, ``--uploads`` files are uploaded to each
+server in turn, each followed by searches for its own token until every worker finds it
+(as ``copy_writes`` does).
 
     .venv/bin/python -m benchmarks.server_copy --source /tmp/scifact --work /tmp/servercopy \
         --pg-root /tmp/servercopy/pg --rows 1000000
@@ -42,6 +44,7 @@ import httpx
 from sqlalchemy import text
 
 from benchmarks.copy_layout import quality
+from benchmarks.copy_writes import document, found_everywhere
 from benchmarks.postgres_million import server, server_memory_mib
 from benchmarks.shared_copy import KB, memory_mb, source_rows, write_parquet
 from citewell.db.engine import url_engine
@@ -211,6 +214,23 @@ def in_turns(clients: dict[str, httpx.Client], queries: list[str], kb: str) -> d
     return result
 
 
+def uploads(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
+    """``--uploads`` files through the API (``wait=true``, embedded here), each followed by
+    searches on new connections until every worker in a row finds its token: seconds."""
+    spent, visible = [], []
+    for n in range(args.uploads):
+        files = {"file": (f"upload-{time.time_ns()}.md", document(n, args.paragraphs))}
+        began = time.perf_counter()
+        made = client.post(f"/api/v1/knowledge/{KB}/files", files=files)
+        made.raise_for_status()
+        spent.append(time.perf_counter() - began)
+        base = str(client.base_url).rstrip("/")
+        visible.append(round(found_everywhere(f"zqupload{n:04d}", args.workers, base=base), 2))
+    return {"chunks_an_upload": made.json().get("chunks_embedded"),
+            "upload_s_median": round(statistics.median(spent), 2),
+            "found_everywhere_s": visible}  # fmt: skip
+
+
 def disk_mb(args: argparse.Namespace, pg: EmbeddedPostgres) -> dict[str, int]:
     def du(path: Path) -> int:
         done = subprocess.run(["du", "-sm", str(path)], check=False, capture_output=True, text=True)
@@ -245,6 +265,7 @@ def measure(args: argparse.Namespace, pg: EmbeddedPostgres, queries: list[str]) 
         result: dict[str, Any] = {"copies_current_s": ready_s}
         for kb in (KB, ONE_KB):
             result[f"kb_{kb}"] = in_turns(clients, queries[: args.queries], kb)
+        result["uploads"] = {n: uploads(c, args) for n, c in clients.items()}
         result["copies"] = {n: c.get("/api/v1/stats/store").json()["table_copy"]
                             for n, c in clients.items()}  # fmt: skip
         result["memory"] = {name: memory_mb(s.pid) for name, s in servers.items()}
@@ -264,6 +285,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--chunks-per-file", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--uploads", type=int, default=5, help="files uploaded to each")
+    parser.add_argument("--paragraphs", type=int, default=400, help="an upload's")
     parser.add_argument("--kb-share", type=int, default=100, help="KB one: 1 file of this many")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--wait", type=float, default=1800.0, help="seconds to wait for copies")

@@ -188,6 +188,38 @@ def test_rows_are_fetched_by_address_and_by_id_when_an_address_went_stale(tmp_pa
     assert [(c.id, c.text) for c in store.get(["c123"])] == [("c123", "chunk 123")]
 
 
+def test_rows_written_after_the_handle_was_opened_are_fetched_not_a_server_error(tmp_path, policy):
+    """Other processes write; this one's search finds their rows, whose addresses lie in
+    fragments its kept handle never saw. Lance raises on some such takes and panics on
+    others (a BaseException, seen as a 500 after an upload): either way the take misses,
+    the rows come back by id, and the handle is opened anew."""
+    import lance
+
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    store.upsert(chunks(0, 300))
+    first = lance.dataset(store._addresses.uri, version=1)  # as early as a handle can be
+    LanceChunkStore(tmp_path, "t", DIM, policy).upsert(chunks(300, 5))  # another process
+    store._addresses.remember([*_addresses(store, "c302"), *_addresses(store, "c5")])
+    for ids in (["c302", "c5"], ["c5", "c302"]):
+        store._addresses._dataset = first
+        assert store._addresses.take(ids, ["id", "text"]) == {}  # missed
+        assert store._addresses._dataset is None  # opened anew at the next take
+        found = store._addresses.take(ids, ["id", "text"])
+        assert {k: r["text"] for k, r in found.items()} == {"c302": "chunk 302", "c5": "chunk 5"}
+    store._addresses._dataset = first
+    assert [c.id for c in store.get(["c302", "c5"])] == ["c302", "c5"]
+
+
+def _addresses(store: LanceChunkStore, chunk_id: str) -> list[dict]:
+    """The chunk's row address in the table's latest version, as a search would note it."""
+    import lance
+
+    latest = lance.dataset(store._addresses.uri)
+    return latest.to_table(
+        columns=["id"], filter=f"id = '{chunk_id}'", with_row_id=True
+    ).to_pylist()
+
+
 def test_probes_grow_with_the_table_and_as_a_filter_keeps_fewer_rows():
     policy = VectorIndexPolicy()
     assert policy.partitions(1_000_000) == 1000
