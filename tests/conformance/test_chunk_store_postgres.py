@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from citewell.db.engine import url_engine
+from citewell.retrieval.tokenize import terms_string
 from citewell.stores.base import upsert_matrix
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.keeper import SnapshotKeeper
@@ -358,6 +359,34 @@ def test_vectors_are_stored_as_the_float32_numbers_given(engine):
     assert sorted(rows) == ["e0", "e1"]
     stored = {k: np.asarray(parse_vector(v), dtype=np.float32) for k, v in rows.items()}
     assert np.array_equal(stored["e0"], matrix[2]) and np.array_equal(stored["e1"], matrix[1])
+
+
+def test_a_filter_keeping_every_row_is_not_taken_for_a_part_after_another_writes(
+    engine, monkeypatch
+):
+    """Its count is kept for a while; another process's write makes the table bigger. The
+    filter's rows must be counted again, not its terms read (a part's statistics: seconds
+    at a million rows), and the new row found."""
+    store = PostgresChunkStore(engine, "whole", DIM)
+    store.upsert(CORPUS)
+    everything = ChunkFilter(kb_ids=("kb1", "kb2", "kb3"))
+    assert store.count(everything) == len(CORPUS)
+    assert store.keyword_search(terms_string("leave"), 3, everything)
+    PostgresChunkStore(engine, "whole", DIM).upsert(
+        [make_chunk("w1", "fw", ("kb1",), "Sabbatical leave after seven years.", 5)]
+    )
+
+    def read_terms(where: ChunkFilter) -> None:
+        raise AssertionError("the filter's terms were read")
+
+    monkeypatch.setattr(store._scopes, "_read", read_terms)
+    sabbatical = terms_string("sabbatical")
+    assert "w1" in {h.chunk_id for h in store.keyword_search(sabbatical, 3, everything)}
+    PostgresChunkStore(engine, "whole", DIM).upsert(
+        [make_chunk("w2", "fx", ("kb9",), "Sabbatical leave elsewhere.", 6)]
+    )
+    monkeypatch.undo()  # now a part of the table: its own statistics, w2 never seen
+    assert {h.chunk_id for h in store.keyword_search(sabbatical, 3, everything)} == {"w1"}
 
 
 def test_ef_search_widens_with_the_table():

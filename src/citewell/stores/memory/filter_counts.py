@@ -30,6 +30,11 @@ class FilterCounts(Generic[Key]):
         self._known[key] = (now, rows)
         return rows
 
+    def recount(self, key: Key) -> int:
+        """``key`` counted now, whatever its age."""
+        self._known.pop(key, None)
+        return self(key)
+
     def forget(self) -> None:
         """Count every key afresh on its next call (a count turned out to be stale)."""
         self._known = {}

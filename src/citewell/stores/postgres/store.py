@@ -86,6 +86,7 @@ class PostgresChunkStore:
         self.bm25 = KeywordIndex(table)
         self.changes = ChangeLog(table)
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
+        self._whole: set[ChunkFilter] = set()  # filters that kept every row when counted
         with engine.begin() as db:
             create_tables(db, table, dimension, self.bm25)
         counter = change_counter(engine)
@@ -294,6 +295,14 @@ class PostgresChunkStore:
         if where.kb_ids is None and where.file_ids is None:
             return rows, rows, "all"
         kept = self._counts(where)
+        if kept < rows and where in self._whole:
+            # It kept every row when counted, and another process wrote since: taken for a
+            # part of the table, its statistics would be read from all its rows (seconds).
+            kept = self._counts.recount(where)
+        if kept >= rows and len(self._whole) < 1000:
+            self._whole.add(where)
+        elif kept < rows:
+            self._whole.discard(where)
         if rows and kept >= rows / 2:
             return rows, kept, "most"
         return rows, kept, "few" if kept <= EXACT_ROWS else "some"
