@@ -17,23 +17,23 @@ class FilterCounts(Generic[Key]):
 
     def __init__(self, count: Callable[[Key], int]) -> None:
         self._count = count
-        self._known: dict[Key, tuple[float, int]] = {}
+        self._known: dict[Key, tuple[float, int, int | None]] = {}
 
-    def __call__(self, key: Key) -> int:
+    def __call__(self, key: Key, total: int | None = None) -> int:
+        """``total``: the table's rows now. A key that kept every row when counted is
+        counted again once the total moves (another process wrote): a stale count would
+        take it for a part of the table, whose statistics are read from all its rows."""
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and now - known[0] < COUNT_TTL:
-            return known[1]
+            rows, then = known[1], known[2]
+            if total is None or then is None or rows < then or total == then:
+                return rows
         if len(self._known) > 1000:
             self._known.clear()
         rows = self._count(key)
-        self._known[key] = (now, rows)
+        self._known[key] = (now, rows, total)
         return rows
-
-    def recount(self, key: Key) -> int:
-        """``key`` counted now, whatever its age."""
-        self._known.pop(key, None)
-        return self(key)
 
     def forget(self) -> None:
         """Count every key afresh on its next call (a count turned out to be stale)."""

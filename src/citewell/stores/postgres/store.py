@@ -86,7 +86,6 @@ class PostgresChunkStore:
         self.bm25 = KeywordIndex(table)
         self.changes = ChangeLog(table)
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
-        self._whole: set[ChunkFilter] = set()  # filters that kept every row when counted
         with engine.begin() as db:
             create_tables(db, table, dimension, self.bm25)
         counter = change_counter(engine)
@@ -157,8 +156,7 @@ class PostgresChunkStore:
         """Chunks of distinct ids, with their vectors in pgvector's text form."""
         with self.engine.begin() as db:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
-            # COPY, not INSERT: executemany made ingestion 4x slower than the embedded
-            # store's (when each chunk also brought ~100 posting rows).
+            # COPY, not INSERT: executemany made ingestion 4x slower than the embedded store's
             copy_rows(db, self.table, map(self._row, unique, vectors))
             self.bm25.count_terms(db, [c.terms for c in unique])
             files = {c.file_id for c in unique}
@@ -294,15 +292,7 @@ class PostgresChunkStore:
         rows = self._rows(db)
         if where.kb_ids is None and where.file_ids is None:
             return rows, rows, "all"
-        kept = self._counts(where)
-        if kept < rows and where in self._whole:
-            # It kept every row when counted, and another process wrote since: taken for a
-            # part of the table, its statistics would be read from all its rows (seconds).
-            kept = self._counts.recount(where)
-        if kept >= rows and len(self._whole) < 1000:
-            self._whole.add(where)
-        elif kept < rows:
-            self._whole.discard(where)
+        kept = self._counts(where, rows)
         if rows and kept >= rows / 2:
             return rows, kept, "most"
         return rows, kept, "few" if kept <= EXACT_ROWS else "some"
