@@ -1,11 +1,17 @@
 """The in-memory snapshot is brought up to date in the background: a search never waits
-for it, and never gets one that misses a write of this process."""
+for a whole table to be read (only, briefly, for the rows written since a big copy), and
+never gets one that misses a write of this process."""
 
 import threading
 import time
 from dataclasses import dataclass, field
 
-from citewell.stores.memory.keeper import SnapshotKeeper
+import numpy as np
+import pyarrow as pa
+
+from citewell.stores.memory.changes import ChangedCopy
+from citewell.stores.memory.keeper import CATCH_UP_WAIT, SnapshotKeeper
+from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
 
 
 @dataclass(frozen=True)
@@ -252,3 +258,77 @@ def test_a_table_past_what_fits_is_too_big():
     keeper.current()
     assert settled(keeper) is None
     assert stats_state(keeper) == "too_big"
+
+
+def _rows(files: list[str], seed: int) -> pa.Table:
+    """Two rows a file, random unit vectors, in KB "a"."""
+    rng = np.random.default_rng(seed)
+    ids = [f"{f}-c{c}" for f in files for c in range(2)]
+    vectors = rng.standard_normal((len(ids), 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    count = len(ids)
+    return pa.table({
+        "id": ids, "file_id": [i.split("-")[0] for i in ids], "kb_ids": [["a"]] * count,
+        "idx": pa.array(range(count), pa.int32()), "text": ids, "start": [0] * count,
+        "end": [1] * count, "page": pa.array([None] * count, pa.int32()),
+        "headings": [[] for _ in ids], "file_name": ["x.md"] * count, "terms": ids,
+        "vector": list(vectors),
+    })  # fmt: skip
+
+
+@dataclass
+class ChangingTable:
+    """A big table (20 rows) whose changes since its copy take ``read_seconds`` to read:
+    file f10 was added at version 2."""
+
+    at: int = 1
+    read_seconds: float = 0.0
+
+    def version(self) -> int:
+        return self.at
+
+    def count_rows(self) -> int:
+        return 20 if self.at == 1 else 22
+
+    def load(self, index=None) -> TableSnapshot:
+        return TableSnapshot.from_arrow(1, _rows([f"f{i}" for i in range(10)], 1), 8, index)
+
+    def changes(self, since: int) -> TableChanges:
+        time.sleep(self.read_seconds)
+        added = TableSnapshot.from_arrow(2, _rows(["f10"], 2), 8)
+        return TableChanges(frozenset({"f10"}), added, 22)
+
+    def saved(self, index) -> None:
+        return None
+
+
+def _copied(table: ChangingTable) -> SnapshotKeeper:
+    keeper = SnapshotKeeper(
+        table, max_rows=10, check_interval=0.0, big_rows=1000, big_bytes=10**9, quiet=0.0
+    )
+    keeper.current()
+    assert settled(keeper) is not None
+    table.at = 2  # another process wrote
+    return keeper
+
+
+def test_a_search_waits_for_the_few_rows_written_since_the_copy():
+    """Without the wait, the first searches after another process's write went to the
+    table (a second each in PostgreSQL at a million chunks)."""
+    keeper = _copied(ChangingTable(read_seconds=0.1))
+    found = keeper.current()
+    assert isinstance(found, ChangedCopy) and found.changed_rows == 2
+    assert keeper._catch_up_took is not None and keeper._catch_up_took >= 0.1
+
+
+def test_a_slow_reading_of_the_changes_sends_searches_to_the_table():
+    table = ChangingTable(read_seconds=CATCH_UP_WAIT + 0.3)
+    keeper = _copied(table)
+    began = time.perf_counter()
+    assert keeper.current() is None  # waited its most, then reads the table
+    assert CATCH_UP_WAIT - 0.05 <= time.perf_counter() - began < CATCH_UP_WAIT + 0.25
+    assert isinstance(settled(keeper), ChangedCopy)
+    table.at = 3  # the next wait is bounded by a few times that reading, not less
+    began = time.perf_counter()
+    assert keeper.current() is None
+    assert time.perf_counter() - began >= CATCH_UP_WAIT - 0.05

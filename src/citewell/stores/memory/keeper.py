@@ -15,8 +15,10 @@ had no write for ``quiet`` seconds (during ingestion searches read LanceDB, as t
 before), on a thread at the lowest priority that then rests as long as the copy took.
 Once made, a big copy outlives writes: the rows of the files written since are read and
 searched beside it (memory/changes.py), paced so that steady ingestion costs a bounded
-share of a core; it is made again only when those changes are too many or not known. A
-process starting up takes a copy saved by the machine (``SnapshotSource.saved``) instead.
+share of a core; it is made again only when those changes are too many or not known. That
+reading is short, so a search that finds it under way waits for it (``CATCH_UP_WAIT`` at
+most) rather than read the table. A process starting up takes a copy saved by the machine
+(``SnapshotSource.saved``) instead.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes (La
 RETRY_INTERVAL = 1.0  # after a failed build
 QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this long
 MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is tried again
+# The most a search waits for the rows written since the big copy to be read beside it
+# (tens of milliseconds at a million chunks) rather than go to the table: a hybrid search
+# in PostgreSQL at a million chunks takes about a second, so a write reached other
+# machines' searches in 1-2.4 s (journal: "Uploads beside the searches"). Bounded by a
+# few times the last such read, so a slow one (many changes) costs searches little.
+CATCH_UP_WAIT = 0.5
 BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
 MAPPED_ROW_EXTRA = 720  # a mapped copy's beyond its codes: postings, lookups, faiss's ids
 STREAMED_BUILD_ROW_BYTES = 640  # half a streamed build's peak a row: vocabulary, faiss, hashes
@@ -99,6 +107,7 @@ class SnapshotKeeper:
         self._memory_free = memory_free or (lambda: None)
         self._index = index or VectorIndexPolicy()
         self._lock = threading.Lock()
+        self._built = threading.Condition(self._lock)  # a build finished
         self._snapshot: TableSnapshot | ChangedCopy | None = None
         self._base: TableSnapshot | None = None  # the latest big copy made, kept across writes
         self._looked_for_saved = False
@@ -110,8 +119,10 @@ class SnapshotKeeper:
         self._retry_at = float("-inf")  # after a failed or put-off build
         # Reading the changes since the copy is paced: as long again as the last reading
         # took, so steady ingestion into a big table costs each process a bounded share of
-        # a core (searches read the table meanwhile, as ever while no copy is current).
+        # a core (searches wait for it a little, then read the table, as ever while no
+        # copy is current).
         self._next_build_at = float("-inf")
+        self._catch_up_took: float | None = None  # seconds the last reading of changes took
         self._big_state = "waiting"  # where the big copy stands when none is current
 
     @classmethod
@@ -136,13 +147,16 @@ class SnapshotKeeper:
 
     def current(self) -> TableSnapshot | ChangedCopy | None:
         """The snapshot of the table's latest version, or None: the table is too large, or
-        the snapshot is being brought up to date (read the table meanwhile)."""
+        the snapshot is being brought up to date (read the table meanwhile). With a big
+        copy to bring up to date, waits a little for the rows written since it."""
         if self._max_rows <= 0:
             return None
         with self._lock:
             now = time.monotonic()
-            if self._building or now < self._retry_at:
+            if now < self._retry_at:
                 return None
+            if self._building:
+                return self._catch_up()
             # Too large for a snapshot: nothing stale can be served, so look again (has it
             # shrunk?) only now and then, not before every use.
             interval = self._interval if self._snapshot is not None else CHECK_INTERVAL
@@ -151,13 +165,23 @@ class SnapshotKeeper:
         version = self._source.version()  # outside the lock: a query, for PostgreSQL
         with self._lock:
             if self._building:
-                return None
+                return self._catch_up()
             if version == self._covers:  # (a write of ours since set it to -1)
                 self._checked = now
                 return self._snapshot
-            if now >= self._next_build_at:
-                self._start_build()
-            return None
+            self._start_build()
+            return self._catch_up()
+
+    def _catch_up(self) -> TableSnapshot | ChangedCopy | None:
+        """(Holding the lock, a build running.) The snapshot it makes, if that is the big
+        copy with the few rows written since and done within the wait; else None."""
+        if self._base is None:
+            return None  # a whole table to read: no search waits that long
+        took = self._catch_up_took
+        wait = CATCH_UP_WAIT if took is None else min(CATCH_UP_WAIT, 3 * took + 0.05)
+        # Not past the build's finding the changes unknown: then it makes the copy again.
+        self._built.wait_for(lambda: not self._building or self._base is None, wait)
+        return None if self._building else self._snapshot
 
     def big_copy_stats(
         self, budget_mb: int, needed_mb: float, recall_samples: int = 0
@@ -192,8 +216,7 @@ class SnapshotKeeper:
 
     def dropped(self) -> None:
         """The table is gone: nothing of its copy carries over to one made anew."""
-        with self._lock:
-            self._base = None
+        self._forget_base()
         self.changed()
 
     def _start_build(self) -> None:
@@ -203,6 +226,9 @@ class SnapshotKeeper:
         thread.start()
 
     def _build(self) -> None:
+        # Reading the changes is paced (see _next_build_at); a search waiting meanwhile
+        # reads the table once its wait is over.
+        time.sleep(max(0.0, self._next_build_at - time.monotonic()))
         while True:
             with self._lock:
                 writes = self._writes
@@ -226,6 +252,7 @@ class SnapshotKeeper:
                     if version < 0:
                         self._retry_at = self._checked + retry
                     self._building = False
+                    self._built.notify_all()
                     return
             time.sleep(spent)  # a big copy made in vain: rest as long before the next
 
@@ -237,10 +264,11 @@ class SnapshotKeeper:
         seconds a big copy took)."""
         rows = self._source.count_rows()
         if rows < self._max_rows:
-            self._base = None
+            self._forget_base()
             return self._source.load(), version, 0.0, RETRY_INTERVAL
         if rows > self._big_rows:
-            self._base, self._big_state = None, "too_big"
+            self._forget_base()
+            self._big_state = "too_big"
             return None, version, 0.0, RETRY_INTERVAL
         if self._base is None and not self._looked_for_saved:
             self._looked_for_saved = True  # once: a saved copy is older than any made here
@@ -252,6 +280,7 @@ class SnapshotKeeper:
             if isinstance(changed, ChangedCopy):
                 spent = time.monotonic() - began
                 self._next_build_at = time.monotonic() + spent
+                self._catch_up_took = spent
                 log.debug("read %d changed rows in %.3f s", changed.changed_rows, spent)
             return changed, version, 0.0, RETRY_INTERVAL
         if not self._quiet_since(version, writes):
@@ -272,15 +301,20 @@ class SnapshotKeeper:
             return None
         if base.version == version:
             return base
-        lower_priority()  # searches first: they read the table meanwhile
         changes = self._source.changes(base.version)
         if changes is not None and changes.rows.count <= MAX_CHANGED_ROWS:
             changed = ChangedCopy(base, changes, version)
             if changed.adds_up:
                 return changed
             log.warning("the table's copy missed a change: making it again")
-        self._base = None  # made again once the table is quiet
+        self._forget_base()  # made again once the table is quiet
         return None
+
+    def _forget_base(self) -> None:
+        """No big copy to keep current: searches waiting for one stop waiting."""
+        with self._lock:
+            self._base = None
+            self._built.notify_all()
 
     def _quiet_since(self, version: int, writes: int) -> bool:
         """Wait until the table has had no write (of any process) for ``quiet`` seconds."""
