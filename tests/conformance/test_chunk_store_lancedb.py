@@ -158,3 +158,33 @@ def test_a_count_found_stale_is_counted_again(tmp_path):
     first = len(counted)
     store.vector_search(unit(2), 5, ChunkFilter(kb_ids=("kb1",)))
     assert first == 2 and len(counted) == 4  # each stale search counts both keys afresh
+
+
+def test_keyword_scores_of_a_filter_that_kept_every_row_follow_other_processes_writes(
+    tmp_path,
+):
+    """Another process deletes a row of the filter's and adds one outside it (as many rows
+    as before): the filter is now a part of the table, scored with its own statistics,
+    never with those of rows its caller may not read."""
+    import time
+
+    from citewell.retrieval.tokenize import terms_string
+    from citewell.testing.conformance import make_chunk
+    from citewell.types import ChunkFilter
+
+    store = _kb_store(tmp_path)
+    every_kb = ChunkFilter(kb_ids=("kb1", "kb2", "kb3"))
+    leave = terms_string("leave")
+    assert store._keeps_every_row(every_kb)
+    store.keyword_search(leave, 5, every_kb)
+    other = LanceChunkStore(tmp_path / "lance", "t", DIM, VectorIndexPolicy(min_rows=1))
+    other.upsert([make_chunk("p1", "fp", ("kb9",), "Another tenant's leave leave leave.", 5)])
+    other.delete(ChunkFilter(file_ids=("f2",)))
+    time.sleep(1.2)  # other processes' writes are read within a second
+    assert not store._keeps_every_row(every_kb)
+    fresh = LanceChunkStore(tmp_path / "lance", "t", DIM, VectorIndexPolicy(min_rows=1))
+    mine, theirs = (
+        store.keyword_search(leave, 5, every_kb),
+        fresh.keyword_search(leave, 5, every_kb),
+    )
+    assert [(h.chunk_id, h.score) for h in mine] == [(h.chunk_id, h.score) for h in theirs]

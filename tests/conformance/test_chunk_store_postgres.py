@@ -389,6 +389,26 @@ def test_a_filter_keeping_every_row_is_not_taken_for_a_part_after_another_writes
     assert {h.chunk_id for h in store.keyword_search(sabbatical, 3, everything)} == {"w1"}
 
 
+def test_a_filter_keeping_every_row_is_counted_again_when_rows_come_and_go(engine):
+    """Another process deletes one row of the filter's and adds one outside it: the table's
+    rows are as many as before, but the filter is now a part, whose keywords are scored with
+    its own statistics, never with those of rows its caller may not read."""
+    store = PostgresChunkStore(engine, "pair", DIM)
+    store.upsert(CORPUS)
+    everything = ChunkFilter(kb_ids=("kb1", "kb2", "kb3"))
+    leave = terms_string("leave")
+    store.keyword_search(leave, 3, everything)  # counted: it keeps every row
+    with engine.connect() as db:
+        assert store._plan(db, everything)[:2] == (len(CORPUS), len(CORPUS))
+    other = PostgresChunkStore(engine, "pair", DIM)  # another process
+    other.upsert([make_chunk("p1", "fp", ("kb9",), "Another tenant's leave leave leave.", 5)])
+    other.delete(ChunkFilter(file_ids=("f2",)))
+    with engine.connect() as db:
+        assert store._plan(db, everything)[:2] == (len(CORPUS), len(CORPUS) - 1)
+    fresh = PostgresChunkStore(engine, "pair", DIM)  # no count kept from before
+    assert store.keyword_search(leave, 3, everything) == fresh.keyword_search(leave, 3, everything)
+
+
 def test_ef_search_widens_with_the_table():
     from citewell.stores.postgres.store import ef_search
 

@@ -81,11 +81,10 @@ class LanceChunkStore:
         self._scopes = ScopeStatisticsCache(
             lambda where: scope_terms(self._table, where_sql(where))
         )
-        # Counts taken since this process's latest write (``_writes``): whether keyword
-        # scores need a scope of their own must not rest on a count from before a KB grew.
-        self._writes = 0
+        # Counts of the version searches read: whether keyword scores need a scope of
+        # their own must not rest on a count from before any process's write.
         self._fresh_counts: FilterCounts[tuple[str | None, int]] = FilterCounts(
-            lambda key: int(self._table.count_rows(key[0]))
+            lambda key: int(self._search.table().count_rows(key[0]))
         )
         self._fts_ready = "terms" in self._upkeep.index_names()
         if self._fts_ready:
@@ -309,7 +308,6 @@ class LanceChunkStore:
         self._snapshots.changed()
         self._addresses.forget()
         self._scopes.changed()
-        self._writes += 1
         self._search.latest()
 
     def keyword_search(self, terms: str, k: int, where: ChunkFilter) -> list[SearchHit]:
@@ -350,14 +348,15 @@ class LanceChunkStore:
         return rows
 
     def _keeps_every_row(self, where: ChunkFilter) -> bool:
-        """Whether the filter keeps every row now (no filter, or one counted since this
-        process's latest write; other processes' writes within COUNT_TTL)."""
+        """Whether the filter keeps every row of the version searches read now (no
+        filter, or one counted at that version: a write of any process moves it)."""
         if where.kb_ids is None and where.file_ids is None:
             return True
         if not where.kb_ids or where.file_ids is not None:
             return False
-        rows = self._fresh_counts((None, self._writes))
-        return rows > 0 and self._fresh_counts((where_sql(where), self._writes)) == rows
+        version = int(self._search.table().version)
+        rows = self._fresh_counts((None, version))
+        return rows > 0 and self._fresh_counts((where_sql(where), version)) == rows
 
     def _keeps_all(self, where: ChunkFilter) -> bool:
         """Whether the KB filter kept every row when last counted (one KB holding them all,

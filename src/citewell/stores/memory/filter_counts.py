@@ -17,22 +17,25 @@ class FilterCounts(Generic[Key]):
 
     def __init__(self, count: Callable[[Key], int]) -> None:
         self._count = count
-        self._known: dict[Key, tuple[float, int, int | None]] = {}
+        self._known: dict[Key, tuple[float, int, int | None, int | None]] = {}
 
-    def __call__(self, key: Key, total: int | None = None) -> int:
-        """``total``: the table's rows now. A key that kept every row when counted is
-        counted again once the total moves (another process wrote): a stale count would
-        take it for a part of the table, whose statistics are read from all its rows."""
+    def __call__(self, key: Key, total: int | None = None, version: int | None = None) -> int:
+        """``total`` and ``version``: the table's rows and version now. A key that kept
+        every row when counted is counted again once either moved (another process wrote,
+        even rows in and rows out alike): a stale count would take a part of the table for
+        all of it, and score its keywords with statistics of rows its caller may not read."""
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and now - known[0] < COUNT_TTL:
-            rows, then = known[1], known[2]
-            if total is None or then is None or rows < then or total == then:
+            rows, then, then_version = known[1], known[2], known[3]
+            if total is None or then is None or rows < then:
+                return rows
+            if total == then and version == then_version:
                 return rows
         if len(self._known) > 1000:
             self._known.clear()
         rows = self._count(key)
-        self._known[key] = (now, rows, total)
+        self._known[key] = (now, rows, total, version)
         return rows
 
     def forget(self) -> None:

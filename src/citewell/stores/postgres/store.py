@@ -187,8 +187,10 @@ class PostgresChunkStore:
             self.changes.written(db, -len(gone), -sum(int(r.length) for r in gone), files)
         return len(gone)
 
-    def _rows(self, db: Connection) -> int:
-        return int(db.execute(text(f"SELECT chunks FROM {self.stats}")).scalar_one())
+    def _rows(self, db: Connection) -> tuple[int, int]:
+        """The table's rows and version."""
+        found = db.execute(text(f"SELECT chunks, version FROM {self.stats}")).one()
+        return int(found.chunks), int(found.version)
 
     def delete(self, where: ChunkFilter) -> int:
         if where.kb_ids is None and where.file_ids is None:
@@ -289,10 +291,10 @@ class PostgresChunkStore:
         """The table's rows, the rows this filter keeps (counted at most every 30 s), and
         how a search should apply it: "all" (no filter), "most" (it keeps at least half
         the table), "few" (at most EXACT_ROWS rows and under half) or "some"."""
-        rows = self._rows(db)
+        rows, version = self._rows(db)
         if where.kb_ids is None and where.file_ids is None:
             return rows, rows, "all"
-        kept = self._counts(where, rows)
+        kept = self._counts(where, rows, version)
         if rows and kept >= rows / 2:
             return rows, kept, "most"
         return rows, kept, "few" if kept <= EXACT_ROWS else "some"
