@@ -343,9 +343,10 @@ def test_a_current_table_opens_without_schema_statements(engine):
 
 
 def test_vectors_are_stored_as_the_float32_numbers_given(engine):
-    """The text form written for COPY and queries keeps nine digits: the float32 a vector
-    holds comes back exactly, from a matrix and from Python floats alike (duplicated ids:
-    the last one kept, as upsert keeps it)."""
+    """COPY writes vectors in pgvector's binary form, queries in text with nine digits:
+    the float32 a vector holds comes back exactly, from a matrix and from Python floats
+    alike (duplicated ids: the last one kept, as upsert keeps it); a chunk's other columns
+    (no page, no headings) come back as written."""
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((3, DIM)).astype(np.float32) * np.float32(1e-3)
     literal = vector_literal(matrix[0])
@@ -359,6 +360,11 @@ def test_vectors_are_stored_as_the_float32_numbers_given(engine):
     assert sorted(rows) == ["e0", "e1"]
     stored = {k: np.asarray(parse_vector(v), dtype=np.float32) for k, v in rows.items()}
     assert np.array_equal(stored["e0"], matrix[2]) and np.array_equal(stored["e1"], matrix[1])
+    bare = replace(make_chunk("e2", "fe", (), "Ünïcode 北京, no page.", 0), page=None, headings=())
+    store.upsert([replace(bare, vector=tuple(float(x) for x in matrix[1]))])
+    (scanned,) = [c for c in store.scan(ChunkFilter(file_ids=("fe",))) if c.id == "e2"]
+    assert scanned == replace(bare, vector=None)
+    assert np.array_equal(np.asarray(store.vectors(["e2"])[0], dtype=np.float32), matrix[1])
 
 
 def test_a_filter_keeping_every_row_is_not_taken_for_a_part_after_another_writes(

@@ -42,11 +42,12 @@ from citewell.stores.postgres.changes import ChangeLog
 from citewell.stores.postgres.schema import create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
 from citewell.stores.postgres.sql import (
-    copy_rows,
+    copy_chunks,
     ef_search,
     filter_sql,
     parse_vector,
     set_local,
+    vector_binary,
     vector_literal,
 )
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
@@ -141,7 +142,7 @@ class PostgresChunkStore:
         for chunk in unique:
             if chunk.vector is None:
                 raise StoreError(f"Chunk {chunk.id} has no vector.")
-        self._write(unique, (vector_literal(c.vector or ()) for c in unique))
+        self._write(unique, (vector_binary(c.vector or ()) for c in unique))
         return len(chunks)
 
     def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> int:
@@ -149,22 +150,22 @@ class PostgresChunkStore:
         if not chunks:
             return 0
         last = list({c.id: i for i, c in enumerate(chunks)}.values())  # as upsert keeps
-        self._write([chunks[i] for i in last], (vector_literal(vectors[i]) for i in last))
+        self._write([chunks[i] for i in last], (vector_binary(vectors[i]) for i in last))
         return len(chunks)
 
-    def _write(self, unique: Sequence[StoredChunk], vectors: Iterable[str]) -> None:
-        """Chunks of distinct ids, with their vectors in pgvector's text form."""
+    def _write(self, unique: Sequence[StoredChunk], vectors: Iterable[bytes]) -> None:
+        """Chunks of distinct ids, with their vectors in pgvector's binary form."""
         with self.engine.begin() as db:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
             # COPY, not INSERT: executemany made ingestion 4x slower than the embedded store's
-            copy_rows(db, self.table, map(self._row, unique, vectors))
+            copy_chunks(db, self.table, map(self._row, unique, vectors))
             self.bm25.count_terms(db, [c.terms for c in unique])
             files = {c.file_id for c in unique}
             self.changes.written(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
         self._changed()
 
     @staticmethod
-    def _row(chunk: StoredChunk, vector: str) -> tuple[Any, ...]:
+    def _row(chunk: StoredChunk, vector: bytes) -> tuple[Any, ...]:
         """The table's columns in order, for COPY."""
         row = chunk_row(chunk)
         return (*(row[c] for c in ROW_COLUMNS), row["terms"], len(chunk.terms.split()), vector)
