@@ -24,13 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from citewell.db.change_listener import ChangeListener
 from citewell.db.changes import change_counter
 from citewell.errors import StoreError
-from citewell.stores.base import (
-    FileChunks,
-    IndexHealth,
-    ReplicaState,
-    SearchHit,
-    TableCopyStats,
-)
+from citewell.stores.base import FileChunks, IndexHealth, ReplicaState, SearchHit, TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.filter_counts import FilterCounts
 from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
