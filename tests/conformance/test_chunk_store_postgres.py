@@ -38,10 +38,10 @@ class WaitingKeeper(SnapshotKeeper):
     """Waits for the background build instead of sending the search to SQL meanwhile, so
     every search of the conformance suite is answered from the snapshot."""
 
-    def current(self):
+    def current(self, wait=True):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            snapshot = super().current()
+            snapshot = super().current(wait)
             if snapshot is not None or not self._building:
                 return snapshot
             time.sleep(0.002)
@@ -578,10 +578,10 @@ class CopyWaitingKeeper(SnapshotKeeper):
     """Waits for the copy of a big table (no quiet period here) instead of sending the
     search to SQL meanwhile."""
 
-    def current(self):
+    def current(self, wait=True):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            snapshot = super().current()
+            snapshot = super().current(wait)
             if snapshot is not None:
                 return snapshot
             time.sleep(0.005)

@@ -332,3 +332,14 @@ def test_a_slow_reading_of_the_changes_sends_searches_to_the_table():
     began = time.perf_counter()
     assert keeper.current() is None
     assert time.perf_counter() - began >= CATCH_UP_WAIT - 0.05
+
+
+def test_a_report_of_the_copy_does_not_wait_for_the_changes():
+    """/api/v1/stats/store and readiness probes ask about the copy: right after another
+    process's write they answer at once, the copy not current until its changes are read."""
+    keeper = _copied(ChangingTable(read_seconds=0.3))
+    began = time.perf_counter()
+    assert keeper.big_copy_stats(1024, 1.0).current is False
+    assert time.perf_counter() - began < 0.2
+    assert isinstance(settled(keeper), ChangedCopy)
+    assert keeper.big_copy_stats(1024, 1.0).current is True

@@ -145,10 +145,11 @@ class SnapshotKeeper:
             **options,
         )  # fmt: skip
 
-    def current(self) -> TableSnapshot | ChangedCopy | None:
+    def current(self, wait: bool = True) -> TableSnapshot | ChangedCopy | None:
         """The snapshot of the table's latest version, or None: the table is too large, or
         the snapshot is being brought up to date (read the table meanwhile). With a big
-        copy to bring up to date, waits a little for the rows written since it."""
+        copy to bring up to date, waits a little for the rows written since it (unless
+        not ``wait``: a report of the copy, a readiness probe)."""
         if self._max_rows <= 0:
             return None
         with self._lock:
@@ -156,7 +157,7 @@ class SnapshotKeeper:
             if now < self._retry_at:
                 return None
             if self._building:
-                return self._catch_up()
+                return self._catch_up(wait)
             # Too large for a snapshot: nothing stale can be served, so look again (has it
             # shrunk?) only now and then, not before every use.
             interval = self._interval if self._snapshot is not None else CHECK_INTERVAL
@@ -165,29 +166,29 @@ class SnapshotKeeper:
         version = self._source.version()  # outside the lock: a query, for PostgreSQL
         with self._lock:
             if self._building:
-                return self._catch_up()
+                return self._catch_up(wait)
             if version == self._covers:  # (a write of ours since set it to -1)
                 self._checked = now
                 return self._snapshot
             self._start_build()
-            return self._catch_up()
+            return self._catch_up(wait)
 
-    def _catch_up(self) -> TableSnapshot | ChangedCopy | None:
+    def _catch_up(self, wait: bool) -> TableSnapshot | ChangedCopy | None:
         """(Holding the lock, a build running.) The snapshot it makes, if that is the big
         copy with the few rows written since and done within the wait; else None."""
-        if self._base is None:
-            return None  # a whole table to read: no search waits that long
+        if self._base is None or not wait:
+            return None  # a whole table to read (no search waits that long), or a report
         took = self._catch_up_took
-        wait = CATCH_UP_WAIT if took is None else min(CATCH_UP_WAIT, 3 * took + 0.05)
+        seconds = CATCH_UP_WAIT if took is None else min(CATCH_UP_WAIT, 3 * took + 0.05)
         # Not past the build's finding the changes unknown: then it makes the copy again.
-        self._built.wait_for(lambda: not self._building or self._base is None, wait)
+        self._built.wait_for(lambda: not self._building or self._base is None, seconds)
         return None if self._building else self._snapshot
 
     def big_copy_stats(
         self, budget_mb: int, needed_mb: float, recall_samples: int = 0
     ) -> TableCopyStats:
         """The copy of a table past the ANN threshold, if one is current (and its recall)."""
-        snapshot = self.current()
+        snapshot = self.current(wait=False)
         ann = snapshot.ann if snapshot is not None else None
         if snapshot is None or ann is None:
             state = "not_needed" if not needed_mb else self._big_state
