@@ -48,15 +48,20 @@ CHUNK_COLUMN_TYPES = (
 )  # fmt: skip
 
 
-def copy_chunks(db: Connection, table: str, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Rows of a chunk table (CHUNK_COLUMN_TYPES, the vector as ``vector_binary`` gives it)
-    into it with COPY in binary, inside the connection's transaction. In text, each vector
-    had to be written out as 384 decimal numbers: a third of a bulk load's time."""
+def vector_oid(db: Connection) -> int:
+    """The vector type's oid in this database (pgvector's extension makes it)."""
+    return int(db.execute(text("SELECT 'vector'::regtype::oid")).scalar_one())
+
+
+def copy_chunks(db: Connection, table: str, vector: int, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Rows of a chunk table (CHUNK_COLUMN_TYPES, the vector as ``vector_binary`` gives it,
+    ``vector`` the type's oid) into it with COPY in binary, inside the connection's
+    transaction. In text, each vector had to be written out as 384 decimal numbers: a
+    third of a bulk load's time."""
     driver = db.connection.driver_connection
     assert driver is not None  # a checked-out connection always has its driver's
     with driver.cursor() as cursor:
         types = cursor.adapters.types
-        (vector,) = cursor.execute("SELECT 'vector'::regtype::oid").fetchone() or (0,)
         oids = [_oid(types, name) for name in CHUNK_COLUMN_TYPES[:-1]] + [vector]
         cursor.adapters.register_dumper(None, _vector_dumper(vector))
         with cursor.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:

@@ -43,6 +43,7 @@ from citewell.stores.postgres.sql import (
     set_local,
     vector_binary,
     vector_literal,
+    vector_oid,
 )
 from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
@@ -83,6 +84,7 @@ class PostgresChunkStore:
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
             create_tables(db, table, dimension, self.bm25)
+            self._vector_oid = vector_oid(db)  # once, not a round trip a write
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
         self._source = PostgresSnapshotSource(
@@ -152,7 +154,7 @@ class PostgresChunkStore:
         with self.engine.begin() as db:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
             # COPY, not INSERT: executemany made ingestion 4x slower than the embedded store's
-            copy_chunks(db, self.table, map(self._row, unique, vectors))
+            copy_chunks(db, self.table, self._vector_oid, map(self._row, unique, vectors))
             self.bm25.count_terms(db, [c.terms for c in unique])
             files = {c.file_id for c in unique}
             self.changes.written(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
