@@ -267,8 +267,9 @@ def measure(args: argparse.Namespace, pg: EmbeddedPostgres, queries: list[str]) 
         for kb in (KB, ONE_KB):
             result[f"kb_{kb}"] = in_turns(clients, queries[: args.queries], kb)
         result["uploads"] = {n: uploads(c, args) for n, c in clients.items()}
-        result["copies"] = {n: c.get("/api/v1/stats/store").json()["table_copy"]
-                            for n, c in clients.items()}  # fmt: skip
+        stats = {n: c.get("/api/v1/stats/store").json() for n, c in clients.items()}
+        result["copies"] = {n: s["table_copy"] for n, s in stats.items()}
+        result["kb_copies"] = {n: s["kb_copies"] for n, s in stats.items()}  # one worker's
         result["memory"] = {name: memory_mb(s.pid) for name, s in servers.items()}
         result["memory"]["postgresql_pss_mb"] = server_memory_mib(pg)
     finally:

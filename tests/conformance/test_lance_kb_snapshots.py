@@ -9,7 +9,7 @@ import pytest
 
 from citewell.stores.base import optimize_store
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.lance import kb_snapshots as lance_kb_snapshots
+from citewell.stores.memory import kb_copies
 from citewell.stores.lance.store import LanceChunkStore
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
@@ -23,7 +23,7 @@ POLICY = VectorIndexPolicy(min_rows=4)
 def every_call_counts(monkeypatch):
     """The tests ask for copies in quick succession: each ask counts as a search."""
 
-    monkeypatch.setattr(lance_kb_snapshots, "SAME_SEARCH", 0.0)
+    monkeypatch.setattr(kb_copies, "SAME_SEARCH", 0.0)
 
 
 class CopyWaitingStore(LanceChunkStore):
@@ -159,7 +159,7 @@ def test_halving_the_counts_keeps_those_of_copies(store):
 
 def test_the_two_halves_of_one_search_count_once(store, monkeypatch):
 
-    monkeypatch.setattr(lance_kb_snapshots, "SAME_SEARCH", 0.1)
+    monkeypatch.setattr(kb_copies, "SAME_SEARCH", 0.1)
     store.vector_search(unit(2), 1, ChunkFilter(kb_ids=("kb2",)))
     store.keyword_search("lunch", 1, ChunkFilter(kb_ids=("kb2",)))
     assert store._kb_snapshots._searches == {frozenset({"kb2"}): 1.0}
@@ -175,7 +175,7 @@ def test_a_kb_searched_once_gets_no_copy(store):
 
 def test_the_builder_thread_ends_when_idle_and_starts_again(store, monkeypatch):
 
-    monkeypatch.setattr(lance_kb_snapshots, "IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(kb_copies, "IDLE_SECONDS", 0.05)
     wait_for_copy(store, ("kb1",))
     deadline = time.monotonic() + 10
     while store._kb_snapshots._worker is not None:

@@ -72,6 +72,7 @@ def _postgres(settings: Settings, table: str, dimension: int) -> ChunkStore:
         table_copy_mb=table_copy_budget_mb(settings),
         copies_dir=settings.storage.data_dir / "table_copies" if shared else None,
         memory_free=memory_free_bytes, replica=_replica(settings),
+        kb_copy_mb=settings.storage.kb_snapshot_mb,
     )  # fmt: skip
 
 

@@ -20,7 +20,7 @@ from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.journal import ChangeJournal
-from citewell.stores.lance.kb_snapshots import KbSnapshots
+from citewell.stores.lance.kb_snapshots import LanceKbSource
 from citewell.stores.lance.reads import LanceSnapshotSource, RowAddresses, scope_terms
 from citewell.stores.lance.search_table import (
     RENEW_AFTER_VERSIONS,
@@ -38,6 +38,7 @@ from citewell.stores.lance.writes import (
 )
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.filter_counts import FilterCounts
+from citewell.stores.memory.kb_copies import KbCopies
 from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
 from citewell.stores.memory.scope_statistics import SCOPED_DEPTH, ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
@@ -103,10 +104,10 @@ class LanceChunkStore:
             source, self.vector_index.min_rows, table_copy_mb, dimension,
             self._shared is not None, index=self.vector_index, memory_free=memory_free,
         )  # fmt: skip
-        self._kb_snapshots = KbSnapshots(
-            self._addresses.dataset, lambda: int(self._table.version), dimension,
-            kb_snapshot_mb << 20,
-        )  # fmt: skip
+        kb_source = LanceKbSource(
+            self._addresses.dataset, lambda: int(self._table.version), dimension
+        )
+        self._kb_snapshots = KbCopies(kb_source, kb_snapshot_mb << 20)
 
     def _open_search_table(self) -> SearchHandle:
         connection, session = connect(self._path, self._cache_mb)
@@ -266,7 +267,7 @@ class LanceChunkStore:
         )
 
     def kb_copies(self) -> KbCopyStats:
-        """This process's in-memory KB copies (lance_kb_snapshots) and what they served."""
+        """This process's in-memory KB copies (memory/kb_copies.py) and what they served."""
         return self._kb_snapshots.stats()
 
     # --- reads ------------------------------------------------------------------
@@ -293,7 +294,7 @@ class LanceChunkStore:
 
     def _kb_snapshot(self, where: ChunkFilter) -> TableSnapshot | None:
         """The in-memory copy of the filter's KBs, when the table is too large for a whole
-        snapshot and those KBs hold few rows (lance_kb_snapshots)."""
+        snapshot and those KBs hold few rows (memory/kb_copies.py)."""
         if not where.kb_ids or not self._kb_snapshots.enabled:
             return None
         if self._counts(None) < self.vector_index.min_rows:

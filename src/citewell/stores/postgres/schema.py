@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from citewell.db.change_listener import notify_on_update
 from citewell.errors import StoreError
@@ -180,3 +180,21 @@ def _keep_vectors_inline(db: Connection, table: str) -> None:
     if _attribute(db, table, "attstorage", "vector") != "m":
         # Checked first: ALTER TABLE would lock out searches meanwhile.
         db.execute(text(f"ALTER TABLE {table} ALTER COLUMN vector SET STORAGE MAIN"))
+
+
+def analyze_changed(engine: Engine, tables: list[str]) -> None:
+    """ANALYZE those of ``tables`` that changed by a tenth since they were last counted
+    (or never were)."""
+    with engine.connect() as db:
+        stale = db.execute(
+            text(
+                "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(:names) AND "
+                "(last_analyze IS NULL AND last_autoanalyze IS NULL "
+                "OR n_mod_since_analyze > 0.1 * greatest(n_live_tup, 1000))"
+            ),
+            {"names": tables},
+        ).scalars()
+        names = ", ".join(sorted(stale))
+    if names:
+        with engine.connect() as db:
+            db.execution_options(isolation_level="AUTOCOMMIT").execute(text(f"ANALYZE {names}"))

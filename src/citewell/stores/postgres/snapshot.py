@@ -108,9 +108,9 @@ class PostgresSnapshotSource:
     def load(self, index: VectorIndexPolicy | None = None) -> TableSnapshot:
         """The rows and the version they are at, read in one repeatable-read transaction
         (binary, so vectors come as bytes); ``index``: see TableSnapshot.from_arrow."""
-        with self._repeatable() as db:
+        with self.repeatable() as db:
             version = int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
-            data = self._read(db, "", [])
+            data = self.read(db, "", [])
         return TableSnapshot.from_arrow(version, data, self.dimension, index)
 
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
@@ -120,7 +120,7 @@ class PostgresSnapshotSource:
     def scan(self) -> Iterator[TableScan]:
         """The table at one moment (a repeatable-read transaction), read in batches as
         often as asked, in the same order each time: one worker, from the table's start."""
-        with self._repeatable() as db:
+        with self.repeatable() as db:
             db.execute(text("SET LOCAL synchronize_seqscans = off"))
             db.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
             version = int(db.execute(text(f"SELECT version FROM {self.stats}")).scalar_one())
@@ -130,17 +130,17 @@ class PostgresSnapshotSource:
     def changes(self, since: int) -> TableChanges | None:
         """The rows, as they are now, of the files written after version ``since`` (the
         changes table), with the version and row count they stand at."""
-        with self._repeatable() as db:
+        with self.repeatable() as db:
             version, chunks = db.execute(text(f"SELECT version, chunks FROM {self.stats}")).one()
             files = self._changes.files_after(db, since)
             if files is None or len(files) > MAX_CHANGED_ROWS:
                 return None
-            data = self._read(db, " WHERE file_id = ANY(%s)", [sorted(files)])
+            data = self.read(db, " WHERE file_id = ANY(%s)", [sorted(files)])
         rows = TableSnapshot.from_arrow(int(version), data, self.dimension)
         return TableChanges(frozenset(files), rows, int(chunks))
 
     @contextlib.contextmanager
-    def _repeatable(self) -> Iterator[Connection]:
+    def repeatable(self) -> Iterator[Connection]:
         """A repeatable-read transaction (what it reads is of one moment) on the replica
         when it answers and has replayed the table's latest version, else the primary."""
         with (self._caught_up_replica() or self.engine).connect() as connection:
@@ -187,7 +187,7 @@ class PostgresSnapshotSource:
         )
         return None
 
-    def _read(self, db: Connection, where: str, params: list[Any]) -> pa.Table:
+    def read(self, db: Connection, where: str, params: list[Any]) -> pa.Table:
         """The snapshot's columns of the rows ``where`` keeps, read in batches: a million
         rows fetched at once were a few GB of Python tuples beside the copy being made."""
         parts = list(self._batches(db, where, params, None))

@@ -24,16 +24,27 @@ from sqlalchemy.engine import Connection, Engine
 from citewell.db.change_listener import ChangeListener
 from citewell.db.changes import change_counter
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, IndexHealth, ReplicaState, SearchHit, TableCopyStats
+from citewell.stores.base import (
+    FileChunks,
+    IndexHealth,
+    KbCopyStats,
+    ReplicaState,
+    SearchHit,
+    TableCopyStats,
+)
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.filter_counts import FilterCounts
+from citewell.stores.memory.kb_copies import KbCopies
 from citewell.stores.memory.keeper import SnapshotKeeper, copy_needed_mb
 from citewell.stores.memory.scope_statistics import ScopeStatisticsCache
 from citewell.stores.memory.shared_copy import SharedCopies
-from citewell.stores.memory.snapshot import SnapshotSource
+from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 from citewell.stores.postgres.bm25 import FilterPlan, KeywordIndex
 from citewell.stores.postgres.changes import ChangeLog
-from citewell.stores.postgres.schema import create_tables, forget_table
+from citewell.stores.postgres.health import measured_recall, vocabulary_size
+from citewell.stores.postgres.kb_copies import PostgresKbSource
+from citewell.stores.postgres.schema import analyze_changed, create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
 from citewell.stores.postgres.sql import (
     copy_chunks,
@@ -73,8 +84,11 @@ class PostgresChunkStore:
         copies_dir: Path | None = None,
         memory_free: Callable[[], int | None] | None = None,
         replica: Engine | None = None,
+        kb_copy_mb: int = 0,
     ) -> None:
-        """``replica``: a streaming replica the copies of the table are read from."""
+        """``replica``: a streaming replica the copies of the table are read from;
+        ``kb_copy_mb``: memory for copies of single KBs of fewer than ``memory_rows``
+        chunks of a bigger table (memory/kb_copies.py)."""
         if not TABLE_NAME.match(table):
             raise StoreError(f"{table!r} is not a usable table name.")
         self.engine, self.table, self.dimension = engine, table, dimension
@@ -101,6 +115,9 @@ class PostgresChunkStore:
             memory_free=memory_free,
         )  # fmt: skip
         self._scopes = ScopeStatisticsCache(self._scope_terms)
+        kb_source = PostgresKbSource(self._source, memory_rows)
+        self._kb_copies = KbCopies(kb_source, kb_copy_mb << 20, check_interval=0.0)
+        self._big: tuple[int, bool] = (-1, False)  # (version, at or above memory_rows)
 
     def table_copy(self, recall_samples: int = 0) -> TableCopyStats:
         """This process's in-memory copy of the whole big table (``table_copy_mb``)."""
@@ -116,7 +133,12 @@ class PostgresChunkStore:
             self.count(ChunkFilter()), self._memory_rows, self.dimension, self._shared is not None
         )
 
+    def kb_copies(self) -> KbCopyStats:
+        """This process's in-memory KB copies (``kb_snapshot_mb``) and what they served."""
+        return self._kb_copies.stats()
+
     def _changed(self) -> None:
+        self._kb_copies.changed()
         self._snapshots.changed()
         self._scopes.changed()
         self._counts.forget()  # "the filter keeps every row" must not outlive a write
@@ -236,8 +258,26 @@ class PostgresChunkStore:
         self.changes.written(db, 0, 0, file_ids)
 
     # --- searches ---------------------------------------------------------------------
+    def _snapshot_for(self, where: ChunkFilter) -> TableSnapshot | ChangedCopy | None:
+        """What in memory answers a search with this filter: a copy of its KBs when the
+        table is big and they are few of it, else the table's snapshot or copy; None:
+        search in SQL."""
+        return self._kb_copy(where) or self._snapshots.current()
+
+    def _kb_copy(self, where: ChunkFilter) -> TableSnapshot | None:
+        if not where.kb_ids or not self._kb_copies.enabled or not self._big_table():
+            return None
+        return self._kb_copies.current(where.kb_ids)
+
+    def _big_table(self) -> bool:
+        """At or above ``memory_rows`` (counted again once the version moves)."""
+        version = self._source.version()  # from memory until a notification moves it
+        if self._big[0] != version:
+            self._big = (version, 0 < self._memory_rows <= self._source.count_rows())
+        return self._big[1]
+
     def vector_search(self, vector: Sequence[float], k: int, where: ChunkFilter) -> list[SearchHit]:
-        snapshot = self._snapshots.current()
+        snapshot = self._snapshot_for(where)
         if snapshot is not None:
             ranked = snapshot.search(vector, k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
@@ -271,7 +311,7 @@ class PostgresChunkStore:
         words = terms.split()
         if not words:
             return []
-        snapshot = self._snapshots.current()
+        snapshot = self._snapshot_for(where)
         if snapshot is not None:
             ranked = snapshot.keyword_search(words, k, where)
             return [SearchHit(cid, score, i) for i, (cid, score) in enumerate(ranked)]
@@ -367,47 +407,18 @@ class PostgresChunkStore:
         """Rows, and the HNSW index's recall@50 against an exact scan, measured with the
         vectors of evenly spread stored chunks as queries."""
         rows = self.count(ChunkFilter())
-        recall = self._recall(recall_samples, rows) if recall_samples and rows else None
+        recall = None
+        if recall_samples and rows:
+            recall = measured_recall(
+                self.engine, self.table, self.vector_search, recall_samples, rows
+            )
         return IndexHealth(
             rows=rows,
             vector_index="pgvector HNSW (cosine)",
-            segments={"terms": self._terms()},
+            segments={"terms": vocabulary_size(self.engine, self.bm25.df)},
             recall_at_50=recall,
             recall_samples=recall_samples if recall is not None else 0,
         )
-
-    def _terms(self) -> int:
-        """Distinct terms in the rows (the keyword index's vocabulary)."""
-        with self.engine.connect() as db:
-            found = db.execute(text(f"SELECT count(*) FROM {self.bm25.df} WHERE df > 0"))
-            return int(found.scalar_one())
-
-    def _recall(self, samples: int, rows: int) -> float:
-        step = max(1, rows // samples)
-        with self.engine.connect() as db:
-            vectors = db.execute(
-                text(
-                    f"SELECT vector::text FROM (SELECT vector, row_number() OVER (ORDER BY id) "
-                    f"AS n FROM {self.table}) v WHERE (n - 1) % :step = 0 LIMIT :samples"
-                ),
-                {"step": step, "samples": samples},
-            ).scalars()
-            queries = [parse_vector(v) for v in vectors]
-        found = []
-        for vector in queries:
-            ann = {h.chunk_id for h in self.vector_search(vector, 50, ChunkFilter())}
-            with self.engine.begin() as db:
-                set_local(db, {"enable_indexscan": "off", "enable_bitmapscan": "off"})
-                exact = db.execute(
-                    text(
-                        f"SELECT id FROM {self.table} "
-                        "ORDER BY vector <=> CAST(:q AS vector) LIMIT 50"
-                    ),
-                    {"q": vector_literal(vector)},
-                ).scalars()
-                truth = set(exact)
-            found.append(len(ann & truth) / max(1, len(truth)))
-        return round(sum(found) / len(found), 3)
 
     def rebuild_vector_index(self) -> None:
         """Build the HNSW index anew (``citewell check --repair`` on low recall)."""
@@ -423,6 +434,7 @@ class PostgresChunkStore:
             db.execute(text(f"DROP TABLE IF EXISTS {self.table}"))
             forget_table(db, self.table)
         self._snapshots.dropped()
+        self._kb_copies.clear()
         if self._shared is not None:
             self._shared.clear()  # a table made anew under the name starts at version 1
         self._changed()
@@ -433,17 +445,5 @@ class PostgresChunkStore:
         filters and joins keep good plans as a table grows from empty). ANALYZE samples
         each table whatever its size: after every ingested batch it cost seconds at a
         million chunks, for statistics that had barely moved."""
-        with self.engine.connect() as db:
-            stale = db.execute(
-                text(
-                    "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(:names) AND "
-                    "(last_analyze IS NULL AND last_autoanalyze IS NULL "
-                    "OR n_mod_since_analyze > 0.1 * greatest(n_live_tup, 1000))"
-                ),
-                {"names": [self.table, self.bm25.df, self.stats]},
-            ).scalars()
-            names = ", ".join(sorted(stale))
-        if names:
-            with self.engine.connect() as db:
-                db.execution_options(isolation_level="AUTOCOMMIT").execute(text(f"ANALYZE {names}"))
+        analyze_changed(self.engine, [self.table, self.bm25.df, self.stats])
         self.changes.prune(self.engine)
