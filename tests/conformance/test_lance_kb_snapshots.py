@@ -165,6 +165,14 @@ def test_the_two_halves_of_one_search_count_once(store, monkeypatch):
     assert store._kb_snapshots._searches == {frozenset({"kb2"}): 1.0}
 
 
+def test_searches_in_quick_succession_each_count(store, monkeypatch):
+    monkeypatch.setattr(kb_copies, "SAME_SEARCH", 0.1)
+    kept, key = store._kb_snapshots, frozenset({"kb2"})
+    for n in range(8):  # an ask every 50 ms for 0.4 s: four searches, at least
+        kept._count(key, 1000.0 + 0.05 * n)
+    assert kept._searches[key] == 4.0
+
+
 def test_a_kb_searched_once_gets_no_copy(store):
     kept = store._kb_snapshots
     assert store._kb_snapshot(ChunkFilter(kb_ids=("kb2",))) is None

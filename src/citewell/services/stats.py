@@ -33,7 +33,7 @@ class StoreStats:
     store: str  # the backend's class: LanceChunkStore, PostgresChunkStore
     rows: int
     index: IndexHealth | None  # None: the store cannot report its indexes
-    kb_copies: KbCopyStats | None  # None: the store keeps none (PostgreSQL)
+    kb_copies: KbCopyStats | None  # None: the store keeps none (a plug-in's)
     table_copy: TableCopyStats | None  # None: the store keeps none (a plug-in's, say)
     sentence_pairs: int  # rows of the table beside it (``sentence_vectors``)
 

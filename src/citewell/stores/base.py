@@ -213,7 +213,7 @@ class IndexHealth:
 
 @dataclass(frozen=True)
 class KbCopyStats:
-    """One process's in-memory copies of single KBs of a big table (LanceDB), for
+    """One process's in-memory copies of single KBs of a big table (either store), for
     ``GET /api/v1/stats/store``. The searches count vector and keyword halves apart, and
     only those in KBs small enough for a copy: many from the table after the server has
     run a while mean the KBs searched do not fit in ``budget_mb``."""

@@ -169,9 +169,11 @@ class KbCopies:
             }
             self._used = {k: t for k, t in self._used.items() if k in self._searches}
             self._refused = {k: t for k, t in self._refused.items() if now - t < REFUSED_SECONDS}
+        # Measured from the last search counted, not the last ask: searches coming faster
+        # than SAME_SEARCH apart (a busy server's) would otherwise all count as one.
         if now - self._used.get(key, float("-inf")) >= SAME_SEARCH:
             self._searches[key] = self._searches.get(key, 0.0) + 1
-        self._used[key] = now
+            self._used[key] = now
 
     def _admits(self, key: Key) -> bool:
         """Make a copy (about a second of work at a million chunks) for a KB searched
