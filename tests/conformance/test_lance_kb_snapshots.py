@@ -4,13 +4,15 @@
 it is small enough for a copy."""
 
 import time
+from functools import partial
 
 import pytest
 
 from citewell.stores.base import optimize_store
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory import kb_copies
 from citewell.stores.lance.store import LanceChunkStore
+from citewell.stores.memory import kb_copies
+from citewell.testing import conformance
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
 
@@ -46,13 +48,8 @@ class TestLanceChunkStoreWithKbCopies(ScanConformance):
 
 
 def wait_for_copy(store: LanceChunkStore, kb_ids: tuple[str, ...]):
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        found = store._kb_snapshot(ChunkFilter(kb_ids=kb_ids))
-        if found is not None:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"no in-memory copy of {kb_ids} within 10 s")
+    find = partial(store._kb_snapshot, ChunkFilter(kb_ids=kb_ids))
+    return conformance.found_within(find, f"in-memory copy of {kb_ids}")
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ so every KB of it is small enough for a copy; the whole table has no copy (table
 0), so a search without a KB copy runs in SQL."""
 
 import time
+from functools import partial
 
 import pytest
 
@@ -13,6 +14,7 @@ from citewell.db.changes import change_counter
 from citewell.db.engine import url_engine
 from citewell.stores.memory import kb_copies
 from citewell.stores.postgres.store import PostgresChunkStore
+from citewell.testing import conformance
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
 
@@ -68,13 +70,8 @@ def store(engine):
 
 
 def wait_for_copy(store: PostgresChunkStore, kb_ids: tuple[str, ...] = ("kb1",)):
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        found = store._kb_copy(ChunkFilter(kb_ids=kb_ids))
-        if found is not None:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"no in-memory copy of {kb_ids} within 10 s")
+    find = partial(store._kb_copy, ChunkFilter(kb_ids=kb_ids))
+    return conformance.found_within(find, f"in-memory copy of {kb_ids}")
 
 
 def ids(hits):

@@ -6,7 +6,10 @@ with ``dimension`` == 8). Plain pytest classes: no plugin needed.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -25,8 +28,22 @@ from citewell.stores.base import (
 )
 from citewell.types import ChunkFilter, StoredChunk
 
+T = TypeVar("T")
+
 DIM = 8
 ALL = ChunkFilter()
+
+
+def found_within(find: Callable[[], T | None], what: str, seconds: float = 10.0) -> T:
+    """The first answer of ``find()`` that is not None, asked every 20 ms for ``seconds``
+    (what a store makes in the background: a copy, a snapshot)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = find()
+        if found is not None:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"no {what} within {seconds:g} s")
 
 
 def unit(i: int) -> tuple[float, ...]:
