@@ -8,6 +8,7 @@ so every KB of it is small enough for a copy; the whole table has no copy (table
 import time
 from functools import partial
 
+import psycopg
 import pytest
 
 from citewell.db.changes import change_counter
@@ -17,6 +18,11 @@ from citewell.stores.postgres.store import PostgresChunkStore
 from citewell.testing import conformance
 from citewell.testing.conformance import CORPUS, DIM, ScanConformance, make_chunk, unit
 from citewell.types import ChunkFilter
+from tests.conformance.test_chunk_store_postgres import (
+    _scans_on,
+    _wait_for_replay,
+    _wait_for_scan,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -175,3 +181,31 @@ def eventually(check, seconds: float = 10.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "not within the time allowed"
         time.sleep(0.01)
+
+
+def test_copies_are_read_from_a_caught_up_replica_else_from_the_primary(postgres):
+    url = postgres.create_database()
+    standby = postgres.replica()
+    try:
+        standby_url = standby.wait_for_database(url.rsplit("/", 1)[1])
+        primary, replica = url_engine(url), url_engine(standby_url)
+        store = PostgresChunkStore(
+            primary, "r", DIM, memory_rows=MEMORY_ROWS, replica=replica, kb_copy_mb=64
+        )
+        store.upsert([*CORPUS, EXTRA])
+        _wait_for_replay(url, standby_url)
+        before = _scans_on(standby_url, "r")
+        assert sorted(wait_for_copy(store).chunk_ids()) == ["c1", "c2", "c4"]
+        _wait_for_scan(standby_url, "r", before)  # the copy was read there
+        # Replay paused: the replica lags this write, so the copy is read from the primary.
+        with psycopg.connect(standby_url, autocommit=True) as connection:
+            connection.execute("SELECT pg_wal_replay_pause()")
+        store.upsert([make_chunk("n1", "f9", ("kb1",), "Brand new policy.", 5)])
+        assert ids(store.vector_search(unit(5), 1, KB1)) == ["n1"]  # the whole table's way
+        assert "n1" in wait_for_copy(store).chunk_ids()
+        with psycopg.connect(standby_url, autocommit=True) as connection:
+            connection.execute("SELECT pg_wal_replay_resume()")
+        replica.dispose()
+        primary.dispose()
+    finally:
+        standby.stop()
