@@ -22,6 +22,7 @@ from tests.conformance.test_chunk_store_postgres import (
     _scans_on,
     _wait_for_replay,
     _wait_for_scan,
+    eventually,
 )
 
 pytestmark = pytest.mark.conformance
@@ -174,13 +175,6 @@ def test_searches_of_a_kb_refused_a_copy_are_not_counted_as_misses(engine):
     for _ in range(5):
         assert ids(store.vector_search(unit(1), 1, everything)) == ["c2"]
     assert store.kb_copies().searches_from_table == missed
-
-
-def eventually(check, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "not within the time allowed"
-        time.sleep(0.01)
 
 
 def test_copies_are_read_from_a_caught_up_replica_else_from_the_primary(postgres):
