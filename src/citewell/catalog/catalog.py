@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -14,7 +14,7 @@ from citewell.catalog.file_ids import FileIds
 from citewell.catalog.file_rows import upsert_files
 from citewell.catalog.folders import Folders
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
-from citewell.catalog.link_rows import IN_LIST, FileLink, link_row, taken_paths
+from citewell.catalog.link_rows import IN_LIST, FileLink, link_row, new_link_values, taken_paths
 from citewell.catalog.synced_paths import SyncedPaths
 from citewell.db import ensure_schema
 from citewell.db.changes import ChangeCache, change_counter
@@ -50,6 +50,11 @@ class FileRecord:
     url: str = ""
     title: str = ""
     tenant: str = ""  # the owner of the KBs holding it ("": the operator's)
+
+    @property
+    def text_is_original(self) -> bool:
+        """Its bytes are its text (plain text, an import's file): only the text is stored."""
+        return self.sha256 == self.text_sha256
 
 
 def _link(row: KnowledgeBaseFileRow) -> FileLink:
@@ -368,14 +373,14 @@ class Catalog:
         links = list({(link.kb_id, link.path): link for link in links}.values())  # last wins
         with self._session() as session, session.begin():
             taken = taken_paths(session, links)
+            fresh = [new_link_values(k, now) for k in links if (k.kb_id, k.path) not in taken]
+            if fresh:  # new paths in one statement; a taken one merged
+                session.execute(insert(KnowledgeBaseFileRow), fresh)
             for link in links:
-                # A new path is added (inserted in bulk at the flush); a taken one merged.
-                keep = session.merge if (link.kb_id, link.path) in taken else session.add
-                keep(link_row(link, now))
-            for kb_id in {link.kb_id for link in links}:
-                kb = session.get(KnowledgeBaseRow, kb_id)
-                if kb is not None:
-                    kb.updated_at = now
+                if (link.kb_id, link.path) in taken:
+                    session.merge(link_row(link, now))
+            kbs = KnowledgeBaseRow.id.in_({link.kb_id for link in links})
+            session.execute(update(KnowledgeBaseRow).where(kbs).values(updated_at=now))
 
     def existing_files(self, file_ids: Collection[str]) -> set[str]:
         """Which of these files the catalog holds."""

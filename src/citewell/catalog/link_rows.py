@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from citewell.db.models import KnowledgeBaseFileRow
+from citewell.db.models import KnowledgeBaseFileRow, new_id
 
 IN_LIST = 500  # ids per IN (...): well under every database's limit on parameters
 
@@ -45,15 +46,26 @@ def taken_paths(session: Session, links: Sequence[FileLink]) -> set[tuple[str, s
 
 
 def link_row(link: FileLink, now: float) -> KnowledgeBaseFileRow:
-    return KnowledgeBaseFileRow(
-        kb_id=link.kb_id,
-        file_id=link.file_id,
-        path=link.path,
-        name=link.name,
-        added_by=link.added_by,
-        added_at=link.added_at or now,
-        source=link.source,
-        url=link.url,
+    """The row that replaces what a KB holds at the link's path."""
+    return KnowledgeBaseFileRow(**link_values(link, now))
+
+
+def new_link_values(link: FileLink, now: float) -> dict[str, Any]:
+    """The columns of a link at a path its KB does not hold yet: inserted in one statement
+    with the others (the ORM's flush took 0.3 ms a row, most of an import's catalog time)."""
+    return {"entry_id": new_id(), **link_values(link, now)}
+
+
+def link_values(link: FileLink, now: float) -> dict[str, Any]:
+    return {
+        "kb_id": link.kb_id,
+        "file_id": link.file_id,
+        "path": link.path,
+        "name": link.name,
+        "added_by": link.added_by,
+        "added_at": link.added_at or now,
+        "source": link.source,
+        "url": link.url,
         # Unset, a replaced path keeps its entry id and a new one gets one.
         **({"entry_id": link.entry_id} if link.entry_id else {}),
-    )
+    }
