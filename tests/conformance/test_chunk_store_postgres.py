@@ -365,6 +365,14 @@ def test_vectors_are_stored_as_the_float32_numbers_given(engine):
     (scanned,) = [c for c in store.scan(ChunkFilter(file_ids=("fe",))) if c.id == "e2"]
     assert scanned == replace(bare, vector=None)
     assert np.array_equal(np.asarray(store.vectors(["e2"])[0], dtype=np.float32), matrix[1])
+    full = replace(make_chunk("e3", "fe", ("kb1", "kb2"), "Two KBs, headings.", 4), page=7,
+                   headings=("Ä heading", "B, c"))  # fmt: skip
+    store.upsert([replace(full, vector=tuple(float(x) for x in matrix[2]))])
+    (scanned,) = [c for c in store.scan(ChunkFilter(file_ids=("fe",))) if c.id == "e3"]
+    assert scanned == replace(full, vector=None)
+    with engine.connect() as db:
+        length = db.execute(text("SELECT length FROM exact WHERE id = 'e3'")).scalar_one()
+    assert length == len(full.terms.split())
 
 
 def test_a_filter_keeping_every_row_is_not_taken_for_a_part_after_another_writes(

@@ -10,9 +10,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from psycopg import pq
-from psycopg.abc import Buffer
-from psycopg.adapt import Dumper
 from sqlalchemy import Connection, text
 
 from citewell.types import ChunkFilter
@@ -41,53 +38,15 @@ def set_local(db: Connection, settings: dict[str, str]) -> None:
     db.execute(text(f"SELECT {calls}"), params)
 
 
-# The chunk table's columns in order (schema.py), as COPY's binary form names their types.
-CHUNK_COLUMN_TYPES = (
-    "text", "text", "text[]", "int4", "text", "int4", "int4", "int4", "text[]", "text", "text",
-    "int4", "vector",
-)  # fmt: skip
-
-
-def vector_oid(db: Connection) -> int:
-    """The vector type's oid in this database (pgvector's extension makes it)."""
-    return int(db.execute(text("SELECT 'vector'::regtype::oid")).scalar_one())
-
-
-def copy_chunks(db: Connection, table: str, vector: int, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Rows of a chunk table (CHUNK_COLUMN_TYPES, the vector as ``vector_binary`` gives it,
-    ``vector`` the type's oid) into it with COPY in binary, inside the connection's
+def copy_in(db: Connection, table: str, blocks: Iterable[bytes]) -> None:
+    """COPY's binary input (copy_rows.copy_stream) into a table, inside the connection's
     transaction. In text, each vector had to be written out as 384 decimal numbers: a
     third of a bulk load's time."""
     driver = db.connection.driver_connection
     assert driver is not None  # a checked-out connection always has its driver's
-    with driver.cursor() as cursor:
-        types = cursor.adapters.types
-        oids = [_oid(types, name) for name in CHUNK_COLUMN_TYPES[:-1]] + [vector]
-        cursor.adapters.register_dumper(None, _vector_dumper(vector))
-        with cursor.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(oids)
-            for row in rows:
-                copy.write_row(row)
-
-
-def _oid(types: Any, name: str) -> int:
-    if name.endswith("[]"):
-        return int(types[name[:-2]].array_oid)
-    return int(types[name].oid)
-
-
-@lru_cache(maxsize=16)
-def _vector_dumper(oid: int) -> type[Dumper]:
-    """Passes pgvector's binary form through, for the type's oid in one database."""
-
-    class VectorBinaryDumper(Dumper):
-        format = pq.Format.BINARY
-
-        def dump(self, obj: Any) -> Buffer:
-            return bytes(obj)
-
-    VectorBinaryDumper.oid = oid
-    return VectorBinaryDumper
+    with driver.cursor() as cursor, cursor.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:
+        for block in blocks:
+            copy.write(block)
 
 
 def vector_binary(values: Sequence[float] | np.ndarray) -> bytes:

@@ -42,21 +42,21 @@ from citewell.stores.memory.shared_copy import SharedCopies
 from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 from citewell.stores.postgres.bm25 import FilterPlan, KeywordIndex
 from citewell.stores.postgres.changes import ChangeLog
+from citewell.stores.postgres.copy_rows import copy_stream
 from citewell.stores.postgres.health import measured_recall, vocabulary_size
 from citewell.stores.postgres.kb_copies import PostgresKbSource
 from citewell.stores.postgres.schema import analyze_changed, create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
 from citewell.stores.postgres.sql import (
-    copy_chunks,
+    copy_in,
     ef_search,
     filter_sql,
     parse_vector,
     set_local,
     vector_binary,
     vector_literal,
-    vector_oid,
 )
-from citewell.stores.rows import ROW_COLUMNS, chunk_row, to_chunk
+from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
 ROWS = ", ".join(f'"{c}"' for c in ROW_COLUMNS)  # what get returns; scan adds terms
@@ -98,7 +98,6 @@ class PostgresChunkStore:
         self._counts: FilterCounts[ChunkFilter] = FilterCounts(self.count)
         with engine.begin() as db:
             create_tables(db, table, dimension, self.bm25)
-            self._vector_oid = vector_oid(db)  # once, not a round trip a write
         counter = change_counter(engine)
         listener = counter if isinstance(counter, ChangeListener) else None
         self._source = PostgresSnapshotSource(
@@ -173,20 +172,15 @@ class PostgresChunkStore:
 
     def _write(self, unique: Sequence[StoredChunk], vectors: Iterable[bytes]) -> None:
         """Chunks of distinct ids, with their vectors in pgvector's binary form."""
+        lengths = [len(c.terms.split()) for c in unique]
         with self.engine.begin() as db:
             self._remove(db, "id = ANY(CAST(:ids AS text[]))", {"ids": [c.id for c in unique]})
             # COPY, not INSERT: executemany made ingestion 4x slower than the embedded store's
-            copy_chunks(db, self.table, self._vector_oid, map(self._row, unique, vectors))
+            copy_in(db, self.table, copy_stream(unique, lengths, vectors))
             self.bm25.count_terms(db, [c.terms for c in unique])
             files = {c.file_id for c in unique}
-            self.changes.written(db, len(unique), sum(len(c.terms.split()) for c in unique), files)
+            self.changes.written(db, len(unique), sum(lengths), files)
         self._changed()
-
-    @staticmethod
-    def _row(chunk: StoredChunk, vector: bytes) -> tuple[Any, ...]:
-        """The table's columns in order, for COPY."""
-        row = chunk_row(chunk)
-        return (*(row[c] for c in ROW_COLUMNS), row["terms"], len(chunk.terms.split()), vector)
 
     def _remove(self, db: Connection, condition: str, params: dict[str, Any]) -> int:
         """Delete matching chunks, and keep the statistics and document frequencies. Writers
