@@ -90,8 +90,9 @@ def test_a_data_dir_moves_into_postgresql_and_a_bucket(tmp_path, postgres, bucke
         assert line in moved.output
     assert "CITEWELL_FILE_STORE_BUCKET=citewell" in moved.output
     assert "CITEWELL_FILE_STORE_PREFIX=prod" in moved.output
-    # An original and a text each; no page map: these files have no pages or headings kept.
-    assert len(_keys(client, "prod/")) == 2 * len(DOCS)
+    # A text each, which is also its original (Markdown: the text is the bytes, stored
+    # once); no page map: these files have no pages or headings kept.
+    assert len(_keys(client, "prod/")) == len(DOCS)
 
     # Another host: an empty data dir, the database and the bucket.
     settings = Settings.load(
@@ -103,7 +104,7 @@ def test_a_data_dir_moves_into_postgresql_and_a_bucket(tmp_path, postgres, bucke
         assert {f.id: after.storage.text(f.id) for f in after.files()} == texts
         assert after.check().problems == 0
         after.ingest_texts([("parking.md", "Parking is free after six.")], "handbook")
-        assert len(_keys(client, "prod/")) == 2 * (len(DOCS) + 1)
+        assert len(_keys(client, "prod/")) == len(DOCS) + 1
         parking = next(f for f in after.files("handbook") if f.name == "parking.md")
         after.delete_file(parking.id)  # its original, text and page map go with it
         assert not any(parking.id in key for key in _keys(client, "prod/"))
@@ -129,7 +130,7 @@ def test_a_bucket_backed_up_and_restored_after_its_objects_are_lost(
         backup = tmp_path / "backup"
         saved = runner.invoke(main, [*args, "files", "copy", "--to", str(backup)], env=env)
         assert saved.exit_code == 0, saved.output
-        assert len(list(backup.glob("*.original"))) == len(DOCS)
+        assert len(list(backup.glob("*.txt"))) == len(DOCS)  # each its own original too
         again = runner.invoke(main, [*args, "files", "copy", "--to", str(backup)], env=env)
         assert "Copied 0 stored blobs" in again.output  # nothing new: nothing copied
 
@@ -145,8 +146,11 @@ def test_a_bucket_backed_up_and_restored_after_its_objects_are_lost(
         assert put_back.exit_code == 0, put_back.output
         assert app.check().problems == 0 and _answers(app) == expected
 
-        record = app.files()[0]
+        page = "<html><body><p>Parking is free after six.</p></body></html>"
+        app.ingest_texts([("parking.html", page)], "handbook")  # its text is not its bytes
+        record = next(f for f in app.files() if f.name == "parking.html")
         text = app.storage.text(record.id)
+        assert not record.text_is_original and text and "<p>" not in text
         client.delete_object(Bucket="citewell", Key=f"team/{record.id}.txt")
         assert app.check().missing_stored == {record.id: ["txt"]}
         repaired = app.check(repair=True)

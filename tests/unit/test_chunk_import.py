@@ -128,3 +128,71 @@ def test_bad_files_are_refused_with_what_to_do(app, tmp_path):
     pq.write_table(pa.table({"file": ["a.md"], "text": ["x"]}), tmp_path / "novec.parquet")
     with pytest.raises(InvalidInput, match="no column vector"):
         service.import_chunks(tmp_path / "novec.parquet", "hr")
+
+
+def _many_files(count: int) -> dict[str, list[str]]:
+    return {f"policy-{n}.md": [f"{t} (clause {n})" for t in LEAVE] for n in range(count)}
+
+
+def _spy_on_the_process(monkeypatch) -> list[bool]:
+    """Whether each import's text writer had started its process, seen as it closes."""
+    from citewell.ingest import text_writer
+
+    used: list[bool] = []
+    close = text_writer.TextWriter.close
+
+    def spied(self) -> None:
+        used.append(self._process is not None)
+        close(self)
+
+    monkeypatch.setattr(text_writer.TextWriter, "close", spied)
+    return used
+
+
+def _assert_texts_stored(app, files: dict[str, list[str]]) -> None:
+    held = app.catalog.files_in_kb(app.kb_id("hr"))
+    assert set(held) == set(files)
+    for name, record in held.items():
+        text = "\n\n".join(files[name])
+        assert app.storage.text(record.id) == text
+        assert record.text_is_original  # stored once, as the text
+        assert app.storage.original(record.id, record.text_is_original) == text.encode()
+
+
+def test_a_long_import_writes_its_texts_from_another_process(app, tmp_path, monkeypatch):
+    """Batches of many files have their texts written by a process of their own
+    (ingest.text_writer): each file's text and original are there once the import ends."""
+    from citewell.ingest import imports, text_writer
+
+    monkeypatch.setattr(text_writer, "PROCESS_FROM", 2)
+    monkeypatch.setattr(imports, "IMPORT_BATCH", 4)
+    used = _spy_on_the_process(monkeypatch)
+    files = _many_files(7)
+    path = _parquet(tmp_path / "many.parquet", _rows(app, files))
+    report = _service(app).import_chunks(path, "hr")
+    assert (report.files_imported, report.chunks_stored) == (7, 14)
+    assert used == [True]
+    _assert_texts_stored(app, files)
+
+
+def test_texts_the_other_process_fails_to_write_are_written_here(app, tmp_path, monkeypatch):
+    from concurrent.futures import Future
+
+    from citewell.ingest import imports, text_writer
+
+    class BrokenPool:
+        def submit(self, *args):
+            failed: Future[None] = Future()
+            failed.set_exception(RuntimeError("the process died"))
+            return failed
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(text_writer, "PROCESS_FROM", 2)
+    monkeypatch.setattr(text_writer, "ProcessPoolExecutor", lambda *a, **k: BrokenPool())
+    monkeypatch.setattr(imports, "IMPORT_BATCH", 4)
+    files = _many_files(5)
+    path = _parquet(tmp_path / "many.parquet", _rows(app, files))
+    assert _service(app).import_chunks(path, "hr").files_imported == 5
+    _assert_texts_stored(app, files)

@@ -29,3 +29,18 @@ def test_a_file_without_sections_stores_no_outline(tmp_path):
     assert storage.sections("old1") == []
     assert storage.text("old1") == "text"
     assert storage.file_ids() == {"old1"}
+
+
+def test_an_original_that_is_its_text_is_stored_once(tmp_path):
+    """Plain text and imported files: the text alone is written, and read as the original
+    where the file's record says its bytes are its text; other files keep both."""
+    storage = FileStorage(DirectoryBlobs(tmp_path))
+    storage.put("same1", "Grüße".encode(), "Grüße")
+    storage.put("pdf1", b"%PDF-1.7 ...", "Extracted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "pdf1.original", "pdf1.txt", "same1.txt",
+    ]  # fmt: skip
+    assert storage.original("same1", is_text=True) == "Grüße".encode()
+    assert storage.original("same1") is None  # a record that says otherwise: lost
+    assert storage.original("pdf1", is_text=False) == b"%PDF-1.7 ..."
+    assert storage.file_ids() == {"same1", "pdf1"}

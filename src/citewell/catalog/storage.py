@@ -58,9 +58,13 @@ class FileStorage:
     ) -> None:
         """Each blob is written whole (a reader never sees half of one); the text last but
         one and its outline last, so a file with an outline has all three. ``sections``
-        (where pages and headings lie in the text) are for the viewer."""
-        self.blobs.write(_file_blob(file_id, "original"), original)
-        self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
+        (where pages and headings lie in the text) are for the viewer. An original that is
+        its text is not written twice: its record says so (``FileRecord.text_is_original``),
+        and ``original`` reads the text. Creating a file was most of an import's time."""
+        data = text.encode("utf-8")
+        if original != data:
+            self.blobs.write(_file_blob(file_id, "original"), original)
+        self.blobs.write(_file_blob(file_id, "txt"), data)
         if not sections:  # none is read as none: a blob less to write (an import's files)
             self.blobs.remove(_file_blob(file_id, "sections.json"))
             return
@@ -78,8 +82,13 @@ class FileStorage:
             return []
         return [_section(row) for row in json.loads(data)]
 
-    def original(self, file_id: str) -> bytes | None:
-        return self.blobs.read(_file_blob(file_id, "original"))
+    def original(self, file_id: str, is_text: bool = False) -> bytes | None:
+        """The file's bytes as they came; ``is_text``: they are its text (its record's
+        ``text_is_original``), stored once, as the text (files stored before have both)."""
+        data = self.blobs.read(_file_blob(file_id, "original"))
+        if data is None and is_text:
+            return self.blobs.read(_file_blob(file_id, "txt"))
+        return data
 
     # --- uploads waiting for their ingest job (kept until it succeeds, for retries) ----------
     def stage(self, job_id: str, data: bytes) -> None:

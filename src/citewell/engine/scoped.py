@@ -165,7 +165,7 @@ class Scoped:
 
     def file_original(self, file_id: str) -> tuple[FileRecord, bytes]:
         record = self.file(file_id)
-        return record, self.app.storage.original(record.id) or b""
+        return record, self.app.storage.original(record.id, record.text_is_original) or b""
 
     def file_page_image(self, file_id: str, page: int, width: int) -> bytes:
         """Page ``page`` of a PDF you may read, as a PNG ``width`` pixels wide."""

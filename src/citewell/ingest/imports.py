@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,6 +34,7 @@ from citewell.errors import Conflict, InvalidInput
 from citewell.ingest.chunk_files import ImportedFile
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.terms_ahead import with_terms_ahead
+from citewell.ingest.text_writer import TextWriter
 from citewell.ingest.types import ChunkTarget
 from citewell.sources import SourceItem
 from citewell.types import Chunk, StoredChunk
@@ -89,6 +89,7 @@ class ChunkImport:
     def __init__(self, ingestor: Ingestor, kb: KnowledgeBase, added_by: str = "") -> None:
         self.ingestor, self.kb, self.added_by = ingestor, kb, added_by
         self.stored: set[str] = set()  # file ids this import wrote
+        self.texts = TextWriter(ingestor.storage)
 
     def run(
         self,
@@ -103,7 +104,8 @@ class ChunkImport:
         groups = with_terms_ahead(
             self._with_previous(files), partial(self._bm25_texts, targets), ingestor.rows.stemmer
         )
-        with embedding_tenant(self.kb.owner_id), closing(groups):  # closing: its process too
+        # closing: the terms' process, and the texts' (once every text is written)
+        with embedding_tenant(self.kb.owner_id), closing(groups), closing(self.texts):
             batch = _Batch()
             for group, terms in groups:  # the next group's terms are made meanwhile
                 made = iter(terms)
@@ -221,11 +223,11 @@ class ChunkImport:
         new = [f for f in batch.new if f.record.id not in held]
         same = [*batch.same, *((f.record.id, f.item) for f in batch.new if f.record.id in held)]
         if new:
-            with ThreadPoolExecutor(1, thread_name_prefix="citewell-import-texts") as pool:
-                texts = pool.submit(self._store_texts, new)
-                chunks = [c for f in new for c in f.chunks]
-                ingestor.writer.upsert_matrix(chunks, np.concatenate([f.vectors for f in new]))
-                texts.result()
+            texts = [(f.record.id, f.text) for f in new]  # the original is the text too
+            written = self.texts.write(texts)
+            chunks = [c for f in new for c in f.chunks]
+            ingestor.writer.upsert_matrix(chunks, np.concatenate([f.vectors for f in new]))
+            self.texts.wait(written, texts)
             ingestor.catalog.add_files([f.record for f in new], new=True)
             ingestor.catalog.add_links(
                 [ingestor.link_of(self.kb.id, f.record.id, f.item) for f in new]
@@ -236,10 +238,6 @@ class ChunkImport:
             ingestor.remove_from_kb(self.kb.id, file_id)
         report.files_imported += len(new) + len(same)
         report.chunks_stored += sum(len(f.chunks) for f in new)
-
-    def _store_texts(self, new: Sequence[_NewFile]) -> None:
-        for f in new:  # the text is the original too: what a download of the file gives
-            self.ingestor.storage.put(f.record.id, f.text.encode("utf-8"), f.text)
 
 
 def joined(file: ImportedFile) -> tuple[str, list[Chunk]]:

@@ -131,8 +131,10 @@ class ConsistencyCheck:
             for file_id, (kinds, written) in stored.items()
             if file_id not in files and kinds & {"original", "txt"} and written < settled
         )
-        for file_id in files:
+        for file_id, record in files.items():
             kinds, _written = stored.get(file_id, (set(), 0.0))
+            if record.text_is_original and "txt" in kinds:
+                kinds = kinds | {"original"}  # its text is its original (FileStorage.put)
             missing = [k for k in ("original", "txt") if k not in kinds]
             if missing:
                 report.missing_stored[file_id] = missing
@@ -178,7 +180,7 @@ class ConsistencyCheck:
 
     def _reindex(self, file_id: str) -> str:
         record = self.catalog.get_file(file_id)
-        data = self.storage.original(file_id)
+        data = None if record is None else self.storage.original(file_id, record.text_is_original)
         if record is None or data is None:
             self.ingestor.delete_file(file_id)
             return f"deleted {file_id}: its chunks and its stored original are gone"
