@@ -56,8 +56,11 @@ DATABASE = "million"
 ONE_KB = "one"  # every --kb-share-th file of KB all, linked
 
 
-def import_rows(data: Path, parquet: Path, database_url: str = "") -> dict[str, float]:
-    """``parquet`` into KB ``all`` of the data dir (and the database, when given)."""
+def import_rows(
+    data: Path, parquet: Path, database_url: str = "", index: bool = True
+) -> dict[str, float]:
+    """``parquet`` into KB ``all`` of the data dir (and the database, when given); the
+    vector indexes built after it unless ``index`` is false."""
     from citewell import Citewell, Settings
     from citewell.auth.access import Access
     from citewell.engine.scoped import Scoped
@@ -66,9 +69,14 @@ def import_rows(data: Path, parquet: Path, database_url: str = "") -> dict[str, 
 
     app = Citewell.from_settings(Settings.load(data_dir=data, database_url=database_url))
     vector_indexes = drop_vector_indexes(database_url) if database_url else []
+    cpu = time.process_time()
     report = IngestService(Scoped(app, Access.everything())).import_chunks(parquet, KB)
-    spent = {"import_s": round(report.seconds, 1), "chunks": report.chunks_stored}
+    spent = {"import_s": round(report.seconds, 1), "chunks": report.chunks_stored,
+             "cpu_s": round(time.process_time() - cpu, 1)}  # fmt: skip
     began = time.perf_counter()
+    if not index:
+        app.close()
+        return spent
     if database_url:
         with url_engine(database_url).begin() as db:
             for statement in vector_indexes:

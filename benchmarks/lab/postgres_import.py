@@ -37,12 +37,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--pg-root", type=Path, default=Path("/tmp/pgimport"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/pgimport-data"))
+    parser.add_argument("--no-index", action="store_true", help="Time the import alone.")
     args = parser.parse_args()
     source = first_rows(args.parquet, args.rows)
     pg = server(args.pg_root, "1GB")
     try:
         shutil.rmtree(args.work, ignore_errors=True)
-        print(json.dumps(import_rows(args.work, source, pg.create_database())))
+        print(json.dumps(import_rows(args.work, source, pg.create_database(), not args.no_index)))
     finally:
         pg.stop()
 
