@@ -379,7 +379,7 @@ class Catalog:
             for link in links:
                 if (link.kb_id, link.path) in taken:
                     session.merge(link_row(link, now))
-            kbs = KnowledgeBaseRow.id.in_({link.kb_id for link in links})
+            kbs = KnowledgeBaseRow.id.in_(sorted({link.kb_id for link in links}))
             session.execute(update(KnowledgeBaseRow).where(kbs).values(updated_at=now))
 
     def existing_files(self, file_ids: Collection[str]) -> set[str]:

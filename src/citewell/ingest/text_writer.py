@@ -56,9 +56,8 @@ class TextWriter:
             return self._thread.submit(store_texts, self.storage, texts)
         if not isinstance(self.storage.blobs, DirectoryBlobs):
             return self._thread.submit(store_texts, self.storage, texts)
-        if (
-            self._process is None
-        ):  # spawn: forking a process that runs LanceDB's threads is not safe
+        if self._process is None:
+            # spawn: forking a process that runs LanceDB's threads is not safe
             self._process = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
         return self._process.submit(store_texts, self.storage, texts)
 
