@@ -73,10 +73,10 @@ def import_rows(
     report = IngestService(Scoped(app, Access.everything())).import_chunks(parquet, KB)
     spent = {"import_s": round(report.seconds, 1), "chunks": report.chunks_stored,
              "cpu_s": round(time.process_time() - cpu, 1)}  # fmt: skip
-    began = time.perf_counter()
     if not index:
         app.close()
         return spent
+    began = time.perf_counter()
     if database_url:
         with url_engine(database_url).begin() as db:
             for statement in vector_indexes:

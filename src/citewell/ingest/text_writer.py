@@ -52,9 +52,8 @@ class TextWriter:
 
     def write(self, texts: Sequence[tuple[str, str]]) -> Future[None]:
         """Starts writing ``texts``; the future is done when all are stored."""
-        if len(texts) < PROCESS_FROM or self._failed:
-            return self._thread.submit(store_texts, self.storage, texts)
-        if not isinstance(self.storage.blobs, DirectoryBlobs):
+        small = len(texts) < PROCESS_FROM
+        if small or self._failed or not isinstance(self.storage.blobs, DirectoryBlobs):
             return self._thread.submit(store_texts, self.storage, texts)
         if self._process is None:
             # spawn: forking a process that runs LanceDB's threads is not safe
