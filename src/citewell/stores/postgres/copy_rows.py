@@ -2,9 +2,9 @@
 
 psycopg's ``write_row`` looks up a dumper for each of a row's 13 values and wraps each in
 an object: in an import that was a seventh of its time (about 27 µs a row with the
-vector's bytes, against about 9 here). The layout is PostgreSQL's (``COPY ... FROM STDIN (FORMAT BINARY)``): a
-header, then per row the number of fields and each field as its length and bytes (-1 for
-NULL), then a trailer. Columns are the chunk table's, in order (schema.py).
+vector's bytes, against about 9 here). The layout is PostgreSQL's (``COPY ... FROM STDIN
+(FORMAT BINARY)``): a header, then per row the number of fields and each field as its
+length and bytes (-1 for NULL), then a trailer. Columns are the chunk table's, in order (schema.py).
 """
 
 from __future__ import annotations
