@@ -77,6 +77,22 @@ def test_an_unreadable_file_fails_at_once_and_can_be_retried(app):
         app.jobs.retry(broken.id)
 
 
+def test_broken_files_in_a_claim_fail_alone_while_the_rest_are_indexed(app):
+    from tests.hostile import truncated_pdf
+
+    app.create_kb("birds")
+    broken = [("empty.txt", b""), ("truncated.pdf", truncated_pdf())]
+    notes = [(f"note{i}.md", f"# Note {i}\n\nA coot number {i}.".encode()) for i in range(6)]
+    jobs = app.enqueue_uploads("birds", [*notes[:3], *broken, *notes[3:]])
+    assert runner(app).run_once() is True  # one claim: its small files read in batches
+    states = {j.name: (j.state, j.error_code) for j in app.jobs.find(batch_id=jobs[0].batch_id)}
+    assert states == {
+        **{name: ("indexed", "") for name, _ in notes},
+        **{name: ("failed", "parse_failed") for name, _ in broken},
+    }
+    assert len(app.files("birds")) == len(notes)
+
+
 def test_a_service_failure_is_retried_with_backoff(tmp_path):
     """The embedding server (a wire-faithful fake) fails once; the job goes back to the queue,
     not before its backoff, and succeeds on its second attempt."""

@@ -80,3 +80,44 @@ def test_worker_over_its_memory_limit_fails_cleanly():
         assert reader.read(b"still alive", "ok.txt").text == "still alive"
     finally:
         reader.close()
+
+
+def test_a_batch_read_in_the_worker_answers_each_file_as_a_read_alone(isolated):
+    files = [(make(), name) for name, make, _ in HOSTILE]
+    outcomes = isolated.read_many(files)
+    assert len(outcomes) == len(HOSTILE)
+    for (name, _, error), outcome in zip(HOSTILE, outcomes, strict=True):
+        if error is None:
+            assert outcome.text.strip() == "deep text", name
+        else:
+            assert type(outcome) is getattr(errors, error), name
+
+
+def test_a_batch_read_in_process_answers_each_file(reader):
+    outcomes = reader.read_many([(b"first words", "a.txt"), (b"", "empty.txt")])
+    assert outcomes[0].text == "first words"
+    assert isinstance(outcomes[1], ParseError) and "empty" in outcomes[1].message
+
+
+def test_a_file_that_kills_the_worker_fails_alone_in_its_batch():
+    config = ReaderConfig(ocr_engine="off", memory_mb=600, max_chars=10**10, timeout=120)
+    reader = IsolatedReader(config)
+    try:
+        files = [(b"before it", "a.txt"), (huge_text(200), "huge.txt"), (b"after it", "b.txt")]
+        before, huge, after = reader.read_many(files)
+        assert (before.text, after.text) == ("before it", "after it")
+        assert isinstance(huge, ParseError) and "memory" in huge.message
+    finally:
+        reader.close()
+
+
+def test_a_batch_past_the_time_limit_is_read_again_a_file_at_a_time():
+    config = ReaderConfig(ocr_engine="off", timeout=0.001)
+    reader = IsolatedReader(config)
+    try:
+        outcomes = reader.read_many([(b"one", "one.txt"), (b"two", "two.txt")])
+        assert [type(o) for o in outcomes] == [ParseError, ParseError]
+        assert all("longer than" in o.message and o.message.startswith(n) for o, n in
+                   zip(outcomes, ["one.txt", "two.txt"], strict=True))  # fmt: skip
+    finally:
+        reader.close()

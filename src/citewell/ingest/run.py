@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
-from citewell.errors import CitewellError
+from citewell.errors import CitewellError, ParseError
 from citewell.ingest.chunk_rows import ChunkRows, sha256
 from citewell.ingest.links import PendingLink
 from citewell.ingest.sentences import sentence_rows
@@ -22,7 +22,7 @@ from citewell.ingest.types import (
     Reader,
 )
 from citewell.sources import SourceItem
-from citewell.types import Section, StoredChunk
+from citewell.types import Document, Section, StoredChunk
 
 
 @dataclass
@@ -123,6 +123,54 @@ def prepare_file(
 ) -> PendingFile:
     """Parse and split one item for each chunk set it goes into (runs in the parse pool)."""
     document = parsing.reader.read(data, item.reader_name or item.name)
+    return split_file(parsing, item, data, digest, document, tenant, targets)
+
+
+@dataclass(frozen=True)
+class ParseTask:
+    """One file of a batch parsed together: its item, bytes, their digest, and the future
+    its PendingFile (or its error) is set on."""
+
+    item: SourceItem
+    data: bytes
+    digest: str
+    future: Future[PendingFile] = field(default_factory=Future)
+
+
+def prepare_files(
+    parsing: Parsing, tasks: Sequence[ParseTask], tenant: str, targets: Sequence[ChunkTarget]
+) -> None:
+    """Parse several small files in one read of the reader (one round trip to its worker
+    process), then split each; each task's future gets its PendingFile or its error."""
+    files = [(task.data, task.item.reader_name or task.item.name) for task in tasks]
+    documents: Sequence[Document | Exception]
+    try:
+        documents = parsing.reader.read_many(files)
+    except Exception as exc:  # noqa: BLE001 - every file of the batch fails with it
+        documents = [exc] * len(tasks)
+    for task, document in zip(tasks, documents, strict=False):
+        try:
+            if isinstance(document, Exception):
+                raise document
+            made = split_file(parsing, task.item, task.data, task.digest, document, tenant, targets)
+        except Exception as exc:  # noqa: BLE001 - the file's ingest raises it, as a parse would
+            task.future.set_exception(exc)
+        else:
+            task.future.set_result(made)
+    for task in tasks[len(documents) :]:  # never left waiting, even on a reader's bug
+        task.future.set_exception(ParseError(f"{task.item.name}: the reader gave no answer."))
+
+
+def split_file(
+    parsing: Parsing,
+    item: SourceItem,
+    data: bytes,
+    digest: str,
+    document: Document,
+    tenant: str,
+    targets: Sequence[ChunkTarget],
+) -> PendingFile:
+    """A parsed item split for each chunk set it goes into, with its catalog record."""
     file_id = parsing.file_id(tenant, digest)  # not computable from the bytes alone
     chunks: list[StoredChunk] = []
     embed_texts: list[str] = []

@@ -3,7 +3,7 @@ protocols of its collaborators (a document reader, the active embedding space)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,6 +55,10 @@ class Reader(Protocol):
     """Extracts a document's text (``DocumentReader``, or ``IsolatedReader`` in a worker)."""
 
     def read(self, data: bytes, name: str) -> Document: ...
+
+    def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
+        """Several ``(data, name)`` at once: each one's Document or its error."""
+        ...
 
 
 class ActiveSpace(Protocol):

@@ -4,6 +4,7 @@ or an entry point in the group ``citewell.loaders``)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import lru_cache
 
 from citewell.errors import CitewellError, ParseError, PayloadTooLarge, UnsupportedFormat
@@ -82,6 +83,16 @@ class DocumentReader:
         if not document.text.strip():
             raise ParseError(f"{name} contains no text to index.")
         return document
+
+    def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
+        """Each ``(data, name)``'s Document, or the error that says why it has none."""
+        documents: list[Document | CitewellError] = []
+        for data, name in files:
+            try:
+                documents.append(self.read(data, name))
+            except CitewellError as exc:
+                documents.append(exc)
+        return documents
 
 
 def supported_extensions() -> list[str]:

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import queue
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,20 @@ class IsolatedReader:
         document: Document = self._ask(("read", data, name), name)
         return document
 
+    def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
+        """Several files (``(data, name)``) in one round trip: each file read alone costs
+        this thread a wake-up per message, which a busy server delays (a small file: 0.35 ms
+        alone, 9 ms beside one thread busy in Python). Each file gets its Document or its
+        error. A batch past the time limit, or that kills the worker, is read again a file
+        at a time, so that only the file to blame fails."""
+        if len(files) == 1:
+            return [_attempt(self.read, *files[0])]
+        try:
+            replies = self._ask(("read_many", list(files)), f"a batch of {len(files)} files")
+        except ParseError:
+            return [_attempt(self.read, data, name) for data, name in files]
+        return [_outcome(reply) for reply in replies]
+
     def render(self, data: bytes, page: int, width: int) -> bytes:
         """A PDF's page as a PNG, rendered in the worker (the renderer reads untrusted bytes
         too), under the same limits."""
@@ -96,12 +111,10 @@ class IsolatedReader:
                     f"{name}: the parser exceeded its memory limit (extract_memory_mb = "
                     f"{self.config.memory_mb}) or crashed; the file was not indexed."
                 ) from exc
-        if reply[0] == "ok":
-            return reply[1]
-        error_class = getattr(errors, reply[1], ParseError)
-        if not (isinstance(error_class, type) and issubclass(error_class, CitewellError)):
-            error_class = ParseError
-        raise error_class(reply[2])
+        outcome = _outcome(reply)
+        if isinstance(outcome, CitewellError):
+            raise outcome
+        return outcome
 
     def _answered_in_time(self, connection: Connection) -> bool:
         """Wait for the worker's answer up to the time limit; past ``yield_after`` its
@@ -183,10 +196,30 @@ def _serve(connection: Connection, config: ReaderConfig) -> None:
         connection.send(_answer(config, readers, message))
 
 
+def _outcome(reply: tuple[Any, ...]) -> Any:
+    """A worker's reply as its value, or as the error it describes (not raised)."""
+    if reply[0] == "ok":
+        return reply[1]
+    error_class = getattr(errors, reply[1], ParseError)
+    if not (isinstance(error_class, type) and issubclass(error_class, CitewellError)):
+        error_class = ParseError
+    return error_class(reply[2])
+
+
+def _attempt(read: Any, data: bytes, name: str) -> Document | CitewellError:
+    try:
+        document: Document = read(data, name)
+    except CitewellError as exc:
+        return exc
+    return document
+
+
 def _answer(
     config: ReaderConfig, readers: list[DocumentReader], message: tuple[Any, ...]
 ) -> tuple[Any, ...]:
     kind, data, *rest = message
+    if kind == "read_many":
+        return ("ok", [_answer(config, readers, ("read", *file)) for file in data])
     name = rest[0] if kind == "read" else f"page {rest[0]}"
     try:
         if kind == "render":
@@ -219,6 +252,13 @@ class ReaderPool:
         reader = self._free.get()
         try:
             return reader.read(data, name)
+        finally:
+            self._free.put(reader)
+
+    def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
+        reader = self._free.get()
+        try:
+            return reader.read_many(files)
         finally:
             self._free.put(reader)
 
