@@ -13,13 +13,14 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from citewell.catalog.storage import FileStorage
 from citewell.errors import CitewellError, ConnectorNotFound
 from citewell.ingest.connector_runs import ConnectorRuns
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.preload import preload
+from citewell.ingest.run import Preloaded
 from citewell.ingest.types import ItemEvent
 from citewell.jobs.store import Job, JobStore
 from citewell.plugins import Registry
@@ -76,6 +77,16 @@ class JobHandler(Protocol):
         ...
 
 
+@runtime_checkable
+class PreparingHandler(JobHandler, Protocol):
+    """A handler whose groups can be prepared ahead (parsed, split, embedded) while the
+    runner writes the claim before: ``run`` then only writes."""
+
+    def prepare(self, kb_id: str, group: Sequence[Job]) -> Preloaded | None: ...
+
+    def run(self, kb_id: str, group: Sequence[Job], prepared: Preloaded | None = None) -> None: ...
+
+
 JOB_HANDLERS: Registry[Callable[[JobContext], JobHandler | None]] = Registry("job_handlers")
 
 
@@ -111,7 +122,16 @@ class IngestJobs:
     def ready(self) -> bool:
         return True
 
-    def run(self, kb_id: str, group: Sequence[Job]) -> None:
+    def prepare(self, kb_id: str, group: Sequence[Job]) -> Preloaded | None:
+        """The group's files parsed, split and embedded (into the cache) ahead of its run;
+        None when there is nothing to do ahead (run checks everything again)."""
+        storage = self.context.storage
+        items = [self._item(job) for job in group if storage.is_staged(job.id)]
+        if len(items) < 2 or self.context.ingestor.catalog.find_kb(kb_id) is None:
+            return None
+        return preload(self.context.ingestor, items, kb_id)
+
+    def run(self, kb_id: str, group: Sequence[Job], prepared: Preloaded | None = None) -> None:
         jobs, storage = self.context.jobs, self.context.storage
         if self.context.ingestor.catalog.find_kb(kb_id) is None:
             for job in group:
@@ -125,10 +145,9 @@ class IngestJobs:
                 jobs.fail(job.id, UploadLost.message_text, UploadLost.code, None, job.claim)
                 continue
             by_key[job.key].append(job)
-            read = self._staged(job.id)
-            items.append(SourceItem(key=job.key, name=job.name, read=read, added_by=job.added_by))
+            items.append(self._item(job))
         updates = JobUpdates(jobs, storage, group[0].claim if group else None)
-        self._ingest(items, kb_id, by_key, updates, group)
+        self._ingest(items, kb_id, by_key, updates, group, prepared)
 
     def _ingest(
         self,
@@ -137,12 +156,13 @@ class IngestJobs:
         by_key: dict[str, list[Job]],
         updates: JobUpdates,
         group: Sequence[Job],
+        prepared: Preloaded | None,
     ) -> None:
         observer = self._observer(by_key, updates)
         ingestor = self.context.ingestor
         size = ingestor.settings.jobs.job_slice_files
         try:
-            ready = preload(ingestor, items, kb_id) if len(items) > 1 else None
+            ready = prepared or (preload(ingestor, items, kb_id) if len(items) > 1 else None)
             left = items
             while left:
                 report = ingestor.ingest(
@@ -156,6 +176,11 @@ class IngestJobs:
                 if job.id not in updates.finished:
                     self.context.fail(job, exc)
         updates.write()
+
+    def _item(self, job: Job) -> SourceItem:
+        return SourceItem(
+            key=job.key, name=job.name, read=self._staged(job.id), added_by=job.added_by
+        )
 
     def _staged(self, job_id: str) -> Callable[[], bytes]:
         """Reads the upload when its file's turn comes, not the whole batch at once."""

@@ -17,14 +17,23 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from citewell.catalog.storage import FileStorage
 from citewell.embedders.base import background
-from citewell.engine.job_handlers import JobContext, Rechunks, Reembedder, build_handlers
+from citewell.engine.job_handlers import (
+    JobContext,
+    PreparingHandler,
+    Rechunks,
+    Reembedder,
+    build_handlers,
+)
 from citewell.errors import CitewellError, UpstreamError
 from citewell.ingest.connector_runs import ConnectorRuns
 from citewell.ingest.folder_watch import FolderWatcher
 from citewell.ingest.ingestor import Ingestor
+from citewell.ingest.run import Preloaded
 from citewell.jobs.staged import stale_staged
 from citewell.jobs.store import Job, JobStore
 from citewell.metrics import count_jobs
@@ -35,6 +44,28 @@ logger = logging.getLogger(__name__)
 
 OPTIMIZE_EVERY = 8  # batches between chunk store compactions while the queue stays busy
 STAGED_SWEEP_SECONDS = 300.0  # how often finished jobs' leftover uploads are looked for
+
+
+@dataclass
+class Claim:
+    """Jobs claimed together, with the groups (operation, KB) prepared ahead of their run."""
+
+    jobs: list[Job]
+    prepared: dict[tuple[str, str], Preloaded | None] = field(default_factory=dict)
+    ahead: bool = False  # taken while the claim before it ran
+
+    @property
+    def token(self) -> str:
+        return self.jobs[0].claim if self.jobs else ""
+
+    def groups(self) -> list[tuple[tuple[str, str], list[Job]]]:
+        """Its jobs by (operation, KB), the fewest files first: a user's single upload
+        claimed beside another user's hundreds is not kept waiting behind all of them (the
+        claim took users in turn)."""
+        groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
+        for job in self.jobs:
+            groups[job.operation, job.kb_id].append(job)
+        return sorted(groups.items(), key=lambda g: len(g[1]))
 
 
 class JobRunner:
@@ -63,8 +94,12 @@ class JobRunner:
         self._thread: threading.Thread | None = None
         self._heartbeat: threading.Thread | None = None
         self._since_optimize = 0  # batches run since the store was last compacted
-        # The running batch: its claim token and job ids (replaced whole, never changed).
-        self._held: tuple[str, tuple[str, ...]] = ("", ())
+        # The claims held (the running one, and the next one while it is taken ahead): their
+        # job ids by claim token; replaced whole, never changed in place.
+        self._held: dict[str, tuple[str, ...]] = {}
+        self._holding = threading.Lock()
+        self._ahead: Future[Claim] | None = None  # the next claim, being taken and prepared
+        self._ahead_pool: ThreadPoolExecutor | None = None
         self._swept = float("-inf")  # when expired leases were last looked for
         self._swept_staged = time.monotonic()  # start() clears them once
         self.connectors = connectors
@@ -76,6 +111,7 @@ class JobRunner:
         """Put jobs whose workers are gone back in the queue, then start working."""
         self._sweep()
         self._clear_staged()
+        self._ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="citewell-jobs-ahead")
         self._thread = threading.Thread(target=self._loop, name="citewell-jobs", daemon=True)
         self._heartbeat = threading.Thread(
             target=self._renew_leases, name="citewell-job-leases", daemon=True
@@ -96,28 +132,32 @@ class JobRunner:
             self._thread.join(timeout=drain_seconds)
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
-        claim, held = self._held
-        handed_back = self.jobs.release(held, claim)
+        if self._ahead_pool is not None:
+            self._ahead_pool.shutdown(wait=True)  # a claim taken ahead is handed back too
+        handed_back = sum(self.jobs.release(ids, claim) for claim, ids in self._held.items())
         if handed_back:
             logger.info("handed %d unfinished jobs back to the queue", handed_back)
 
     def _renew_leases(self) -> None:
         """Keep the held jobs' leases from passing while this process is alive."""
         while not self._stop.wait(self.jobs.lease_seconds / 3):
-            claim, held = self._held
-            try:
-                kept = self.jobs.renew(held, claim)
-                # Fewer kept is mostly jobs of the batch that already ended; only jobs that
-                # another claim runs now were lost.
-                lost = self.jobs.taken_over(held, claim) if kept < len(held) else 0
-                if lost:
-                    logger.warning(
-                        "%d jobs of this worker's batch are no longer its own (its lease "
-                        "passed; another worker runs them); their results will not be marked",
-                        lost,
-                    )
-            except Exception:  # a database hiccup: the next beat tries again
-                logger.exception("renewing job leases failed")
+            for claim, held in self._held.items():
+                self._renew(claim, held)
+
+    def _renew(self, claim: str, held: tuple[str, ...]) -> None:
+        try:
+            kept = self.jobs.renew(held, claim)
+            # Fewer kept is mostly jobs of the batch that already ended; only jobs that
+            # another claim runs now were lost.
+            lost = self.jobs.taken_over(held, claim) if kept < len(held) else 0
+            if lost:
+                logger.warning(
+                    "%d jobs of this worker's batch are no longer its own (its lease "
+                    "passed; another worker runs them); their results will not be marked",
+                    lost,
+                )
+        except Exception:  # a database hiccup: the next beat tries again
+            logger.exception("renewing job leases failed")
 
     def _sweep(self) -> None:
         """Queue again the jobs of workers whose leases passed (at most every half lease)."""
@@ -144,7 +184,7 @@ class JobRunner:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                worked = self.run_once()
+                worked = self.run_once(ahead=True)
             except Exception:  # the loop must survive anything one batch does
                 logger.exception("job batch failed")
                 worked = False
@@ -152,41 +192,97 @@ class JobRunner:
                 self._wake.wait(self.poll_seconds)
                 self._wake.clear()
 
-    def run_once(self) -> bool:
+    def run_once(self, ahead: bool = False) -> bool:
         """Claim and run one batch; False when nothing was due. The chunk store is compacted
         every OPTIMIZE_EVERY batches and when the queue runs dry, not after every batch. A
-        model switch whose re-embed jobs are all done is finished between batches."""
+        model switch whose re-embed jobs are all done is finished between batches.
+        ``ahead`` (the runner's own loop): after a full claim the next one is taken and
+        prepared (parsed, split, embedded) in another thread while this one writes."""
         if self.spaces is not None:
             self.spaces.refresh()
         self._sweep()
         if self.connectors is not None:
             self._queue_due_syncs(self.connectors)
         operations = tuple(name for name, handler in self.handlers.items() if handler.ready())
-        claimed = self.jobs.claim(self.batch_files, operations)
-        self._held = (claimed[0].claim if claimed else "", tuple(job.id for job in claimed))
-        groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
-        for job in claimed:
-            groups[job.operation, job.kb_id].append(job)
-        # The fewest files first: a user's single upload claimed beside another user's
-        # hundreds is not kept waiting behind all of them (the claim took users in turn).
-        for (operation, kb_id), group in sorted(groups.items(), key=lambda g: len(g[1])):
-            count_jobs(operation, "taken", len(group))
-            with job_span(operation, len(group)), background():  # a trace of its own
-                self.handlers[operation].run(kb_id, group)
-        self._held = ("", ())
+        claim = self._next_claim(operations)
+        claims = [*self._newcomers(claim, operations), claim]
+        if ahead and len(claim.jobs) >= self.batch_files and self._ahead_pool is not None:
+            self._ahead = self._ahead_pool.submit(self._claim_prepared, operations)
+        groups = [group for taken in claims for group in taken.groups()]
+        for taken in claims:
+            self._run(taken)
+        claimed = [job for taken in claims for job in taken.jobs]
         if claimed:
             self._since_optimize += 1
         if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
             with self.ingestor.lock:
                 self.ingestor.writer.optimize()
             self._since_optimize = 0
-        if self.spaces is not None and not any(op == "reembed" for op, _ in groups):
+        if self.spaces is not None and not any(op == "reembed" for (op, _), _ in groups):
             self.spaces.finish()
             if not claimed:
                 self.spaces.drop_retired()
         if self.rechunker is not None and not claimed:
             self.rechunker.retire_all()
         return bool(claimed)
+
+    def _next_claim(self, operations: tuple[str, ...]) -> Claim:
+        """The claim taken ahead, if any (ready or nearly), else one taken now."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            try:
+                return ahead.result()
+            except Exception:  # taking it failed: nothing is held by it; claim now
+                logger.exception("taking the next batch ahead failed")
+        return Claim(self._hold(self.jobs.claim(self.batch_files, operations)))
+
+    def _newcomers(self, claim: Claim, operations: tuple[str, ...]) -> list[Claim]:
+        """Before a claim taken ahead, the jobs of users it has none of, queued meanwhile:
+        taking the claim early must not make a newcomer's upload wait for two claims."""
+        if not claim.ahead:
+            return []
+        users = {job.added_by for job in claim.jobs}
+        newcomers = self.jobs.claim(self.batch_files, operations, other_than=sorted(users))
+        return [Claim(self._hold(newcomers))] if newcomers else []
+
+    def _run(self, claim: Claim) -> None:
+        for (operation, kb_id), group in claim.groups():
+            count_jobs(operation, "taken", len(group))
+            with job_span(operation, len(group)), background():  # a trace of its own
+                self._run_group(claim, operation, kb_id, group)
+        self._let_go(claim.token)
+
+    def _claim_prepared(self, operations: tuple[str, ...]) -> Claim:
+        claim = Claim(self._hold(self.jobs.claim(self.batch_files, operations)), ahead=True)
+        for (operation, kb_id), group in claim.groups():
+            handler = self.handlers.get(operation)
+            if isinstance(handler, PreparingHandler) and not self._stop.is_set():
+                try:
+                    claim.prepared[operation, kb_id] = handler.prepare(kb_id, group)
+                except Exception:  # its run prepares it again, and meets the error there
+                    logger.exception("preparing the next batch ahead failed")
+        return claim
+
+    def _run_group(self, claim: Claim, operation: str, kb_id: str, group: list[Job]) -> None:
+        handler = self.handlers[operation]
+        if not handler.ready():  # claimed ahead, before a model switch began or ended
+            self.jobs.release([job.id for job in group], claim.token)
+            return
+        prepared = claim.prepared.get((operation, kb_id))
+        if prepared is not None and isinstance(handler, PreparingHandler):
+            handler.run(kb_id, group, prepared)
+        else:
+            handler.run(kb_id, group)
+
+    def _hold(self, claimed: list[Job]) -> list[Job]:
+        if claimed:
+            with self._holding:
+                self._held = {**self._held, claimed[0].claim: tuple(j.id for j in claimed)}
+        return claimed
+
+    def _let_go(self, token: str) -> None:
+        with self._holding:
+            self._held = {claim: ids for claim, ids in self._held.items() if claim != token}
 
     @staticmethod
     def _queue_due_syncs(connectors: ConnectorRuns) -> None:

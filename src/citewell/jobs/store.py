@@ -119,15 +119,20 @@ class JobStore:
             session.add_all(rows)
         return [_job(r) for r in rows]
 
-    def claim(self, limit: int, operations: Sequence[str] | None = None) -> list[Job]:
-        """Up to ``limit`` queued jobs that are due (of ``operations`` only, if given), now
-        'parsing' and ours. Users take turns: each user's oldest job first, then each
-        user's second oldest, and so on, so one user's thousand queued files do not hold
-        another user's single upload back by more than one job each."""
+    def claim(
+        self, limit: int, operations: Sequence[str] | None = None, other_than: Sequence[str] = ()
+    ) -> list[Job]:
+        """Up to ``limit`` queued jobs that are due (of ``operations`` only, if given; not
+        added by the users ``other_than``), now 'parsing' and ours. Users take turns: each
+        user's oldest job first, then each user's second oldest, and so on, so one user's
+        thousand queued files do not hold another user's single upload back by more than
+        one job each."""
         token, now = uuid.uuid4().hex, time.time()
         condition = (JobRow.state == "queued") & (JobRow.not_before <= now)
         if operations is not None:
             condition = condition & JobRow.operation.in_(operations)
+        if other_than:
+            condition = condition & JobRow.added_by.not_in(sorted(set(other_than)))
         turn = func.row_number().over(partition_by=JobRow.added_by, order_by=JobRow.created_at)
         ranked = select(JobRow.id, turn.label("turn")).where(condition).cte("ranked")
         due = (
