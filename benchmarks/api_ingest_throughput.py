@@ -11,6 +11,8 @@ dir (empty embedding cache). The figure that matters is the ratio API/encoder.
 ``--instant-embedder`` puts a stub in the encoder's place that answers at once (unit vectors
 from a fixed pool, as a remote embedding service with spare capacity would return them), so
 the figure is the pipeline's own ceiling: upload, queue, parse, split, write.
+``--embed-latency 0.2`` makes the stub wait that long per call, as a remote service's round
+trip would (its waits overlap the pipeline's other work, or add to it).
 """
 
 from __future__ import annotations
@@ -41,20 +43,24 @@ UPLOAD_BATCH = 250
 
 
 class InstantEmbedder:
-    """A stub embedding model that answers at once: 384-dimensional unit vectors drawn from
-    a fixed pool (their meaning is not what this benchmark measures)."""
+    """A stub embedding model that answers at once, or after ``latency`` seconds a call (a
+    remote service's round trip): 384-dimensional unit vectors drawn from a fixed pool
+    (their meaning is not what this benchmark measures)."""
 
     model_id = "instant-stub:384"
     dimension = 384
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
         import numpy as np
 
+        self.latency = latency
         pool = np.random.default_rng(1).standard_normal((4096, self.dimension))
         self.pool = (pool / np.linalg.norm(pool, axis=1, keepdims=True)).astype(np.float32)
 
     def embed(self, texts, kind="document"):  # noqa: ANN001, ANN201 - the Embedder protocol
         del kind  # documents and queries alike
+        if self.latency:
+            time.sleep(self.latency)
         rows = [hash(text) % len(self.pool) for text in texts]
         return self.pool[rows]
 
@@ -102,17 +108,23 @@ def main() -> None:
     parser.add_argument(
         "--instant-embedder", action="store_true", help="a stub that answers at once"
     )
+    parser.add_argument(
+        "--embed-latency", type=float, default=0.0, help="the stub's wait per call, seconds"
+    )
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
     embedder, texts = encoder_and_texts(docs)
-    served_by = InstantEmbedder() if args.instant_embedder else embedder
+    served_by = InstantEmbedder(args.embed_latency) if args.instant_embedder else embedder
     encoder: list[float] = []
     api: dict[str, list[float]] = {v: [] for v in args.variants}
+    cpu: dict[str, list[float]] = {v: [] for v in args.variants}
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: served_by.embed(texts)))
         for variant in args.variants:
             with server(served_by, variant) as base:
+                began = time.process_time()
                 api[variant].append(len(texts) / timed(lambda b=base: ingest_through_api(b, docs)))
+                cpu[variant].append(time.process_time() - began)
     result: dict[str, object] = {
         "docs": len(docs),
         "chunks": len(texts),
@@ -125,6 +137,8 @@ def main() -> None:
             "api_chunks_per_s": round(statistics.median(rates), 2),
             "api_docs_per_s": round(statistics.median(rates) * len(docs) / len(texts), 2),
             "ratio_median": round(statistics.median(ratios), 3),
+            # this process's CPU (server, worker and client; not the reader processes)
+            "cpu_s": round(statistics.median(cpu[variant]), 2),
             "ratios": [round(r, 3) for r in ratios],
         }
     print(json.dumps(result, indent=2))
