@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.catalog.file_ids import FileIds
-from citewell.catalog.file_rows import upsert_files
+from citewell.catalog.file_rows import table_of, upsert_files
 from citewell.catalog.folders import Folders
 from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.catalog.link_rows import IN_LIST, FileLink, link_row, new_link_values, taken_paths
@@ -323,7 +323,7 @@ class Catalog:
             return
         with self._session() as session, session.begin():
             if new:
-                session.execute(insert(FileRow), [r.__dict__ for r in records])
+                session.execute(insert(table_of(FileRow)), [r.__dict__ for r in records])
             else:
                 upsert_files(session, [r.__dict__ for r in records])
 
@@ -375,7 +375,7 @@ class Catalog:
             taken = taken_paths(session, links)
             fresh = [new_link_values(k, now) for k in links if (k.kb_id, k.path) not in taken]
             if fresh:  # new paths in one statement; a taken one merged
-                session.execute(insert(KnowledgeBaseFileRow), fresh)
+                session.execute(insert(table_of(KnowledgeBaseFileRow)), fresh)
             for link in links:
                 if (link.kb_id, link.path) in taken:
                     session.merge(link_row(link, now))
