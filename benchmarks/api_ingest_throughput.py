@@ -12,7 +12,10 @@ dir (empty embedding cache). The figure that matters is the ratio API/encoder.
 from a fixed pool, as a remote embedding service with spare capacity would return them), so
 the figure is the pipeline's own ceiling: upload, queue, parse, split, write.
 ``--embed-latency 0.2`` makes the stub wait that long per call, as a remote service's round
-trip would (its waits overlap the pipeline's other work, or add to it).
+trip would (its waits overlap the pipeline's other work, or add to it). ``--worker-alone``
+uploads everything first with the job worker off, then times the worker alone: the queue's
+rate where the API runs in another process (``serve_job_worker = false`` and ``citewell
+worker``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from citewell.embedders import OnnxEmbedder  # noqa: E402
 from citewell.testing.asgi import served  # noqa: E402
 
 UPLOAD_BATCH = 250
+WARM_UP = [("warm-up-1", "Two small files first."), ("warm-up-2", "Before the clock starts.")]
 
 
 class InstantEmbedder:
@@ -66,18 +70,20 @@ class InstantEmbedder:
 
 
 @contextmanager
-def server(embedder: OnnxEmbedder | InstantEmbedder, variant: str) -> Iterator[str]:
+def server(
+    embedder: OnnxEmbedder | InstantEmbedder, variant: str
+) -> Iterator[tuple[str, Citewell]]:
     """A server with the default settings, changed by ``variant`` ("name=value,...")."""
     changes = dict(pair.split("=", 1) for pair in variant.split(",") if pair)
     settings = Settings.load(data_dir=Path(tempfile.mkdtemp()), auth="none", **changes)
-    app = create_app(settings, Citewell.from_settings(settings, embedder=embedder))
-    with served(app) as base:
-        yield base
+    citewell = Citewell.from_settings(settings, embedder=embedder)
+    with served(create_app(settings, citewell)) as base:
+        yield base, citewell
 
 
-def ingest_through_api(base: str, docs: list[tuple[str, str]]) -> None:
+def upload(base: str, docs: list[tuple[str, str]]) -> list[str]:
+    """The documents as Markdown files in batch uploads; the batches' ids."""
     with httpx.Client(base_url=base, timeout=600) as client:
-        client.post("/api/v1/knowledge", json={"name": "bench"}).raise_for_status()
         batches = []
         for start in range(0, len(docs), UPLOAD_BATCH):
             files = [
@@ -86,6 +92,12 @@ def ingest_through_api(base: str, docs: list[tuple[str, str]]) -> None:
             response = client.post("/api/v1/knowledge/bench/batch", files=files)
             response.raise_for_status()
             batches.append(response.json()["batch_id"])
+    return batches
+
+
+def indexed(base: str, batches: list[str]) -> None:
+    """Wait until every batch is done, all its files indexed."""
+    with httpx.Client(base_url=base, timeout=600) as client:
         for batch in batches:
             while True:
                 body = client.get(f"/api/v1/jobs/batches/{batch}").json()
@@ -93,6 +105,34 @@ def ingest_through_api(base: str, docs: list[tuple[str, str]]) -> None:
                     assert body["counts"] == {"indexed": body["total"]}, body["counts"]
                     break
                 time.sleep(0.2)
+
+
+def through_api(
+    embedder: OnnxEmbedder | InstantEmbedder,
+    variant: str,
+    docs: list[tuple[str, str]],
+    worker_alone: bool,
+) -> tuple[float, float]:
+    """Seconds from the first upload (or, ``worker_alone``, from the worker's start) to the
+    last file indexed, and this process's CPU seconds meanwhile."""
+    if worker_alone:
+        variant = ",".join(p for p in [variant, "serve_job_worker=false"] if p)
+    with server(embedder, variant) as (base, citewell):
+        httpx.post(f"{base}/api/v1/knowledge", json={"name": "bench"}).raise_for_status()
+        if worker_alone:
+            citewell.start_workers()
+        indexed(base, upload(base, WARM_UP))  # the reader processes start, as in a server
+        if worker_alone and citewell.runner is not None:  # the uploads below wait for it
+            citewell.runner.stop()
+            citewell.runner = None
+        batches = upload(base, docs) if worker_alone else []
+        began, cpu = time.perf_counter(), time.process_time()
+        if worker_alone:
+            citewell.start_workers()
+            indexed(base, batches)
+        else:
+            indexed(base, upload(base, docs))
+        return time.perf_counter() - began, time.process_time() - cpu
 
 
 def main() -> None:
@@ -111,6 +151,9 @@ def main() -> None:
     parser.add_argument(
         "--embed-latency", type=float, default=0.0, help="the stub's wait per call, seconds"
     )
+    parser.add_argument(
+        "--worker-alone", action="store_true", help="upload first, then time the worker alone"
+    )
     args = parser.parse_args()
     docs = scifact_docs(args.docs)
     embedder, texts = encoder_and_texts(docs)
@@ -121,10 +164,9 @@ def main() -> None:
     for _ in range(args.rounds):
         encoder.append(len(texts) / timed(lambda: served_by.embed(texts)))
         for variant in args.variants:
-            with server(served_by, variant) as base:
-                began = time.process_time()
-                api[variant].append(len(texts) / timed(lambda b=base: ingest_through_api(b, docs)))
-                cpu[variant].append(time.process_time() - began)
+            rate, seconds = through_api(served_by, variant, docs, args.worker_alone)
+            api[variant].append(len(texts) / rate)
+            cpu[variant].append(seconds)
     result: dict[str, object] = {
         "docs": len(docs),
         "chunks": len(texts),
