@@ -115,3 +115,23 @@ def test_a_newcomer_queued_meanwhile_runs_before_the_claim_taken_ahead(app):
     finally:
         runner.stop()
     assert order[:3] == [["note0.md", "note1.md"], ["bob.md"], ["note2.md", "note3.md"]]
+
+
+def test_stopping_does_not_wait_for_a_long_preparation(app):
+    app.create_kb("birds")
+    jobs = app.enqueue_uploads("birds", NOTES)
+    runner = JobRunner(app.jobs, app.ingestor, app.storage, batch_files=2)
+    gate = threading.Event()
+    sizes = watched(runner, gate)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not sizes and time.monotonic() < deadline:
+            time.sleep(0.02)
+        began = time.monotonic()
+        runner.stop()  # the claim being prepared ahead never finishes meanwhile
+        assert time.monotonic() - began < 15
+        found = states(app, jobs[0].batch_id)
+        assert "parsing" not in found and found.count("queued") >= 2  # handed back
+    finally:
+        gate.set()

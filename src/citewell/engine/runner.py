@@ -13,11 +13,13 @@ queues again the jobs of runners whose leases passed (killed ones).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from citewell.catalog.storage import FileStorage
@@ -44,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 OPTIMIZE_EVERY = 8  # batches between chunk store compactions while the queue stays busy
 STAGED_SWEEP_SECONDS = 300.0  # how often finished jobs' leftover uploads are looked for
+AHEAD_WAIT_SECONDS = 5.0  # how long stopping waits for the next claim being prepared
 
 
 @dataclass
@@ -99,7 +102,6 @@ class JobRunner:
         self._held: dict[str, tuple[str, ...]] = {}
         self._holding = threading.Lock()
         self._ahead: Future[Claim] | None = None  # the next claim, being taken and prepared
-        self._ahead_pool: ThreadPoolExecutor | None = None
         self._swept = float("-inf")  # when expired leases were last looked for
         self._swept_staged = time.monotonic()  # start() clears them once
         self.connectors = connectors
@@ -111,7 +113,6 @@ class JobRunner:
         """Put jobs whose workers are gone back in the queue, then start working."""
         self._sweep()
         self._clear_staged()
-        self._ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="citewell-jobs-ahead")
         self._thread = threading.Thread(target=self._loop, name="citewell-jobs", daemon=True)
         self._heartbeat = threading.Thread(
             target=self._renew_leases, name="citewell-job-leases", daemon=True
@@ -132,8 +133,9 @@ class JobRunner:
             self._thread.join(timeout=drain_seconds)
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
-        if self._ahead_pool is not None:
-            self._ahead_pool.shutdown(wait=True)  # a claim taken ahead is handed back too
+        if self._ahead is not None:  # its claim is held from the start: handed back below
+            with contextlib.suppress(Exception, FutureTimeout):
+                self._ahead.result(timeout=AHEAD_WAIT_SECONDS)
         handed_back = sum(self.jobs.release(ids, claim) for claim, ids in self._held.items())
         if handed_back:
             logger.info("handed %d unfinished jobs back to the queue", handed_back)
@@ -204,13 +206,17 @@ class JobRunner:
         if self.connectors is not None:
             self._queue_due_syncs(self.connectors)
         operations = tuple(name for name, handler in self.handlers.items() if handler.ready())
-        claim = self._next_claim(operations)
-        claims = [*self._newcomers(claim, operations), claim]
-        if ahead and len(claim.jobs) >= self.batch_files and self._ahead_pool is not None:
-            self._ahead = self._ahead_pool.submit(self._claim_prepared, operations)
+        claims = [self._next_claim(operations)]
+        try:
+            claims[:0] = self._newcomers(claims[-1], operations)
+            if ahead and len(claims[-1].jobs) >= self.batch_files:
+                self._ahead = self._take_ahead(operations)
+            for taken in claims:
+                self._run(taken)
+        finally:  # a claim that failed midway is not renewed: its leases pass, it runs again
+            for taken in claims:
+                self._let_go(taken.token)
         groups = [group for taken in claims for group in taken.groups()]
-        for taken in claims:
-            self._run(taken)
         claimed = [job for taken in claims for job in taken.jobs]
         if claimed:
             self._since_optimize += 1
@@ -250,9 +256,24 @@ class JobRunner:
             count_jobs(operation, "taken", len(group))
             with job_span(operation, len(group)), background():  # a trace of its own
                 self._run_group(claim, operation, kb_id, group)
-        self._let_go(claim.token)
+
+    def _take_ahead(self, operations: tuple[str, ...]) -> Future[Claim]:
+        """The next claim, taken and prepared in a daemon thread: a long preparation never
+        holds up the process's exit, and stopping hands its claim back without waiting."""
+        taken: Future[Claim] = Future()
+
+        def take() -> None:
+            try:
+                taken.set_result(self._claim_prepared(operations))
+            except Exception as exc:  # noqa: BLE001 - the runner claims anew instead
+                taken.set_exception(exc)
+
+        threading.Thread(target=take, name="citewell-jobs-ahead", daemon=True).start()
+        return taken
 
     def _claim_prepared(self, operations: tuple[str, ...]) -> Claim:
+        if self._stop.is_set():
+            return Claim([], ahead=True)
         claim = Claim(self._hold(self.jobs.claim(self.batch_files, operations)), ahead=True)
         for (operation, kb_id), group in claim.groups():
             handler = self.handlers.get(operation)
