@@ -121,3 +121,26 @@ def test_a_batch_past_the_time_limit_is_read_again_a_file_at_a_time():
                    zip(outcomes, ["one.txt", "two.txt"], strict=True))  # fmt: skip
     finally:
         reader.close()
+
+
+def test_a_batch_answers_fast_files_together_and_a_slow_one_at_once(monkeypatch):
+    """The worker's side of ``read_many``: the caller's time limit applies to each file."""
+    import time
+
+    from citewell.loaders import isolated as worker
+
+    sent: list[list[str]] = []
+
+    class Pipe:
+        def send(self, message):
+            sent.append([answer[1] for answer in message[1]])
+
+    def answer(config, readers, message):
+        if message[2] == "slow.txt":
+            time.sleep(worker.SEND_AFTER + 0.1)
+        return ("ok", message[2])
+
+    monkeypatch.setattr(worker, "_answer", answer)
+    names = ["a.txt", "slow.txt", "b.txt", "c.txt"]
+    worker._read_many(Pipe(), ReaderConfig(), [], [(b"x", name) for name in names])
+    assert sent == [["a.txt", "slow.txt"], ["b.txt", "c.txt"]]

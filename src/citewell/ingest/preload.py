@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 # Small files go to a reader process in batches: a round trip a file cost this process a
-# wake-up a file, which a busy server delays (docs/benchmarks/journal.md, "Parsing a claim
-# in batches").
+# wake-up a file, which a busy server delays (docs/benchmarks/journal.md, "The job queue:
+# parsing in batches").
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 ALONE_BYTES = 256 << 10  # a file this big is read alone: it may take long
