@@ -64,17 +64,37 @@ def test_claims_after_a_full_one_are_prepared_ahead_and_all_indexed(app):
     assert app.search("grebe day 5", ["birds"], k=1)[0].chunk.file_name == "note5.md"
 
 
-def test_stopping_hands_back_the_claim_taken_ahead(app):
+def recorded(runner: JobRunner) -> list[list[str]]:
+    """Wraps the ingest handler's ``run``: the names of each group it ran, in order."""
+    handler, order = runner.handlers["ingest"], []
+    run = handler.run
+
+    def recording(kb_id, group, prepared=None):
+        order.append(sorted(job.name for job in group))
+        return run(kb_id, group, prepared) if prepared is not None else run(kb_id, group)
+
+    handler.run = recording
+    return order
+
+
+def with_a_claim_ahead(app: Citewell, gate: threading.Event, added_by: str = ""):
+    """NOTES queued; a started runner (claims of two) whose next claim, taken ahead, is
+    held at ``gate`` while being prepared. The runner, the jobs and the runs' order."""
     app.create_kb("birds")
-    jobs = app.enqueue_uploads("birds", NOTES)
+    jobs = app.enqueue_uploads("birds", NOTES, added_by)
     runner = JobRunner(app.jobs, app.ingestor, app.storage, batch_files=2)
-    gate = threading.Event()
-    sizes = watched(runner, gate)
+    sizes, order = watched(runner, gate), recorded(runner)
     runner.start()
     deadline = time.monotonic() + 20
     while not sizes and time.monotonic() < deadline:
         time.sleep(0.02)
     assert sizes, "no claim was taken ahead"
+    return runner, jobs, order
+
+
+def test_stopping_hands_back_the_claim_taken_ahead(app):
+    gate = threading.Event()
+    runner, jobs, _ = with_a_claim_ahead(app, gate)
     stopping = threading.Thread(target=runner.stop)
     stopping.start()  # waits for the claim being prepared ahead...
     time.sleep(0.2)
@@ -90,26 +110,12 @@ def test_stopping_hands_back_the_claim_taken_ahead(app):
 
 
 def test_a_newcomer_queued_meanwhile_runs_before_the_claim_taken_ahead(app):
-    app.create_kb("birds")
-    app.enqueue_uploads("birds", NOTES, added_by="alice")
-    runner = JobRunner(app.jobs, app.ingestor, app.storage, batch_files=2)
     gate = threading.Event()
-    sizes = watched(runner, gate)
-    handler, order = runner.handlers["ingest"], []
-    run = handler.run
-
-    def recorded(kb_id, group, prepared=None):
-        order.append(sorted(job.name for job in group))
-        return run(kb_id, group, prepared) if prepared is not None else run(kb_id, group)
-
-    handler.run = recorded
-    runner.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not sizes and time.monotonic() < deadline:
-            time.sleep(0.02)  # alice's second claim is being prepared, ahead...
+    runner, _, order = with_a_claim_ahead(app, gate, added_by="alice")
+    try:  # alice's second claim is being prepared, ahead...
         (bob,) = app.enqueue_uploads("birds", [("bob.md", b"# Bob\n\nA lone heron.")], "bob")
         gate.set()  # ...and bob's upload, queued meanwhile, still goes before it
+        deadline = time.monotonic() + 20
         while app.jobs.get(bob.id).state != "indexed" and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
@@ -118,16 +124,9 @@ def test_a_newcomer_queued_meanwhile_runs_before_the_claim_taken_ahead(app):
 
 
 def test_stopping_does_not_wait_for_a_long_preparation(app):
-    app.create_kb("birds")
-    jobs = app.enqueue_uploads("birds", NOTES)
-    runner = JobRunner(app.jobs, app.ingestor, app.storage, batch_files=2)
     gate = threading.Event()
-    sizes = watched(runner, gate)
-    runner.start()
+    runner, jobs, _ = with_a_claim_ahead(app, gate)
     try:
-        deadline = time.monotonic() + 20
-        while not sizes and time.monotonic() < deadline:
-            time.sleep(0.02)
         began = time.monotonic()
         runner.stop()  # the claim being prepared ahead never finishes meanwhile
         assert time.monotonic() - began < 15
