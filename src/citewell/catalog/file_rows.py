@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Insert, Table
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -17,7 +17,7 @@ from citewell.db.models import Base, FileRow
 def table_of(row: type[Base]) -> Table:
     """A mapped class's table. Many rows inserted into the table run no Python a row; into
     the class, SQLAlchemy's ORM bulk path builds each row's parameters in Python."""
-    return cast(Table, row.__table__)
+    return Base.metadata.tables[row.__tablename__]
 
 
 def upsert_files(session: Session, rows: Sequence[Mapping[str, Any]]) -> None:

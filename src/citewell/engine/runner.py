@@ -216,7 +216,6 @@ class JobRunner:
         finally:  # a claim that failed midway is not renewed: its leases pass, it runs again
             for taken in claims:
                 self._let_go(taken.token)
-        groups = [group for taken in claims for group in taken.groups()]
         claimed = [job for taken in claims for job in taken.jobs]
         if claimed:
             self._since_optimize += 1
@@ -224,7 +223,7 @@ class JobRunner:
             with self.ingestor.lock:
                 self.ingestor.writer.optimize()
             self._since_optimize = 0
-        if self.spaces is not None and not any(op == "reembed" for (op, _), _ in groups):
+        if self.spaces is not None and not any(job.operation == "reembed" for job in claimed):
             self.spaces.finish()
             if not claimed:
                 self.spaces.drop_retired()

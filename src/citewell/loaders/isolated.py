@@ -14,7 +14,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -246,12 +246,13 @@ def _outcome(reply: tuple[Any, ...]) -> Any:
     return error_class(reply[2])
 
 
-def _attempt(read: Any, data: bytes, name: str) -> Document | CitewellError:
+def _attempt(
+    read: Callable[[bytes, str], Document], data: bytes, name: str
+) -> Document | CitewellError:
     try:
-        document: Document = read(data, name)
+        return read(data, name)
     except CitewellError as exc:
         return exc
-    return document
 
 
 def _answer(
