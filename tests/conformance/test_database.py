@@ -89,6 +89,29 @@ def test_users_take_turns_in_the_queue(database):
     assert [j.id for j in jobs.claim(3)] == [j.id for j in bobs[3:6]]  # then bob's, in order
 
 
+def test_a_claim_smaller_than_the_users_waiting_takes_the_longest_waiting_ones(database):
+    """Five users queued; a claim of three takes one job each of the three whose oldest due
+    job is oldest. A job waiting for its retry is not due, so its user waits too."""
+    jobs = JobStore(database)
+
+    def queue(user: str, count: int = 2) -> list:
+        files = [(JobStore.new_id(), f"{user}{n}.md", f"{user}{n}") for n in range(count)]
+        return jobs.enqueue(f"kb-{user}", files, added_by=user)
+
+    (retried,) = queue("eve", 1)
+    (taken,) = jobs.claim(1)
+    assert jobs.fail(taken.id, "parser crashed", "extract_failed", retry_in=60.0)
+    queued = {user: queue(user) for user in ("dan", "carol", "bob", "alice")}
+    claimed = jobs.claim(3)
+    assert [j.id for j in claimed] == [queued[u][0].id for u in ("dan", "carol", "bob")]
+    others = jobs.claim(3, other_than=["dan"])  # each one's next, oldest first
+    assert [j.id for j in others] == [
+        queued[u][i].id for u, i in (("carol", 1), ("bob", 1), ("alice", 0))
+    ]
+    assert [j.id for j in jobs.claim(3)] == [queued["dan"][1].id, queued["alice"][1].id]
+    assert jobs.claim(3) == [] and jobs.get(retried.id).state == "queued"
+
+
 def test_a_killed_workers_jobs_return_to_the_queue_when_their_lease_passes(database):
     alive, killed = JobStore(database, lease_seconds=0.5), JobStore(database, lease_seconds=0.5)
     queued = alive.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(4)])

@@ -171,6 +171,8 @@ class JobRow(Base):
     restarted server picks up what was queued or running."""
 
     __tablename__ = "jobs"
+    # A claim walks the queue user by user, oldest first (jobs/picking.py).
+    __table_args__ = (Index("ix_jobs_queue", "state", "added_by", "created_at"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     batch_id: Mapped[str] = mapped_column(String(32), index=True)

@@ -16,12 +16,13 @@ from dataclasses import dataclass, fields
 
 from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.db import ensure_schema
 from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
 from citewell.jobs import holders
+from citewell.jobs.picking import pick
 from citewell.jobs.turns import in_turn
 
 RUNNING = ("parsing", "chunking", "embedding")
@@ -128,41 +129,43 @@ class JobStore:
         thousand queued files do not hold another user's single upload back by more than
         one job each."""
         token, now = uuid.uuid4().hex, time.time()
-        condition = (JobRow.state == "queued") & (JobRow.not_before <= now)
+        due = (JobRow.state == "queued") & (JobRow.not_before <= now)
         if operations is not None:
-            condition = condition & JobRow.operation.in_(operations)
+            due = due & JobRow.operation.in_(operations)
         if other_than:
-            condition = condition & JobRow.added_by.not_in(sorted(set(other_than)))
-        turn = func.row_number().over(partition_by=JobRow.added_by, order_by=JobRow.created_at)
-        ranked = select(JobRow.id, turn.label("turn")).where(condition).cte("ranked")
-        due = (
-            select(JobRow.id)
-            .join(ranked, ranked.c.id == JobRow.id)
-            .order_by(ranked.c.turn, JobRow.created_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True, of=JobRow)  # PostgreSQL; SQLite: one writer
-            # As a subquery PostgreSQL may run it again per row, ignoring the limit.
-            .cte("due")
-            .prefix_with("MATERIALIZED")
+            due = due & JobRow.added_by.not_in(sorted(set(other_than)))
+        while True:  # until a claim takes some, or none is due
+            with self._sessions() as session, session.begin():
+                lock = session.get_bind().dialect.name == "postgresql"
+                picked = pick(session, due, limit, lock)
+                if not picked:
+                    return []
+                if self._take(session, picked, token, now):
+                    rows = session.scalars(
+                        select(JobRow).where(JobRow.claim == token).order_by(JobRow.created_at)
+                    )
+                    return in_turn([_job(r) for r in rows])
+
+    def _take(self, session: Session, picked: list[str], token: str, now: float) -> int:
+        """Mark the picked jobs still queued as claimed by ``token``; how many were. On
+        SQLite another claim may have taken them between the pick and this write (on
+        PostgreSQL the pick locked them)."""
+        # As an expression, so SQLite finds the rows by id instead of scanning the queue.
+        still_queued = JobRow.state.concat("") == "queued"
+        result = session.execute(
+            update(JobRow)
+            .where(JobRow.id.in_(bindparam("picked", picked, expanding=True)) & still_queued)
+            .values(
+                state="parsing",
+                claim=token,
+                attempts=JobRow.attempts + 1,
+                updated_at=now,
+                lease_until=now + self.lease_seconds,
+                holder=holders.this_process(),
+            )
+            .execution_options(synchronize_session=False)
         )
-        with self._sessions() as session, session.begin():
-            session.execute(
-                update(JobRow)
-                .where(JobRow.id.in_(select(due.c.id)) & (JobRow.state == "queued"))
-                .values(
-                    state="parsing",
-                    claim=token,
-                    attempts=JobRow.attempts + 1,
-                    updated_at=now,
-                    lease_until=now + self.lease_seconds,
-                    holder=holders.this_process(),
-                )
-                .execution_options(synchronize_session=False)
-            )
-            rows = session.scalars(
-                select(JobRow).where(JobRow.claim == token).order_by(JobRow.created_at)
-            )
-            return in_turn([_job(r) for r in rows])
+        return int(result.rowcount)  # type: ignore[attr-defined]
 
     def get(self, job_id: str) -> Job:
         with self._sessions() as session:
