@@ -23,7 +23,7 @@ from citewell.errors import CitewellError, StoreError
 from citewell.ingest.chunk_rows import ChunkRows, sha256, with_vector
 from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.links import LINKS_PER_FLUSH, PendingLink, plan_links
-from citewell.ingest.run import IngestRun, Parsing, PendingFile, Preloaded, prepare_file
+from citewell.ingest.run import IngestRun, Parsing, PendingFile, Preloaded, prepare_file, vectors_of
 from citewell.ingest.sentences import SpaceWriter, sentence_rows
 from citewell.ingest.types import (
     ActiveSpace,
@@ -303,13 +303,12 @@ class Ingestor:
             return
         chunks = [c for p in run.pending for c in p.chunks]
         pairs = [c for p in run.pending for c in p.pairs]
-        texts = [t for p in run.pending for t in p.embed_texts] + [c.text for c in pairs]
-        with span("embed", texts=len(texts)):
-            vectors = self.embedder.embed(texts, "document")  # one pass: full batches
-        rows = [with_vector(c, v) for c, v in zip([*chunks, *pairs], vectors, strict=True)]
-        with span("write", rows=len(rows), files=len(run.pending)), ThreadPoolExecutor(1) as pool:
+        with span("embed", files=len(run.pending)):
+            vectors, pair_vectors = vectors_of(self.embedder, run.pending)
+        rows = len(chunks) + len(pairs)
+        with span("write", rows=rows, files=len(run.pending)), ThreadPoolExecutor(1) as pool:
             stored = pool.submit(copy_context().run, self._store_files, run.pending)
-            self.writer.upsert(rows[: len(chunks)], rows[len(chunks) :])
+            self.writer.upsert_matrix(chunks, vectors, pairs, pair_vectors)
             stored.result()
         # One transaction for the batch's files and one for their links (one each per
         # file was most of what a file cost once embedding was fast).

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from citewell.embedders import embedding_tenant
 from citewell.errors import CitewellError
 from citewell.ingest.chunk_rows import sha256
-from citewell.ingest.run import ParseTask, PendingFile, Preloaded, prepare_files
+from citewell.ingest.run import ParseTask, PendingFile, Preloaded, embed_pending, prepare_files
 from citewell.sources import SourceItem
 
 if TYPE_CHECKING:
@@ -85,10 +85,7 @@ def batches(tasks: list[ParseTask], workers: int) -> list[list[ParseTask]]:
 
 
 def _embed(ingestor: Ingestor, parsed: list[PendingFile]) -> None:
-    texts = [t for p in parsed for t in p.embed_texts] + [c.text for p in parsed for c in p.pairs]
-    if not texts:
-        return
-    try:
-        ingestor.embedder.embed(texts, "document")  # into the cache; written under the lock
+    try:  # into the cache, and kept on each file for its write under the lock
+        embed_pending(ingestor.embedder, parsed)
     except CitewellError as exc:  # e.g. an embedding server down: the ingest meets it again
         logger.info("embedding ahead of the lock failed (%s); embedding under it", exc.message)

@@ -8,7 +8,10 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from citewell.catalog import Catalog, FileRecord, KnowledgeBase
+from citewell.embedders.base import Embedder, Vectors
 from citewell.errors import CitewellError, ParseError
 from citewell.ingest.chunk_rows import ChunkRows, sha256
 from citewell.ingest.links import PendingLink
@@ -37,6 +40,40 @@ class PendingFile:
     data: bytes
     text: str
     sections: tuple[Section, ...]
+    # (model id, vectors): its chunks' rows, then its pairs'; kept from a pass made ahead.
+    vectors: tuple[str, Vectors] | None = None
+
+    def embedded_by(self, model_id: str) -> bool:
+        return self.vectors is not None and self.vectors[0] == model_id
+
+
+def embed_pending(embedder: Embedder, files: Sequence[PendingFile]) -> None:
+    """Embed the files' chunks and sentence pairs in one pass (full batches) and keep each
+    file's vectors on it, so the write needs no second look-up in the embedding cache."""
+    texts = [t for f in files for t in [*f.embed_texts, *(c.text for c in f.pairs)]]
+    vectors = embedder.embed(texts, "document") if texts else np.empty((0, 0), np.float32)
+    start = 0
+    for file in files:
+        end = start + len(file.embed_texts) + len(file.pairs)
+        file.vectors = (embedder.model_id, vectors[start:end])
+        start = end
+
+
+def vectors_of(embedder: Embedder, files: Sequence[PendingFile]) -> tuple[Vectors, Vectors]:
+    """The files' chunk vectors and pair vectors, each as one matrix: those embedded ahead
+    by this model kept, the others' made now in one pass."""
+    embed_pending(embedder, [f for f in files if not f.embedded_by(embedder.model_id)])
+    chunks, pairs = [], []
+    for file in files:
+        assert file.vectors is not None  # embedded above
+        chunks.append(file.vectors[1][: len(file.chunks)])
+        pairs.append(file.vectors[1][len(file.chunks) :])
+    return _stacked(chunks), _stacked(pairs)
+
+
+def _stacked(parts: list[Vectors]) -> Vectors:
+    rows = [p for p in parts if len(p)]
+    return np.vstack(rows) if rows else np.empty((0, 0), np.float32)
 
 
 @dataclass(frozen=True)

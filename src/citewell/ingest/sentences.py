@@ -63,9 +63,17 @@ class SpaceWriter:
         if pairs:
             self.sentences.upsert(pairs)
 
-    def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
-        """Chunks with their vectors as one matrix (an import: it brings no pairs)."""
+    def upsert_matrix(
+        self,
+        chunks: Sequence[StoredChunk],
+        vectors: np.ndarray,
+        pairs: Sequence[StoredChunk] = (),
+        pair_vectors: np.ndarray | None = None,
+    ) -> None:
+        """Chunks and pairs with their vectors as matrices (an import brings no pairs)."""
         upsert_matrix(self.chunks, chunks, vectors)
+        if pairs and pair_vectors is not None:
+            upsert_matrix(self.sentences, pairs, pair_vectors)
 
     def delete(self, where: ChunkFilter) -> int:
         self.sentences.delete(where)
