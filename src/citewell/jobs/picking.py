@@ -3,11 +3,11 @@ user's second oldest...), found through the ``ix_jobs_queue`` index (state, adde
 created_at) in time that grows with the users waiting and the claim's size, not with the
 queue.
 
-Ranking every queued job in one window query cost 4 ms a claim with 3,000 queued and 29 ms
-with 30,000: draining a queue took time quadratic in its length. Here the users with queued
-jobs are found by skipping from one to the next in the index, each one's oldest due job
-by its first index entries, and then only the users who can have a turn in this claim are
-read, at most ``limit`` jobs each.
+Ranking every queued job in one window query cost 4-10 ms a claim with 3,000 queued and
+45-70 ms with 30,000: draining a queue took time quadratic in its length (decision 0039).
+Here the users with queued jobs are found by skipping from one to the next in the index,
+each one's oldest due job by its first index entries, and then only the users who can have
+a turn in this claim are read, at most ``limit`` jobs each.
 """
 
 from __future__ import annotations
