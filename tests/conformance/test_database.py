@@ -182,7 +182,15 @@ def test_concurrent_claims_take_each_job_once(database):
     from concurrent.futures import ThreadPoolExecutor
 
     jobs = JobStore(database)
-    queued = jobs.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(60)])
+    queued = [  # three users, so claims pick among users as well as among jobs
+        job
+        for user, count in (("ada", 40), ("bob", 15), ("eve", 5))
+        for job in jobs.enqueue(
+            f"kb-{user}",
+            [(JobStore.new_id(), f"{n}.md", f"{user}{n}") for n in range(count)],
+            added_by=user,
+        )
+    ]
     workers = [JobStore(database) for _ in range(4)]
 
     def drain(store):
