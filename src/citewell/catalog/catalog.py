@@ -224,26 +224,22 @@ class Catalog:
         with self._reads() as session:
             return tuple(_kb(row) for row in session.scalars(query))
 
-    def find_kb(self, name_or_id: str, count_files: bool = True) -> KnowledgeBase | None:
-        """As the local operator (CLI, library) sees it: every KB readable, own = made here.
-        ``count_files`` False: file_count 0, no count of a KB's files (ingestion's paths
-        need the KB, and the count grows with the KB)."""
-        return self.resolve_kb(name_or_id, count_files=count_files)
+    def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
+        """As the local operator (CLI, library) sees it: every KB readable; file_count 0."""
+        return self.resolve_kb(name_or_id, count_files=False)
 
-    def get_kb(self, name_or_id: str, count_files: bool = True) -> KnowledgeBase:
-        kb = self.find_kb(name_or_id, count_files)
+    def get_kb(self, name_or_id: str) -> KnowledgeBase:
+        kb = self.find_kb(name_or_id)
         if kb is None:
             raise KnowledgeBaseNotFound(
                 f"No knowledge base {name_or_id!r}; list them with 'citewell kb list'."
             )
         return kb
 
-    def ensure_kb(self, name_or_id: str, count_files: bool = True) -> KnowledgeBase:
-        """The KB with this id, or the operator's own (made here, no owner) of this name,
-        made if missing: the CLI never writes into a user's KB just because of its name."""
-        own = self.resolve_kb(
-            name_or_id, lambda kb: kb.id == name_or_id or not kb.owner_id, count_files=count_files
-        )
+    def ensure_kb(self, name_or_id: str) -> KnowledgeBase:
+        """The KB with this id, or the operator's own (made here, no owner) of this name, made
+        if missing (file_count 0): the CLI never writes into a user's KB because of its name."""
+        own = self.resolve_kb(name_or_id, lambda k: k.id == name_or_id or not k.owner_id, "", False)
         return own or self.create_kb(name_or_id)
 
     def list_kbs(

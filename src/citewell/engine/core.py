@@ -204,7 +204,7 @@ class Engine:
     def kb_id(self, name_or_id: str) -> str:
         """The id of a KB, remembered: the catalog is asked once per name."""
         if name_or_id not in self._kb_ids:
-            self._kb_ids[name_or_id] = self.catalog.get_kb(name_or_id, count_files=False).id
+            self._kb_ids[name_or_id] = self.catalog.get_kb(name_or_id).id
         return self._kb_ids[name_or_id]
 
     def list_kbs(self) -> list[KnowledgeBase]:
@@ -318,9 +318,7 @@ class Engine:
     def stored_file(self, kb: str, data: bytes) -> FileRecord | None:
         """The file holding these bytes among the files of the KB's owner (its tenant), if
         any: another owner's copy is never found (decision 0020)."""
-        return self.catalog.file_by_sha(
-            sha256(data), self.catalog.get_kb(kb, count_files=False).owner_id
-        )
+        return self.catalog.file_by_sha(sha256(data), self.catalog.get_kb(kb).owner_id)
 
     def enqueue_uploads(
         self, kb: str, files: Sequence[tuple[str, bytes]], added_by: str = "", folder: str = ""

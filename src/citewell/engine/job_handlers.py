@@ -127,16 +127,13 @@ class IngestJobs:
         None when there is nothing to do ahead (run checks everything again)."""
         storage = self.context.storage
         items = [self._item(job) for job in group if storage.is_staged(job.id)]
-        if (
-            len(items) < 2
-            or self.context.ingestor.catalog.find_kb(kb_id, count_files=False) is None
-        ):
+        if len(items) < 2 or self.context.ingestor.catalog.find_kb(kb_id) is None:
             return None
         return preload(self.context.ingestor, items, kb_id)
 
     def run(self, kb_id: str, group: Sequence[Job], prepared: Preloaded | None = None) -> None:
         jobs, storage = self.context.jobs, self.context.storage
-        if self.context.ingestor.catalog.find_kb(kb_id, count_files=False) is None:
+        if self.context.ingestor.catalog.find_kb(kb_id) is None:
             for job in group:
                 jobs.fail(job.id, "Its knowledge base was deleted.", "kb_deleted", None, job.claim)
                 storage.unstage(job.id)

@@ -19,7 +19,6 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from citewell.catalog.storage import FileStorage
@@ -134,7 +133,7 @@ class JobRunner:
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
         if self._ahead is not None:  # its claim is held from the start: handed back below
-            with contextlib.suppress(Exception, FutureTimeout):
+            with contextlib.suppress(Exception):  # its failure, or the wait's time-out
                 self._ahead.result(timeout=AHEAD_WAIT_SECONDS)
         handed_back = sum(self.jobs.release(ids, claim) for claim, ids in self._held.items())
         if handed_back:

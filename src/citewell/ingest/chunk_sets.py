@@ -55,7 +55,7 @@ class ChunkSets:
         shared = label == kb_id
         own: dict[str, Any] = {}
         if not shared:
-            own = self.catalog.get_kb(kb_id, count_files=False).settings.chunking_map
+            own = self.catalog.get_kb(kb_id).settings.chunking_map
         settings = self.live.chunking(own)
         return ChunkTarget(
             label,

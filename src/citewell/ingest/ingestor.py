@@ -117,7 +117,7 @@ class Ingestor:
         queue passes ``optimize=False`` and compacts the store itself, less often, what it
         ``preloaded`` (ingest.preload) without the lock, and ``yield_to_waiters``: once
         another writer waits for the lock, no further item begins (``files_left``)."""
-        target = self.catalog.ensure_kb(kb, count_files=False)
+        target = self.catalog.ensure_kb(kb)
         stop = self._others_wait if yield_to_waiters else None
         # The KB owner's cache, no other; a user's own ingest has a core the worker leaves.
         with self.lock, embedding_tenant(target.owner_id), foreground():
@@ -142,7 +142,7 @@ class Ingestor:
         preloaded: Preloaded | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> IngestReport:
-        target_kb = self.catalog.ensure_kb(kb, count_files=False)
+        target_kb = self.catalog.ensure_kb(kb)
         run = IngestRun(
             target_kb,
             IngestProgress(files_total=len(items)),

@@ -39,7 +39,7 @@ ALONE_BYTES = 256 << 10  # a file this big is read alone: it may take long
 def preload(ingestor: Ingestor, items: Sequence[SourceItem], kb_id: str) -> Preloaded:
     """Parse and split the items that ``kb_id`` does not hold yet, and embed their chunks
     into the cache, as the KB's owner. Errors are kept for the ingest to report."""
-    kb = ingestor.catalog.get_kb(kb_id, count_files=False)
+    kb = ingestor.catalog.get_kb(kb_id)
     targets = ingestor.sets.targets(kb.id, ingestor.embedder)
     existing = ingestor.catalog.files_in_kb(kb.id, [item.key for item in items])
     files: dict[str, tuple[str, Future[PendingFile]]] = {}

@@ -39,7 +39,7 @@ class Rechunker:
                 self.jobs.cancel_batch(sets.batch)
                 self._drop(kb_id, sets.pending)
                 self.labels.abandon(kb_id)
-            own = bool(self.sets.catalog.get_kb(kb_id, count_files=False).settings.chunking)
+            own = bool(self.sets.catalog.get_kb(kb_id).settings.chunking)
             label = self.labels.of(kb_id).next_label(own)
             if label == sets.label:
                 return None  # back on the shared set it still reads
@@ -63,7 +63,7 @@ class Rechunker:
 
     def rechunk(self, kb_id: str, group: Sequence[Job]) -> None:
         """Build the pending set of the group's files (the runner's claimed jobs)."""
-        if self.sets.catalog.find_kb(kb_id, count_files=False) is None:  # deleted since
+        if self.sets.catalog.find_kb(kb_id) is None:  # deleted since
             for job in group:
                 self.jobs.cancel(job.id)
             return

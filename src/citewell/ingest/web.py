@@ -80,10 +80,9 @@ class WebSources:
         self, url: str, kb: str | None = None, languages: Sequence[str] = (), added_by: str = ""
     ) -> UrlIngest:
         item = replace(self.reader.item(url, languages=languages), added_by=added_by)
-        # Ids from here on: names are per owner.
-        kb_id = self.catalog.ensure_kb(kb or WEB_KB, count_files=False).id
+        kb_id = self.catalog.ensure_kb(kb or WEB_KB).id  # ids from here on: names are per owner
         report = self.ingestor.ingest([item], kb_id, strict=True)
-        tenant = self.catalog.get_kb(kb_id, count_files=False).owner_id
+        tenant = self.catalog.get_kb(kb_id).owner_id
         record = self.catalog.file_by_sha(sha256(item.read()), tenant)
         assert record is not None  # strict ingest either stored it or raised
         return UrlIngest(item.url, item.name, kb_id, record, report)
