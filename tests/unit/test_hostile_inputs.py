@@ -135,7 +135,7 @@ def test_a_batch_answers_fast_files_together_and_a_slow_one_at_once(monkeypatch)
         def send(self, message):
             sent.append([answer[1] for answer in message[1]])
 
-    def answer(config, readers, message):
+    def answer(config, readers, message, after, index):
         if message[2] == "slow.txt":
             time.sleep(worker.SEND_AFTER + 0.1)
         return ("ok", message[2])

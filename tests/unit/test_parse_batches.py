@@ -38,6 +38,9 @@ class ShortReader(DocumentReader):
     def read_many(self, files):
         return super().read_many(files)[:-1]
 
+    def read_each(self, files, after):
+        return super().read_each(files, after)[:-1]
+
 
 def parsing(reader: DocumentReader) -> Parsing:
     return Parsing(reader, ChunkRows("english"), lambda tenant, digest: f"{tenant}-{digest}")

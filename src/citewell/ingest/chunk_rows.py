@@ -61,6 +61,19 @@ class Passage(Protocol):
     def headings(self) -> tuple[str, ...]: ...
 
 
+class ChunkSet(Protocol):
+    """What a chunk's row takes from the set it is in (a ``ChunkTarget``, or its plan)."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def shared(self) -> bool: ...
+
+    @property
+    def bm25_enriched(self) -> bool: ...
+
+
 class ChunkRows:
     def __init__(self, stemmer: str, bypass: bool = False) -> None:
         """``stemmer``: BM25's (bm25_stemmer); ``bypass``: nothing is chunked
@@ -82,15 +95,28 @@ class ChunkRows:
         if self.bypass:
             return [], []  # whole documents go to the LLM; nothing is chunked or embedded
         enrichment = target.enricher.enrich(document.text, chunks) if chunks else Enrichment()
-        salt = "" if target.shared else target.label  # own sets never share a chunk id
+        return self.rows(file_id, document, chunks, target, name, enrichment, labels)
+
+    def rows(
+        self,
+        file_id: str,
+        document: Document,
+        chunks: Sequence[Chunk],
+        chunk_set: ChunkSet,
+        name: str,
+        enrichment: Enrichment,
+        labels: tuple[str, ...] = (),
+    ) -> tuple[list[StoredChunk], list[str]]:
+        """``chunks`` of a document as ``chunk_set`` stores them, and the texts to embed."""
+        salt = "" if chunk_set.shared else chunk_set.label  # own sets never share a chunk id
         stored = [
             self._stored_chunk(
                 file_id,
-                labels or (target.label,),
+                labels or (chunk_set.label,),
                 i,
                 c,
                 name,
-                self._bm25_prefix(i, enrichment, name, document, target.bm25_enriched),
+                self._bm25_prefix(i, enrichment, name, document, chunk_set.bm25_enriched),
                 salt,
             )
             for i, c in enumerate(chunks)

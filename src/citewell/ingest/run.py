@@ -16,6 +16,7 @@ from citewell.errors import CitewellError, ParseError
 from citewell.ingest.chunk_rows import ChunkRows, sha256
 from citewell.ingest.links import PendingLink
 from citewell.ingest.sentences import sentence_rows
+from citewell.ingest.split_where_read import Rows, SplitDocument, split_where_read
 from citewell.ingest.types import (
     ChunkTarget,
     IngestProgress,
@@ -178,23 +179,34 @@ def prepare_files(
     parsing: Parsing, tasks: Sequence[ParseTask], tenant: str, targets: Sequence[ChunkTarget]
 ) -> None:
     """Parse several small files in one read of the reader (one round trip to its worker
-    process), then split each; each task's future gets its PendingFile or its error."""
+    process), split where they are read when the sets allow it (``split_where_read``),
+    else here; each task's future gets its PendingFile or its error."""
     files = [(task.data, task.item.reader_name or task.item.name) for task in tasks]
-    documents: Sequence[Document | Exception]
+    ids = [(parsing.file_id(tenant, task.digest), task.item.name) for task in tasks]
+    after = split_where_read(parsing.rows, targets, ids)
+    answers: Sequence[Document | SplitDocument | Exception]
     try:
-        documents = parsing.reader.read_many(files)
+        answers = (
+            parsing.reader.read_each(files, after) if after else parsing.reader.read_many(files)
+        )
     except Exception as exc:  # noqa: BLE001 - every file of the batch fails with it
-        documents = [exc] * len(tasks)
-    for task, document in zip(tasks, documents, strict=False):
+        answers = [exc] * len(tasks)
+    for task, answer in zip(tasks, answers, strict=False):
         try:
-            if isinstance(document, Exception):
-                raise document
-            made = split_file(parsing, task.item, task.data, task.digest, document, tenant, targets)
+            if isinstance(answer, Exception):
+                raise answer
+            if isinstance(answer, SplitDocument):
+                document, sets = answer.document, answer.sets
+            else:
+                document, sets = answer, None
+            made = split_file(
+                parsing, task.item, task.data, task.digest, document, tenant, targets, sets
+            )
         except Exception as exc:  # noqa: BLE001 - the file's ingest raises it, as a parse would
             task.future.set_exception(exc)
         else:
             task.future.set_result(made)
-    for task in tasks[len(documents) :]:  # never left waiting, even on a reader's bug
+    for task in tasks[len(answers) :]:  # never left waiting, even on a reader's bug
         task.future.set_exception(ParseError(f"{task.item.name}: the reader gave no answer."))
 
 
@@ -206,18 +218,19 @@ def split_file(
     document: Document,
     tenant: str,
     targets: Sequence[ChunkTarget],
+    sets: Sequence[Rows] | None = None,
 ) -> PendingFile:
-    """A parsed item split for each chunk set it goes into, with its catalog record."""
+    """A parsed item split for each chunk set it goes into, with its catalog record;
+    ``sets``: each target's rows, when the split was made where the file was read."""
     file_id = parsing.file_id(tenant, digest)  # not computable from the bytes alone
+    if sets is None:  # one set per chunking the KB needs (two while re-chunked)
+        sets = [parsing.rows.make(file_id, document, t, item.name) for t in targets]
     chunks: list[StoredChunk] = []
     embed_texts: list[str] = []
     pairs: list[StoredChunk] = []
-    counts = []
-    for target in targets:  # one set per chunking the KB needs (two while re-chunked)
-        made, texts = parsing.rows.make(file_id, document, target, item.name)
+    for target, (made, texts) in zip(targets, sets, strict=True):
         chunks += made
         embed_texts += texts
-        counts.append(len(made))
         if target.sentences:
             pairs += sentence_rows(made, texts)[0]
     record = FileRecord(
@@ -227,7 +240,7 @@ def split_file(
         name=item.name,
         mime_type=document.mime_type,
         size=len(data),
-        chunk_count=counts[0] if counts else 0,
+        chunk_count=len(sets[0][0]) if sets else 0,
         status="indexed",
         created_at=time.time(),
         source=item.source,

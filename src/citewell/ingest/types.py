@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from citewell.embedders import CachedEmbedder
 from citewell.enrich import EnrichCost, Enricher
 from citewell.errors import CitewellError
 from citewell.ingest.sentences import SpaceWriter
+from citewell.loaders.after import AfterRead
 from citewell.splitters import Splitter
 from citewell.stores.base import ChunkStore
 from citewell.types import Document
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -58,6 +61,13 @@ class Reader(Protocol):
 
     def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
         """Several ``(data, name)`` at once: each one's Document or its error."""
+        ...
+
+    def read_each(
+        self, files: Sequence[tuple[bytes, str]], after: AfterRead[T]
+    ) -> list[T | CitewellError]:
+        """``read_many``, each Document replaced by ``after(document, index)``, done where
+        it was read (a worker process's, when extraction is isolated)."""
         ...
 
 

@@ -22,7 +22,7 @@ from citewell.db import ensure_schema
 from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
 from citewell.jobs import holders
-from citewell.jobs.picking import pick
+from citewell.jobs.picking import Due, pick
 from citewell.jobs.turns import in_turn
 
 RUNNING = ("parsing", "chunking", "embedding")
@@ -129,11 +129,7 @@ class JobStore:
         thousand queued files do not hold another user's single upload back by more than
         one job each."""
         token, now = uuid.uuid4().hex, time.time()
-        due = (JobRow.state == "queued") & (JobRow.not_before <= now)
-        if operations is not None:
-            due = due & JobRow.operation.in_(operations)
-        if other_than:
-            due = due & JobRow.added_by.not_in(sorted(set(other_than)))
+        due = Due(now, None if operations is None else tuple(operations), tuple(other_than))
         while True:  # until a claim takes some, or none is due
             with self._sessions() as session, session.begin():
                 lock = session.get_bind().dialect.name == "postgresql"

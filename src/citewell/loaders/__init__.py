@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TypeVar
 
 from citewell.errors import CitewellError, ParseError, PayloadTooLarge, UnsupportedFormat
+from citewell.loaders.after import AfterRead, after_read, as_read
 from citewell.loaders.base import EXTENSIONS, Loader, sniff
 from citewell.loaders.ocr import OcrEngine, build_ocr
 from citewell.loaders.registry import LOADERS, LoaderContext, build_loaders, plugin_extensions
@@ -15,6 +17,7 @@ from citewell.types import Document
 
 __all__ = [
     "LOADERS",
+    "AfterRead",
     "DocumentReader",
     "LoaderContext",
     "Loader",
@@ -26,6 +29,7 @@ __all__ = [
 DEFAULT_MAX_CHARS = 20_000_000
 PLAIN_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "application/json"})
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class DocumentReader:
@@ -86,13 +90,20 @@ class DocumentReader:
 
     def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
         """Each ``(data, name)``'s Document, or the error that says why it has none."""
-        documents: list[Document | CitewellError] = []
-        for data, name in files:
+        return self.read_each(files, as_read)
+
+    def read_each(
+        self, files: Sequence[tuple[bytes, str]], after: AfterRead[T]
+    ) -> list[T | CitewellError]:
+        """Each ``(data, name)``'s ``after(document, index)``, or the error that says why it
+        has none."""
+        made: list[T | CitewellError] = []
+        for index, (data, name) in enumerate(files):
             try:
-                documents.append(self.read(data, name))
+                made.append(after_read(after, self.read(data, name), index))
             except CitewellError as exc:
-                documents.append(exc)
-        return documents
+                made.append(exc)
+        return made
 
 
 def supported_extensions() -> list[str]:

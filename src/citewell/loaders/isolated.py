@@ -17,16 +17,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from citewell import errors
 from citewell.errors import CitewellError, ParseError
+from citewell.loaders.after import AfterRead, after_read, as_read
 from citewell.types import Document
 
 if TYPE_CHECKING:
     from citewell.loaders import DocumentReader
 
 
+T = TypeVar("T")
 YIELDING = 10  # the niceness of a worker past yield_after
 SEND_AFTER = 0.2  # seconds a batch's answers wait for others before they are sent
 
@@ -75,21 +77,30 @@ class IsolatedReader:
     def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
         """Several files (``(data, name)``) sent in one message: each file read alone costs
         this thread a wake-up per message, which a busy server delays (a small file: 0.35 ms
-        alone, 9 ms beside one thread busy in Python). The worker answers fast files
-        together and a slow one at once, so the time limit applies to each file. Each file
-        gets its Document or its error. Past the time limit, or when the worker dies, the
-        files not answered yet are read again one at a time, so only the guilty one fails."""
-        if len(files) == 1:
-            return [_attempt(self.read, *files[0])]
-        answered: list[Document | CitewellError] = []
+        alone, 9 ms beside one thread busy in Python). Each file gets its Document or its
+        error."""
+        return self.read_each(files, as_read)
+
+    def read_each(
+        self, files: Sequence[tuple[bytes, str]], after: AfterRead[T]
+    ) -> list[T | CitewellError]:
+        """``read_many``, with ``after(document, index)`` done in the worker for each file
+        and sent back in the document's place. The worker answers fast files together and
+        a slow one at once, so the time limit applies to each file. Past the time limit, or
+        when the worker dies, the files not answered yet are read again one at a time, so
+        only the guilty one fails."""
+        answered: list[T | CitewellError] = []
         try:
             with self._lock:
-                connection = self._send(("read_many", list(files)))
+                connection = self._send(("read_many", list(files), after))
                 while len(answered) < len(files):
                     name = files[len(answered)][1]
                     answered += [_outcome(r) for r in self._receive(connection, name)[1]]
-        except ParseError:
-            return answered + [_attempt(self.read, *file) for file in files[len(answered) :]]
+        except ParseError as exc:
+            if len(files) == 1:
+                return [exc]
+            left = range(len(answered), len(files))
+            return answered + [self.read_each([files[i]], Shifted(after, i))[0] for i in left]
         return answered
 
     def render(self, data: bytes, page: int, width: int) -> bytes:
@@ -212,7 +223,7 @@ def _serve(connection: Connection, config: ReaderConfig) -> None:
         if message is None:
             return
         if message[0] == "read_many":
-            _read_many(connection, config, readers, message[1])
+            _read_many(connection, config, readers, message[1], message[2])
         else:
             connection.send(_answer(config, readers, message))
 
@@ -222,18 +233,30 @@ def _read_many(
     config: ReaderConfig,
     readers: list[DocumentReader],
     files: list[tuple[bytes, str]],
+    after: AfterRead[Any] = as_read,
 ) -> None:
     """Each file's answer, sent together with the others' while they come fast, and at
     once after a file that took a while: the caller's time limit is then a file's."""
     answers: list[tuple[Any, ...]] = []
     sent = time.monotonic()
-    for file in files:
-        answers.append(_answer(config, readers, ("read", *file)))
+    for index, file in enumerate(files):
+        answers.append(_answer(config, readers, ("read", *file), after, index))
         if time.monotonic() - sent >= SEND_AFTER:
             connection.send(("ok", answers))
             answers, sent = [], time.monotonic()
     if answers:
         connection.send(("ok", answers))
+
+
+@dataclass(frozen=True)
+class Shifted(Generic[T]):
+    """``after`` for a file read alone: its index among the files first sent together."""
+
+    after: AfterRead[T]
+    offset: int
+
+    def __call__(self, document: Document, index: int) -> T:
+        return self.after(document, index + self.offset)
 
 
 def _outcome(reply: tuple[Any, ...]) -> Any:
@@ -256,7 +279,11 @@ def _attempt(
 
 
 def _answer(
-    config: ReaderConfig, readers: list[DocumentReader], message: tuple[Any, ...]
+    config: ReaderConfig,
+    readers: list[DocumentReader],
+    message: tuple[Any, ...],
+    after: AfterRead[Any] = as_read,
+    index: int = 0,
 ) -> tuple[Any, ...]:
     kind, data, *rest = message
     name = rest[0] if kind == "read" else f"page {rest[0]}"
@@ -267,7 +294,7 @@ def _answer(
             return ("ok", render_page(data, rest[0], rest[1]))
         if not readers:
             readers.append(config.reader())
-        return ("ok", readers[0].read(data, name))
+        return ("ok", after_read(after, readers[0].read(data, name), index))
     except CitewellError as exc:
         return ("error", type(exc).__name__, exc.message)
     except MemoryError:
@@ -295,9 +322,14 @@ class ReaderPool:
             self._free.put(reader)
 
     def read_many(self, files: Sequence[tuple[bytes, str]]) -> list[Document | CitewellError]:
+        return self.read_each(files, as_read)
+
+    def read_each(
+        self, files: Sequence[tuple[bytes, str]], after: AfterRead[T]
+    ) -> list[T | CitewellError]:
         reader = self._free.get()
         try:
-            return reader.read_many(files)
+            return reader.read_each(files, after)
         finally:
             self._free.put(reader)
 

@@ -39,6 +39,7 @@ __all__ = [
     "KeptTokenMeasure",
     "TokenMeasure",
     "bounded_size",
+    "portable",
     "budget_measure",
     "build_splitter",
     "merge_small_chunks",
@@ -51,6 +52,18 @@ def budget_measure(embedder: Embedder) -> Measure:
     inner = getattr(embedder, "inner", embedder)
     tokenizer: Any = getattr(inner, "tokenizer", None)
     return KeptTokenMeasure(tokenizer) if tokenizer is not None else ApproximateMeasure()
+
+
+def portable(splitter: Splitter) -> bool:
+    """Whether ``splitter`` may split in another process (a reader's worker): one of the
+    built-in splitters measuring characters. Those measuring tokens would carry the
+    embedder's tokenizer, the semantic ones the embedder itself, and a plug-in is unknown:
+    they split where they were built."""
+    if isinstance(splitter, TableHeadings | MarkdownHeaderSplitter):
+        return portable(splitter.inner)
+    if isinstance(splitter, RecursiveSplitter | SlidingWindowSplitter):
+        return type(splitter.measure) in (CharacterMeasure, ApproximateMeasure)
+    return False
 
 
 def build_measure(settings: Settings, embedder: Embedder) -> Measure:
