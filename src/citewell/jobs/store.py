@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
+from sqlalchemy import ColumnElement, Update, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -68,8 +68,37 @@ class Job:
 JOB_FIELDS = tuple(field.name for field in fields(Job))
 
 
+# A job's columns read without the ORM: a claim's or a batch's 64-250 rows loaded as ORM
+# objects cost a few ms each time under the GIL.
+JOB_COLUMNS = tuple(JobRow.__table__.c[name] for name in JOB_FIELDS)
+
+
 def _job(row: JobRow) -> Job:
     return Job(**{name: getattr(row, name) for name in JOB_FIELDS})
+
+
+def _take_statement() -> Update:
+    """Mark the jobs ``:picked`` that are still queued as claimed by ``:token``, returning
+    them. Built once: SQLAlchemy works a new statement's structure out again each time."""
+    # As an expression, so SQLite finds the rows by id instead of scanning the queue.
+    still_queued = JobRow.state.concat("") == "queued"
+    return (
+        update(JobRow)
+        .where(JobRow.id.in_(bindparam("picked", expanding=True)) & still_queued)
+        .values(
+            state="parsing",
+            claim=bindparam("token"),
+            attempts=JobRow.attempts + 1,
+            updated_at=bindparam("now"),
+            lease_until=bindparam("lease_until"),
+            holder=bindparam("holder"),
+        )
+        .returning(*JOB_COLUMNS)
+        .execution_options(synchronize_session=False)
+    )
+
+
+TAKE = _take_statement()
 
 
 def _held(condition: ColumnElement[bool], claim: str | None) -> ColumnElement[bool]:
@@ -136,32 +165,17 @@ class JobStore:
                 picked = pick(session, due, limit, lock)
                 if not picked:
                     return []
-                if self._take(session, picked, token, now):
-                    rows = session.scalars(
-                        select(JobRow).where(JobRow.claim == token).order_by(JobRow.created_at)
-                    )
-                    return in_turn([_job(r) for r in rows])
+                taken = self._take(session, picked, token, now)
+                if taken:
+                    return in_turn(sorted(taken, key=lambda job: job.created_at))
 
-    def _take(self, session: Session, picked: list[str], token: str, now: float) -> int:
-        """Mark the picked jobs still queued as claimed by ``token``; how many were. On
+    def _take(self, session: Session, picked: list[str], token: str, now: float) -> list[Job]:
+        """Mark the picked jobs still queued as claimed by ``token``; those that were. On
         SQLite another claim may have taken them between the pick and this write (on
         PostgreSQL the pick locked them)."""
-        # As an expression, so SQLite finds the rows by id instead of scanning the queue.
-        still_queued = JobRow.state.concat("") == "queued"
-        result = session.execute(
-            update(JobRow)
-            .where(JobRow.id.in_(bindparam("picked", picked, expanding=True)) & still_queued)
-            .values(
-                state="parsing",
-                claim=token,
-                attempts=JobRow.attempts + 1,
-                updated_at=now,
-                lease_until=now + self.lease_seconds,
-                holder=holders.this_process(),
-            )
-            .execution_options(synchronize_session=False)
-        )
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        values = {"picked": picked, "token": token, "now": now}
+        values.update(lease_until=now + self.lease_seconds, holder=holders.this_process())
+        return [Job(*row) for row in session.execute(TAKE, values)]
 
     def get(self, job_id: str) -> Job:
         with self._sessions() as session:
@@ -173,7 +187,7 @@ class JobStore:
     def find(
         self, batch_id: str | None = None, kb_id: str | None = None, state: str | None = None
     ) -> list[Job]:
-        query = select(JobRow).order_by(JobRow.created_at)
+        query = select(*JOB_COLUMNS).order_by(JobRow.created_at)
         if batch_id:
             query = query.where(JobRow.batch_id == batch_id)
         if kb_id:
@@ -181,7 +195,7 @@ class JobStore:
         if state:
             query = query.where(JobRow.state == state)
         with self._sessions() as session:
-            return [_job(r) for r in session.scalars(query.limit(10_000))]
+            return [Job(*row) for row in session.execute(query.limit(10_000))]
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str]:
         """Job id → state, for those of ``job_ids`` that exist."""
