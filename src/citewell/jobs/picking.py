@@ -1,7 +1,7 @@
-"""Which queued jobs a claim takes: users take turns (each user's oldest job, then each
-user's second oldest...), found through the ``ix_jobs_queue`` index (state, added_by,
-created_at) in time that grows with the users waiting and the claim's size, not with the
-queue.
+"""Which queued jobs a claim takes, and the statement that marks them taken. Users take
+turns (each user's oldest job, then each user's second oldest...), found through the
+``ix_jobs_queue`` index (state, added_by, created_at) in time that grows with the users
+waiting and the claim's size, not with the queue.
 
 Ranking every queued job in one window query cost 4-10 ms a claim with 3,000 queued and
 45-70 ms with 30,000: draining a queue took time quadratic in its length (decision 0039).
@@ -12,11 +12,12 @@ a turn in this claim are read, at most ``limit`` jobs each.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Select, Update, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from citewell.db.models import JobRow
@@ -120,4 +121,25 @@ def _first_users(operations: bool, other_than: bool) -> Select[Any]:
         .where(ranked.c.first_due.is_not(None))
         .order_by(ranked.c.first_due, ranked.c.user)
         .limit(bindparam("limit"))
+    )
+
+
+def marking(columns: Sequence[ColumnElement[Any]]) -> Update:
+    """Mark the jobs ``:picked`` that are still queued as claimed by ``:token``, returning
+    their ``columns``. Built once, like the picks."""
+    # As an expression, so SQLite finds the rows by id instead of scanning the queue.
+    still_queued = JobRow.state.concat("") == "queued"
+    return (
+        update(JobRow)
+        .where(JobRow.id.in_(bindparam("picked", expanding=True)) & still_queued)
+        .values(
+            state="parsing",
+            claim=bindparam("token"),
+            attempts=JobRow.attempts + 1,
+            updated_at=bindparam("now"),
+            lease_until=bindparam("lease_until"),
+            holder=bindparam("holder"),
+        )
+        .returning(*columns)
+        .execution_options(synchronize_session=False)
     )

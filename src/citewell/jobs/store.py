@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from sqlalchemy import ColumnElement, Update, bindparam, func, or_, select, update
+from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -22,7 +22,7 @@ from citewell.db import ensure_schema
 from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
 from citewell.jobs import holders
-from citewell.jobs.picking import Due, pick
+from citewell.jobs.picking import Due, marking, pick
 from citewell.jobs.turns import in_turn
 
 RUNNING = ("parsing", "chunking", "embedding")
@@ -77,28 +77,7 @@ def _job(row: JobRow) -> Job:
     return Job(**{name: getattr(row, name) for name in JOB_FIELDS})
 
 
-def _take_statement() -> Update:
-    """Mark the jobs ``:picked`` that are still queued as claimed by ``:token``, returning
-    them. Built once: SQLAlchemy works a new statement's structure out again each time."""
-    # As an expression, so SQLite finds the rows by id instead of scanning the queue.
-    still_queued = JobRow.state.concat("") == "queued"
-    return (
-        update(JobRow)
-        .where(JobRow.id.in_(bindparam("picked", expanding=True)) & still_queued)
-        .values(
-            state="parsing",
-            claim=bindparam("token"),
-            attempts=JobRow.attempts + 1,
-            updated_at=bindparam("now"),
-            lease_until=bindparam("lease_until"),
-            holder=bindparam("holder"),
-        )
-        .returning(*JOB_COLUMNS)
-        .execution_options(synchronize_session=False)
-    )
-
-
-TAKE = _take_statement()
+TAKE = marking(JOB_COLUMNS)
 
 
 def _held(condition: ColumnElement[bool], claim: str | None) -> ColumnElement[bool]:
@@ -167,7 +146,7 @@ class JobStore:
                     return []
                 taken = self._take(session, picked, token, now)
                 if taken:
-                    return in_turn(sorted(taken, key=lambda job: job.created_at))
+                    return in_turn(sorted(taken, key=lambda job: (job.created_at, job.id)))
 
     def _take(self, session: Session, picked: list[str], token: str, now: float) -> list[Job]:
         """Mark the picked jobs still queued as claimed by ``token``; those that were. On

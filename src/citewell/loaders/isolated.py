@@ -14,7 +14,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -267,15 +267,6 @@ def _outcome(reply: tuple[Any, ...]) -> Any:
     if not (isinstance(error_class, type) and issubclass(error_class, CitewellError)):
         error_class = ParseError
     return error_class(reply[2])
-
-
-def _attempt(
-    read: Callable[[bytes, str], Document], data: bytes, name: str
-) -> Document | CitewellError:
-    try:
-        return read(data, name)
-    except CitewellError as exc:
-        return exc
 
 
 def _answer(
