@@ -26,8 +26,9 @@ class ExtractionSection(Section):
 
     extract_timeout: float = setting(
         300.0,
-        "Seconds one file's text extraction may take before it is stopped and the file "
-        "refused (OCR of a long scan is the slow case).",
+        "Seconds one file's text extraction (in the job queue with its split into chunks) "
+        "may take before it is stopped and the file refused (OCR of a long scan is the "
+        "slow case).",
     )
 
     extract_memory_mb: int = setting(
