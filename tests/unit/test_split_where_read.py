@@ -58,7 +58,8 @@ def test_a_file_split_in_the_reader_worker_gets_the_rows_a_split_here_makes(targ
     here = DocumentReader(ocr=None)
     try:
         batch = tasks()
-        prepare_files(Parsing(worker, ChunkRows("english"), file_ids), batch, "u1", targets)
+        parsing = Parsing(worker, ChunkRows("english"), file_ids, split_where_read=True)
+        prepare_files(parsing, batch, "u1", targets)
         for task in batch:
             made = task.future.result()
             document = here.read(task.data, task.item.name)

@@ -44,6 +44,15 @@ class ExtractionSection(Section):
         "holds up one worker, not the others or the embedding.",
     )
 
+    extract_split_in_worker: bool = setting(
+        False,
+        "In the job queue, also split each file into chunks (ids, BM25 terms) in the "
+        "extraction worker process, off the server's GIL, when the KB's chunking allows it "
+        "(no LLM enrichment, a built-in splitter measuring characters). Faster ingestion of "
+        "small files; each new worker process then imports the splitters on its first batch "
+        "(about 1 s), which slows the first claim after a restart.",
+    )
+
     extract_isolated: bool = setting(
         True,
         "Extract text in a separate worker process, so that the time and memory limits can "

@@ -82,7 +82,8 @@ class Ingestor:
 
     def parsing(self) -> Parsing:
         """The reader as it is now (tests and the engine may swap it after construction)."""
-        return Parsing(self.reader, self.rows, self.catalog.file_id)
+        split = self.settings.extraction.extract_split_in_worker
+        return Parsing(self.reader, self.rows, self.catalog.file_id, split)
 
     @property
     def embedder(self) -> CachedEmbedder:

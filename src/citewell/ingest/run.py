@@ -149,6 +149,7 @@ class Parsing:
     reader: Reader
     rows: ChunkRows
     file_id: Callable[[str, str], str]
+    split_where_read: bool = False  # extract_split_in_worker
 
 
 def prepare_file(
@@ -183,7 +184,7 @@ def prepare_files(
     else here; each task's future gets its PendingFile or its error."""
     files = [(task.data, task.item.reader_name or task.item.name) for task in tasks]
     ids = [(parsing.file_id(tenant, task.digest), task.item.name) for task in tasks]
-    after = split_where_read(parsing.rows, targets, ids)
+    after = split_where_read(parsing.rows, targets, ids) if parsing.split_where_read else None
     answers: Sequence[Document | SplitDocument | Exception]
     try:
         answers = (
