@@ -6,8 +6,7 @@ native runtime defaults before numpy and onnxruntime load.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from citewell.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Answer": "citewell.types",
@@ -23,8 +22,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'citewell' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

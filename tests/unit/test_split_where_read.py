@@ -4,6 +4,9 @@ LLM's contexts, a tokenizer, an embedder, a plug-in) split here."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -137,3 +140,32 @@ def test_a_failure_after_reading_is_that_files_error_alone():
     one, two, three = DocumentReader(ocr=None).read_each(files, after)
     assert (one, three) == ("one", "three")
     assert isinstance(two, ParseError) and "two.txt" in two.message and "odd text" in two.message
+
+
+def test_a_reader_worker_splits_without_the_servers_heavy_modules():
+    # A new worker imports what a split needs on its first batch, after a restart too: the
+    # database, LLM clients and model runtimes would add a second to that batch (which, in
+    # CI's crash test, kept the same jobs in flight at each kill). Mechanism, not timing.
+    code = (
+        "import sys, json\n"
+        "import citewell.loaders.isolated, citewell.ingest.split_where_read\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    heavy = ("sqlalchemy", "httpx", "onnxruntime", "lancedb", "pyarrow", "citewell.db")
+    heavy += ("citewell.llm", "citewell.stores", "citewell.retrieval.retriever")
+    assert [m for m in loaded if m.startswith(heavy)] == []
+    assert "citewell.retrieval.tokenize" in loaded  # what the BM25 terms need is there
+
+
+def test_lazy_package_exports_resolve():
+    import citewell.embedders
+    import citewell.enrich
+    import citewell.retrieval
+
+    for package in (citewell.embedders, citewell.enrich, citewell.retrieval):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+        with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+            package.nothing  # noqa: B018

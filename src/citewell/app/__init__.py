@@ -6,8 +6,9 @@ Exports are resolved lazily: commands that need only the database (``citewell us
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from citewell.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from citewell.app.application import Citewell
@@ -17,8 +18,4 @@ _EXPORTS = {"Citewell": "citewell.app.application", "prepare_database": "citewel
 
 __all__ = ["Citewell", "prepare_database"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'citewell.app' has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

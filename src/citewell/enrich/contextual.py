@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from citewell.enrich.cache import SUMMARY, ContextCache, context_key, text_hash
+from citewell.enrich.enrichment import Enrichment
 from citewell.errors import ConfigError
 from citewell.llm.base import LLM, ChatMessage
 from citewell.types import Chunk
@@ -45,19 +46,6 @@ class EnrichConfig:
     model: str
     document_tokens: int
     concurrency: int
-
-
-@dataclass(frozen=True)
-class Enrichment:
-    """What goes in front of each chunk of one document for embedding and BM25."""
-
-    summary: str = ""
-    contexts: tuple[str, ...] = ()
-
-    def prefix(self, index: int) -> str:
-        context = self.contexts[index] if index < len(self.contexts) else ""
-        parts = [f"Summary: {self.summary}" if self.summary else "", context]
-        return "\n\n".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)

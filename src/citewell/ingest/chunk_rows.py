@@ -8,14 +8,16 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from citewell.enrich import Enrichment
-from citewell.ingest.types import ChunkTarget
-from citewell.retrieval import terms_string
+from citewell.enrich.enrichment import Enrichment
+from citewell.retrieval.tokenize import terms_string
 from citewell.types import Chunk, Document, StoredChunk
+
+if TYPE_CHECKING:
+    from citewell.ingest.types import ChunkTarget  # what it imports is the server's
 
 
 def sha256(data: bytes) -> str:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from citewell.enrich.contextual import Enrichment
+from citewell.enrich.enrichment import Enrichment
 from citewell.ingest.chunk_rows import ChunkRows
-from citewell.ingest.types import ChunkTarget
 from citewell.splitters import Splitter, portable
 from citewell.types import Document, StoredChunk
+
+if TYPE_CHECKING:
+    from citewell.ingest.types import ChunkTarget  # what it imports is the server's
 
 Rows = tuple[list[StoredChunk], list[str]]  # a set's chunk rows and the texts to embed
 
