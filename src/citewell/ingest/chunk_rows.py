@@ -17,7 +17,7 @@ from citewell.retrieval.tokenize import terms_string
 from citewell.types import Chunk, Document, StoredChunk
 
 if TYPE_CHECKING:
-    from citewell.ingest.types import ChunkTarget  # what it imports is the server's
+    from citewell.ingest.types import ChunkTarget  # types only: it imports the stores
 
 
 def sha256(data: bytes) -> str:

@@ -22,7 +22,7 @@ from citewell.splitters import Splitter, portable
 from citewell.types import Document, StoredChunk
 
 if TYPE_CHECKING:
-    from citewell.ingest.types import ChunkTarget  # what it imports is the server's
+    from citewell.ingest.types import ChunkTarget  # types only: it imports the stores
 
 Rows = tuple[list[StoredChunk], list[str]]  # a set's chunk rows and the texts to embed
 
