@@ -56,6 +56,9 @@ from citewell.types import ChunkFilter, SearchMode, StoredChunk  # noqa: E402
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 SIGMA = 0.025
 KBS = 100
+# Disk a million rows take: at three million the LanceDB table held 15 GB and the
+# machine's copy 9.6 GB (docs/benchmarks/journal.md, "A compact copy", 3M).
+DISK_PER_MILLION = 8.2e9
 
 
 def source_rows(source: Path) -> tuple[list[dict[str, Any]], np.ndarray, Any, list[str]]:
@@ -316,6 +319,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--recall-samples", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--skip-disk-check", action="store_true", help="build even where the disk looks short"
+    )
     parser.add_argument("--write-rounds", type=int, default=40, help="256-chunk writes (--compare)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed queries first (--compare)")
     parser.add_argument(
@@ -368,6 +374,19 @@ def parse_args() -> argparse.Namespace:
         help="only measure: SciFact alone against the grown table, side by side",
     )
     return parser.parse_args()
+
+
+def check_disk(work: Path, size: int, have: int) -> None:
+    """Refuse, before hours of building, a size this disk cannot hold."""
+    needed = max(0, size - have) / 1e6 * DISK_PER_MILLION
+    free = shutil.disk_usage(work).free
+    if needed > free:
+        raise SystemExit(
+            f"{size:,} rows need about {needed / 1e9:.0f} GB more under {work} (about "
+            f"{DISK_PER_MILLION / 1e9:.1f} GB a million: the LanceDB table and the machine's "
+            f"copy); {free / 1e9:.0f} GB are free. Free some, give --work on a bigger disk, "
+            "or pass --skip-disk-check."
+        )
 
 
 def main() -> None:
@@ -429,6 +448,8 @@ def main() -> None:
     if store._table.count_rows() == 0:
         store.upsert(originals(rows, vectors))
         store.optimize()
+    if not args.skip_disk_check:
+        check_disk(args.work, max(args.sizes), store._table.count_rows())
     rng = random.Random(args.seed)
     for size in sorted(args.sizes):
         while (have := store._table.count_rows()) < size:
