@@ -183,8 +183,10 @@ def prepare_files(
     process), split where they are read when the sets allow it (``split_where_read``),
     else here; each task's future gets its PendingFile or its error."""
     files = [(task.data, task.item.reader_name or task.item.name) for task in tasks]
-    ids = [(parsing.file_id(tenant, task.digest), task.item.name) for task in tasks]
-    after = split_where_read(parsing.rows, targets, ids) if parsing.split_where_read else None
+    after = None
+    if parsing.split_where_read:  # the reader's worker needs each file's id and name
+        ids = [(parsing.file_id(tenant, task.digest), task.item.name) for task in tasks]
+        after = split_where_read(parsing.rows, targets, ids)
     answers: Sequence[Document | SplitDocument | Exception]
     try:
         answers = (
