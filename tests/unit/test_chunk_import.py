@@ -196,3 +196,12 @@ def test_texts_the_other_process_fails_to_write_are_written_here(app, tmp_path, 
     path = _parquet(tmp_path / "many.parquet", _rows(app, files))
     assert _service(app).import_chunks(path, "hr").files_imported == 5
     _assert_texts_stored(app, files)
+
+
+def test_an_imports_batches_are_fragments_the_upkeep_leaves_whole() -> None:
+    """Each batch is one LanceDB fragment; one under SMALL_FRAGMENT_ROWS would be rewritten
+    by the closing optimize (10 s of a million-chunk import)."""
+    from citewell.ingest import imports
+    from citewell.stores.lance.upkeep import SMALL_FRAGMENT_ROWS
+
+    assert imports.IMPORT_BATCH >= SMALL_FRAGMENT_ROWS

@@ -42,7 +42,10 @@ from citewell.types import Chunk, StoredChunk
 if TYPE_CHECKING:
     from citewell.ingest.ingestor import Ingestor
 
-IMPORT_BATCH = 8192  # chunks per write
+# Chunks per write: one fragment each, as many rows as the LanceDB store's upkeep compacts
+# fragments up to (stores/lance/upkeep.py, SMALL_FRAGMENT_ROWS). Half that left every row of
+# an import to be rewritten by the closing optimize: 10 s of 130 at a million chunks.
+IMPORT_BATCH = 16_384
 LOOKUP_GROUP = 1024  # files whose previous versions are looked up at once
 SEPARATOR = "\n\n"
 
