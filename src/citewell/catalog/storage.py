@@ -71,6 +71,14 @@ class FileStorage:
         outline = json.dumps([_section_row(s) for s in sections])
         self.blobs.write(_file_blob(file_id, "sections.json"), outline.encode("utf-8"))
 
+    def put_new_text(self, file_id: str, text: str) -> None:
+        """A text that is its own original, for a file no record names yet (an import's):
+        one blob. Nothing is removed first: a ``sections.json`` left at this id describes
+        this same text (the id is its digest), and removing a missing blob still takes the
+        directory's lock, which the writing threads wait on (journal, "An import's stored
+        texts in one blob")."""
+        self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
+
     def text(self, file_id: str) -> str | None:
         data = self.blobs.read(_file_blob(file_id, "txt"))
         return None if data is None else data.decode("utf-8")

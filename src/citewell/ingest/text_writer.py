@@ -38,7 +38,7 @@ def store_texts(storage: FileStorage, texts: Sequence[tuple[str, str]]) -> None:
 
 def _store(storage: FileStorage, texts: Sequence[tuple[str, str]]) -> None:
     for file_id, text in texts:
-        storage.put(file_id, text.encode("utf-8"), text)
+        storage.put_new_text(file_id, text)
 
 
 class TextWriter:
