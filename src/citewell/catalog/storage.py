@@ -73,10 +73,10 @@ class FileStorage:
 
     def put_new_text(self, file_id: str, text: str) -> None:
         """A text that is its own original, for a file no record names yet (an import's):
-        one blob. Nothing is removed first: a ``sections.json`` left at this id describes
-        this same text (the id is its digest), and removing a missing blob still takes the
-        directory's lock, which the writing threads wait on (journal, "An import's stored
-        texts in one blob")."""
+        one blob. Nothing is removed first: at an id no record names, an outline can only be
+        a crashed write's leftover of the same bytes (the id is their digest), which ``check
+        --repair`` deletes; and removing a missing blob still takes the directory's lock the
+        writing threads wait on (journal, "Fragments an import need not compact")."""
         self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
 
     def text(self, file_id: str) -> str | None:
