@@ -205,3 +205,19 @@ def test_an_imports_batches_are_fragments_the_upkeep_leaves_whole() -> None:
     from citewell.stores.lance.upkeep import SMALL_FRAGMENT_ROWS
 
     assert imports.IMPORT_BATCH >= SMALL_FRAGMENT_ROWS
+
+
+def test_a_bad_row_after_written_batches_leaves_those_batches_whole(app, tmp_path, monkeypatch):
+    """Batches are written while the next is made (ingest.write_behind): a bad row stops the
+    import with the batches before it written whole, and nothing of the one it was in."""
+    from citewell.ingest import imports
+
+    monkeypatch.setattr(imports, "IMPORT_BATCH", 4)
+    rows = _rows(app, _many_files(4))  # two chunks a file: files 0-1 fill the first batch
+    rows[-1] = {**rows[-1], "vector": rows[-1]["vector"][:10]}
+    with pytest.raises(InvalidInput, match="policy-3.md, chunk 2: a vector of 10 numbers"):
+        _service(app).import_chunks(_jsonl(tmp_path / "bad.jsonl", rows), "hr")
+    held = app.catalog.files_in_kb(app.kb_id("hr"))
+    assert set(held) == {"policy-0.md", "policy-1.md"}
+    assert app.store.count(ChunkFilter()) == 4
+    assert {c.file_id for c in app.store.scan(ChunkFilter())} == {r.id for r in held.values()}

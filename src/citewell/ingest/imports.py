@@ -9,11 +9,11 @@ with: their length is checked against it, their meaning cannot be.
 
 A file the KB holds with the same text is left alone; one with another text is replaced.
 Chunks and stored texts (side by side), then catalog rows, are written a batch at a time,
-each under the ingestor's lock (other uploads take turns with a long import), so a crash
-leaves chunks or texts no catalog row names (``citewell check --repair`` removes them),
-never a file without its chunks. The vectors stay one float32 matrix a file from the file
-read to the store's write (``upsert_matrix``): as Python floats they cost more than the
-write.
+each under the ingestor's lock (other uploads take turns with a long import) and in a
+thread while the next batch is made (``write_behind``), so a crash leaves chunks or texts no
+catalog row names (``citewell check --repair`` removes them), never a file without its
+chunks. The vectors stay one float32 matrix a file from the file read to the store's write
+(``upsert_matrix``): as Python floats they cost more than the write.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.terms_ahead import with_terms_ahead
 from citewell.ingest.text_writer import TextWriter
 from citewell.ingest.types import ChunkTarget
+from citewell.ingest.write_behind import WriteBehind
 from citewell.sources import SourceItem
 from citewell.types import Chunk, StoredChunk
 
@@ -107,26 +108,40 @@ class ChunkImport:
         groups = with_terms_ahead(
             self._with_previous(files), partial(self._bm25_texts, targets), ingestor.rows.stemmer
         )
+
+        def written() -> None:
+            report.seconds = time.perf_counter() - began
+            if progress:
+                progress(report)
+
         # closing: the terms' process, and the texts' (once every text is written)
-        with embedding_tenant(self.kb.owner_id), closing(groups), closing(self.texts):
-            batch = _Batch()
-            for group, terms in groups:  # the next group's terms are made meanwhile
-                made = iter(terms)
-                for file, previous in group:
-                    report.files_seen += 1
-                    mine = list(islice(made, len(file.chunks) * len(targets)))
-                    self._add(batch, file, targets, previous, report, mine)
-                    if batch.chunks >= IMPORT_BATCH:
-                        self._write(batch, targets, report, model)
-                        batch = _Batch()
-                        report.seconds = time.perf_counter() - began
-                        if progress:
-                            progress(report)
-            self._write(batch, targets, report, model)
+        with embedding_tenant(self.kb.owner_id), closing(groups), closing(self.texts), \
+                WriteBehind(written) as writes:  # fmt: skip
+            for batch in self._batches(groups, targets, report):  # each written as the next
+                writes.submit(partial(self._write, batch, targets, report, model))  # is made
         with ingestor.lock:
             ingestor.writer.optimize()
         report.seconds = time.perf_counter() - began
         return report
+
+    def _batches(
+        self,
+        groups: Iterable[tuple[list[tuple[ImportedFile, FileRecord | None]], list[str]]],
+        targets: Sequence[ChunkTarget],
+        report: ImportReport,
+    ) -> Iterator[_Batch]:
+        """The files' new chunks in batches of ``IMPORT_BATCH``, the last one smaller."""
+        batch = _Batch()
+        for group, terms in groups:  # the next group's terms are made meanwhile
+            made = iter(terms)
+            for file, previous in group:
+                report.files_seen += 1
+                mine = list(islice(made, len(file.chunks) * len(targets)))
+                self._add(batch, file, targets, previous, report, mine)
+                if batch.chunks >= IMPORT_BATCH:
+                    yield batch
+                    batch = _Batch()
+        yield batch
 
     def _with_previous(
         self, files: Iterable[ImportedFile]
