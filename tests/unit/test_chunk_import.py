@@ -69,12 +69,15 @@ def test_a_second_import_leaves_unchanged_files_and_replaces_changed_ones(app, t
     service = _service(app)
     service.import_chunks(_jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE})), "hr")
     same = _jsonl(tmp_path / "b.jsonl", _rows(app, {"leave.md": LEAVE}))
-    again = service.import_chunks(same, "hr")
+    written: list[int] = []  # progress, reported after each batch written
+    again = service.import_chunks(same, "hr", lambda r: written.append(r.chunks_stored))
     assert (again.files_unchanged, again.chunks_stored) == (1, 0)
+    assert written == []  # nothing to write, no batch
     changed = ["Parental leave lasts twenty weeks at full pay."]
     other = _jsonl(tmp_path / "c.jsonl", _rows(app, {"leave.md": changed}))
-    report = service.import_chunks(other, "hr")
+    report = service.import_chunks(other, "hr", lambda r: written.append(r.chunks_stored))
     assert (report.files_replaced, report.chunks_stored) == (1, 1)
+    assert written == [1]
     texts = [r.chunk.text for r in app.search("parental leave weeks", ["hr"], k=10)]
     assert texts == changed  # the old text's chunks are gone
     assert app.store.count(ChunkFilter()) == 1

@@ -85,6 +85,10 @@ class _Batch:
         self.new.append(file)
         self.chunks += len(file.chunks)
 
+    @property
+    def empty(self) -> bool:
+        return not (self.new or self.same or self.replaced)
+
 
 class ChunkImport:
     """One import into one KB, as ``added_by`` (the KB's owner embeds nothing here, but the
@@ -130,7 +134,8 @@ class ChunkImport:
         targets: Sequence[ChunkTarget],
         report: ImportReport,
     ) -> Iterator[_Batch]:
-        """The files' new chunks in batches of ``IMPORT_BATCH``, the last one smaller."""
+        """The files' new chunks in batches of ``IMPORT_BATCH``, the last one smaller (none
+        when nothing is left to write)."""
         batch = _Batch()
         for group, terms in groups:  # the next group's terms are made meanwhile
             made = iter(terms)
@@ -141,7 +146,8 @@ class ChunkImport:
                 if batch.chunks >= IMPORT_BATCH:
                     yield batch
                     batch = _Batch()
-        yield batch
+        if not batch.empty:
+            yield batch
 
     def _with_previous(
         self, files: Iterable[ImportedFile]
