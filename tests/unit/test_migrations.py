@@ -3,7 +3,10 @@ made before migrations is upgraded in place, and the models never drift from the
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +115,30 @@ def test_a_data_dir_from_before_migrations_upgrades_in_place(old_data_dir):
     (entry,) = app.catalog.folders.entries(kb.id)  # 0014 gave the old path an id of its own
     assert len(entry.entry_id) == 32 and int(entry.entry_id, 16) >= 0
     Citewell.from_settings(Settings(data_dir=old_data_dir))  # opening again changes nothing
+
+
+# Each process waits for the same moment, then creates the schema.
+OPEN_CATALOG = """
+import sys, time
+from pathlib import Path
+from citewell.db import ensure_schema, sqlite_engine
+while time.time() < float(sys.argv[2]):
+    pass
+ensure_schema(sqlite_engine(Path(sys.argv[1])))
+"""
+
+
+def test_processes_opening_one_new_database_at_once_all_start(tmp_path):
+    """A server and a CLI command on a new data dir: SQLite runs DDL outside transactions, so
+    without the migration lock all four failed on "table already exists" in 30 of 30 tries."""
+    database = tmp_path / "citewell.sqlite"
+    start = str(time.time() + 3.0)  # after the four interpreters have started
+    command = [sys.executable, "-c", OPEN_CATALOG, str(database), start]
+    processes = [subprocess.Popen(command, stderr=subprocess.PIPE) for _ in range(4)]
+    errors = [process.communicate(timeout=120)[1].decode()[-300:] for process in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0, 0], errors
+    engine = sqlite_engine(database)
+    with engine.connect() as connection:
+        assert current_revision(connection) == head_revision()
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()

@@ -12,6 +12,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from citewell.config import Settings
 from citewell.errors import ConfigError
+from citewell.sqlite_wal import use_wal
+
+WAL_WAIT_SECONDS = 30.0  # another process may be creating the file's tables
 
 
 def sqlite_engine(path: Path) -> Engine:
@@ -21,7 +24,7 @@ def sqlite_engine(path: Path) -> Engine:
     @event.listens_for(engine, "connect")
     def _pragmas(connection, _record):  # type: ignore[no-untyped-def]
         connection.execute("PRAGMA foreign_keys=ON")
-        connection.execute("PRAGMA journal_mode=WAL")
+        use_wal(connection, WAL_WAIT_SECONDS)
         # With WAL, NORMAL loses no commit when the process dies (only on power loss, where a
         # job may run once more; ingestion is idempotent) and halves the cost of each commit.
         connection.execute("PRAGMA synchronous=NORMAL")

@@ -7,7 +7,10 @@ earlier releases; every later change is a revision of its own.
 
 from __future__ import annotations
 
+import fcntl
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import inspect, text
@@ -33,20 +36,41 @@ def ensure_schema(engine: Engine) -> None:
     with _guard:
         if key in _migrated:
             return
-        sqlite = engine.dialect.name == "sqlite"
-        if not _is_current(engine):
-            if sqlite:
-                prepare_sqlite(engine)
+        if engine.dialect.name == "sqlite":
+            _migrate_sqlite(engine)
+        elif not _is_current(engine):
             with engine.begin() as connection:
-                if not sqlite:
-                    # Processes starting together wait here; the first migrates, the rest
-                    # find the schema current.
-                    lock = text("SELECT pg_advisory_xact_lock(:key)")
-                    connection.execute(lock, {"key": _LOCK_KEY})
+                # Processes starting together wait here; the first migrates, the rest
+                # find the schema current.
+                lock = text("SELECT pg_advisory_xact_lock(:key)")
+                connection.execute(lock, {"key": _LOCK_KEY})
                 upgrade(connection)
-        if sqlite:  # also when current: a start that stopped between the two steps
-            relax_file_hashes(engine)
         _migrated.add(key)
+
+
+def _migrate_sqlite(engine: Engine) -> None:
+    """SQLite runs DDL outside a transaction, so two processes opening a new data dir at
+    once (a server and a CLI command) would both create the tables, and one would fail on
+    "table already exists": a lock file beside the database lets one migrate at a time."""
+    if _is_current(engine):
+        relax_file_hashes(engine)  # also when current: a start that stopped between steps
+        return
+    with _file_lock(engine.url.database):
+        if not _is_current(engine):
+            prepare_sqlite(engine)
+            with engine.begin() as connection:
+                upgrade(connection)
+        relax_file_hashes(engine)
+
+
+@contextmanager
+def _file_lock(database: str | None) -> Iterator[None]:
+    if not database or database == ":memory:":  # one connection's own database
+        yield
+        return
+    with Path(database).with_suffix(".migrate.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def ensure_vector_extension(engine: Engine) -> None:

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 
 from citewell.embedders.base import Embedder, Vectors
 from citewell.metrics import count_cache, count_embedding
+from citewell.sqlite_wal import use_wal
 from citewell.types import EmbedKind
 
 logger = logging.getLogger(__name__)
@@ -75,22 +76,6 @@ EMBEDDINGS_TABLE = (
     "vector BLOB NOT NULL, UNIQUE (model, hash))"
 )
 COPY_WAIT_MS = 600_000  # another process may be copying a big cache into the new layout
-WAL_RETRY_SECONDS = 0.02
-
-
-def _use_wal(db: sqlite3.Connection) -> None:
-    """Write-ahead logging, switched on by whichever process opens the cache first. Switching
-    answers "database is locked" at once, without the busy timeout, while another connection
-    switches or writes (8 of 200 tries with four openers at once): so it is tried again."""
-    deadline = time.monotonic() + COPY_WAIT_MS / 1000
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(WAL_RETRY_SECONDS)
 
 
 def _prepare_table(db: sqlite3.Connection) -> None:
@@ -128,7 +113,7 @@ class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        _use_wal(self._db)
+        use_wal(self._db, COPY_WAIT_MS / 1000)
         _prepare_table(self._db)
         self._lock = threading.Lock()
 

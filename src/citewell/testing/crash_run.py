@@ -1,6 +1,7 @@
 """The crash-recovery scenario: queue files through the API, SIGKILL the server at random
-moments while it ingests them, restart it each time, then check that every file was indexed
-exactly once. Run small by the end-to-end tests, big by ``benchmarks.sigkill_ingest``.
+points of its progress while it ingests them, restart it each time, then check that every
+file was indexed exactly once. Run small by the end-to-end tests, big by
+``benchmarks.sigkill_ingest``.
 
 Each kill takes the server's whole process group (the server and its extraction worker), as
 a crash or the OOM killer would. After the last restart the queue is run to the end; then:
@@ -37,9 +38,32 @@ def upload(base: str, docs: list[tuple[str, bytes]]) -> list[str]:
     return batches
 
 
-def finished(base: str, batches: list[str]) -> bool:
+def progress(base: str, batches: list[str]) -> tuple[int, bool]:
+    """How many of the batches' jobs are indexed, and whether every batch is done."""
     with httpx.Client(base_url=base, timeout=60) as client:
-        return all(client.get(f"/api/v1/jobs/batches/{b}").json()["done"] for b in batches)
+        states = [client.get(f"/api/v1/jobs/batches/{b}").json() for b in batches]
+    return sum(s["counts"].get("indexed", 0) for s in states), all(s["done"] for s in states)
+
+
+def finished(base: str, batches: list[str]) -> bool:
+    return progress(base, batches)[1]
+
+
+def reach(base: str, batches: list[str], mark: int) -> bool:
+    """Wait until ``mark`` jobs are indexed; False when the batches finished first."""
+    while True:
+        indexed, done = progress(base, batches)
+        if done:
+            return False
+        if indexed >= mark:
+            return True
+        time.sleep(0.05)
+
+
+def kill_marks(rng: random.Random, files: int, kills: int) -> list[int]:
+    """The indexed counts to kill at, spread over the first four fifths of the run. Kills are
+    tied to progress, not to the clock, so a faster pipeline still gets interrupted."""
+    return sorted(rng.randint(1, max(1, files * 4 // 5)) for _ in range(kills))
 
 
 def verify(data: Path, count: int) -> dict[str, object]:
@@ -86,9 +110,8 @@ def run(files: int, kills: int, seed: int, data: Path | None = None) -> dict[str
     try:
         batches = upload(base, documents(files))
         done_kills = 0
-        for _ in range(kills):
-            time.sleep(rng.uniform(0.2, 3.0))
-            if finished(base, batches):
+        for mark in kill_marks(rng, files, kills):
+            if not reach(base, batches, mark):
                 break  # nothing left to interrupt
             kill(server)
             done_kills += 1
