@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from citewell.app import Citewell
 from citewell.config import Settings, env_names
 from citewell.embedders import OnnxEmbedder
+from citewell.stores.memory import kb_copies, keeper
 
 # Tests define their own settings: none may leak in from the environment running them
 # (an operator's OPENAI_API_KEY, PORT, CHUNK_SIZE…).
@@ -70,6 +71,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def copies_made_at_normal_priority() -> Iterator[None]:
+    """In-memory copies are made at normal priority in tests. At the lowest (nice 19, as a
+    server makes them), a loaded machine (two test workers and PostgreSQL on two cores) left
+    the thread making a five-row copy without a core past a test's 20 s wait: a fast-tier
+    run failed so, and with two busy loops beside them the shared-copy tests took 173 s
+    instead of 16."""
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (keeper, kb_copies):
+            patch.setattr(module, "lower_priority", lambda: None)
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
