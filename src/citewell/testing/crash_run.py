@@ -57,7 +57,7 @@ def reach(base: str, batches: list[str], mark: int) -> bool:
             return False
         if indexed >= mark:
             return True
-        time.sleep(0.05)
+        time.sleep(0.2)  # each look lists every job: not so often that it slows the server
 
 
 def kill_marks(rng: random.Random, files: int, kills: int) -> list[int]:
