@@ -60,6 +60,14 @@ def wait_synced(client: httpx.Client, path: str, runs_before: float = 0.0) -> di
         time.sleep(0.1)
 
 
+def shown(server: Any, body: dict[str, Any]) -> str:
+    """A connector's whole status and the server's sync jobs, for a failed assertion: as a
+    string, which pytest prints whole (a dict it cuts short, hiding the counts)."""
+    jobs = [(j.name, j.state, j.attempts, j.created_at) for j in server.app.jobs.find()
+            if j.operation == "sync"]  # fmt: skip
+    return json.dumps({"status": body["status"], "sync_jobs": jobs}, default=str)
+
+
 def test_a_folder_connector_syncs_on_the_server(world) -> None:
     server, allowed = world
     with server.client("alice") as alice:
@@ -78,7 +86,7 @@ def test_a_folder_connector_syncs_on_the_server(world) -> None:
         body = wait_synced(alice, base)
         assert body["status"]["state"] == "ok", body
         # The whole status on failure: "unchanged" 2 would say a second run was seen.
-        assert (body["status"]["added"], body["status"]["failed"]) == (2, 0), body
+        assert (body["status"]["added"], body["status"]["failed"]) == (2, 0), shown(server, body)
         files = alice.get(f"/api/v1/knowledge/{kb['id']}").json()["files"]
         assert len(files) == 2
         hits = alice.post(
@@ -213,7 +221,7 @@ def test_deleting_a_connector_keeps_or_removes_its_files(world) -> None:
             ).json()
             base = f"/api/v1/knowledge/{kb['id']}/connectors/{made['id']}"
             status = wait_synced(alice, base)["status"]
-            assert status["added"] == 2, status
+            assert status["added"] == 2, shown(server, {"status": status})
             gone = alice.delete(base, params={"delete_files": delete_files})
             assert gone.status_code == 200 and gone.json()["files_removed"] == 2 - left
             assert len(alice.get(f"/api/v1/knowledge/{kb['id']}").json()["files"]) == left
