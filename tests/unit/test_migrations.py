@@ -122,8 +122,7 @@ OPEN_CATALOG = """
 import sys, time
 from pathlib import Path
 from citewell.db import ensure_schema, sqlite_engine
-while time.time() < float(sys.argv[2]):
-    pass
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
 ensure_schema(sqlite_engine(Path(sys.argv[1])))
 """
 
