@@ -348,3 +348,25 @@ def test_a_changed_file_is_never_found_in_both_versions(
     assert app.connectors.run(made.id).updated == 1
     assert len(seen) >= 2 and seen[0] == (True, False) and seen[-1] == (False, True), seen
     assert (True, True) not in seen and (False, False) not in seen, seen
+
+
+def test_a_sync_asked_for_is_the_intervals_run(app: Citewell, tmp_path: Path) -> None:
+    """A new connector is due at once; its first sync, queued as it is made (as the API
+    does), is that run: once it finishes, the schedule queues no second one until an
+    interval has passed. The same for a sync asked for by hand."""
+    from citewell.engine.runner import JobRunner
+
+    write(tmp_path / "docs", {"owls.md": OWLS})
+    made = connector(app, "kb", "folder", str(tmp_path / "docs"))
+    runs = app.connectors
+    first = runs.queue(made)
+    (running,) = app.jobs.claim(10, ("sync",))
+    JobRunner(app.jobs, app.ingestor, app.storage, connectors=runs).handlers["sync"].run(
+        made.kb_id, [running]
+    )
+    assert app.jobs.get(first.id).state == "indexed"
+    assert runs.queue_due(force=True) == 0  # before: a second run of an unchanged folder
+    assert app.jobs.unfinished("sync", made.id) is None
+    later = runs.store.get(made.id)
+    assert later is not None and later.next_run_at > made.next_run_at + 3000
+    app.close()

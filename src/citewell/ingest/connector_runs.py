@@ -137,18 +137,26 @@ class ConnectorRuns:
     def queue(self, connector: Connector, after_running: bool = False) -> Job:
         """A sync job for the connector, unless one is queued or running (that one).
         ``after_running``: the source changed just now, so a running sync (which may have
-        listed it before) is not enough: one more is queued behind it."""
+        listed it before) is not enough: one more is queued behind it. A new job is this
+        interval's run: the schedule's next one moves an interval on (else a new
+        connector's first sync would be followed at once by a scheduled second)."""
+        job, new = self._queue(connector, after_running)
+        if new:
+            self.store.reschedule(connector.id, time.time() + connector.interval)
+        return job
+
+    def _queue(self, connector: Connector, after_running: bool = False) -> tuple[Job, bool]:
         states = ("queued",) if after_running else ("queued", *RUNNING)
         waiting = self.jobs.unfinished("sync", connector.id, states)
         if waiting is not None:
-            return waiting
+            return waiting, False
         job_id = self.jobs.new_id()
         job = self.jobs.enqueue(
             connector.kb_id, [(job_id, f"sync {connector.name}", connector.id)], 1, "sync"
         )[0]
         if connector.status.state != "running":
             self.store.set_status(connector.id, replace(connector.status, state="queued"))
-        return job
+        return job, True
 
     def queue_due(self, force: bool = False) -> int:
         """Queue a sync of every connector whose time has come (every SCHEDULE_EVERY s)."""
@@ -159,7 +167,7 @@ class ConnectorRuns:
         queued = 0
         for connector in self.store.due(now):
             if self.store.take_turn(connector, now + connector.interval):
-                self.queue(connector)
+                self._queue(connector)
                 queued += 1
         return queued
 

@@ -212,6 +212,15 @@ class ConnectorStore:
         with self._sessions() as session:
             return [_connector(r) for r in session.scalars(query)]
 
+    def reschedule(self, connector_id: str, next_run_at: float) -> None:
+        """The next scheduled run moved (a run was just queued by hand, push or watch)."""
+        with self._sessions() as session, session.begin():
+            session.execute(
+                update(ConnectorRow)
+                .where(ConnectorRow.id == connector_id)
+                .values(next_run_at=next_run_at)
+            )
+
     def take_turn(self, connector: Connector, next_run_at: float) -> bool:
         """Move the connector's next run on, unless another process did first (then False):
         of several schedulers, one queues each run."""
