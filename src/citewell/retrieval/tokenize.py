@@ -44,28 +44,44 @@ def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
         ) from exc
 
 
-_DROPPED = object()  # a stop word or an over-long word: no term
 MEMO_WORDS = 200_000  # about 30 MB of words and terms a stemmer; then it starts again
-# Stemmer → word → its term (or _DROPPED). A text's words are mostly words seen before, and a
-# dictionary look-up costs a fifth of PyStemmer's call per word.
-_MEMOS: dict[str, dict[str, object]] = {}
+# Stemmer → word → its term ("" for a stop word or an over-long word). A text's words are
+# mostly words seen before, and a dictionary look-up costs a fifth of PyStemmer's call.
+_MEMOS: dict[str, dict[str, str]] = {}
+# ASCII's non-word characters (all but letters, digits and "_") as spaces: an ASCII text's
+# words are then what str.split finds, in a quarter of the regular expression's time.
+_ASCII_GAPS = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum() and c != "_"})
 
 
-def _plain_terms(words: list[str], language: str) -> list[str]:
-    """The terms of a text's words (no CJK): stop words and over-long words dropped, the
-    rest stemmed, each word's term made once per process."""
+def _plain_words(text: str) -> list[str] | None:
+    """The folded words of a text without CJK (``_PLAIN_WORD``'s); None if it has CJK."""
+    if text.isascii():  # most text: NFKC leaves it as it is, case-folding is lower()
+        text = text.lower()
+    else:
+        text = unicodedata.normalize("NFKC", text).casefold()
+        if _CJK_RUN.search(text):
+            return None
+        text = text.replace("’", "'")
+    if "'" in text or not text.isascii():
+        return _PLAIN_WORD.findall(text)
+    return text.translate(_ASCII_GAPS).split()
+
+
+def _memo_terms(words: list[str], language: str) -> list[str]:
+    """Each word's term ("" where it has none: a stop word, an over-long word), the term
+    of each word made once per process."""
     memo = _MEMOS.setdefault(language, {})
     found = list(map(memo.get, words))
     if None in found:  # words not seen yet (the memo may be emptied meanwhile: kept here)
         new = list(dict.fromkeys(w for w, t in zip(words, found, strict=True) if t is None))
         kept = [w for w in new if w not in STOP_WORDS and len(w) <= MAX_TERM_LENGTH]
-        made: dict[str, object] = dict.fromkeys(new, _DROPPED)
+        made = dict.fromkeys(new, "")
         made.update(zip(kept, _stemmer(language)(kept), strict=True))
         if len(memo) > MEMO_WORDS:
             memo.clear()
         memo.update(made)
         found = [made[w] if t is None else t for w, t in zip(words, found, strict=True)]
-    return [t for t in found if isinstance(t, str)]
+    return found  # type: ignore[return-value]  # no None is left
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -77,9 +93,14 @@ def cjk_bigrams(run: str) -> list[str]:
 
 def tokenize(text: str, stemmer: str = "english") -> list[str]:
     """The BM25 terms of ``text``, in order."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    if not _CJK_RUN.search(text):  # most text: no per-token checks, no placeholders
-        return _plain_terms(_PLAIN_WORD.findall(text.replace("’", "'")), stemmer)
+    words = _plain_words(text)
+    if words is not None:  # most text: no per-token checks, no placeholders
+        return list(filter(None, _memo_terms(words, stemmer)))
+    return _cjk_terms(unicodedata.normalize("NFKC", text).casefold(), stemmer)
+
+
+def _cjk_terms(text: str, stemmer: str) -> list[str]:
+    """The terms of a folded text with CJK runs: their bigrams and the other words'."""
     words: list[str] = []
     terms: list[str] = []
     for match in _TOKEN.finditer(text):
@@ -95,7 +116,10 @@ def tokenize(text: str, stemmer: str = "english") -> list[str]:
 
 def terms_string(text: str, stemmer: str = "english") -> str:
     """Terms joined by spaces: what the store's full-text index holds."""
-    return " ".join(tokenize(text, stemmer))
+    words = _plain_words(text)
+    if words is None:
+        return " ".join(_cjk_terms(unicodedata.normalize("NFKC", text).casefold(), stemmer))
+    return " ".join(filter(None, _memo_terms(words, stemmer)))
 
 
 def terms_strings(texts: Sequence[str], stemmer: str = "english") -> list[str]:
