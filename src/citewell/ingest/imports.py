@@ -199,7 +199,9 @@ class ChunkImport:
         for n, target in enumerate(targets):
             mine = terms[n * len(chunks) : (n + 1) * len(chunks)]
             made += self.ingestor.rows.given(file_id, chunks, target, file.name, mine)
-        vectors = np.tile(np.stack([c.vector for c in file.chunks]), (len(targets), 1))
+        vectors = np.stack([c.vector for c in file.chunks])
+        if len(targets) > 1:  # (np.tile copies even once)
+            vectors = np.tile(vectors, (len(targets), 1))
         record = self._record(file, file_id, digest, len(chunks), len(text))
         batch.add(_NewFile(record, text, made, vectors, item))
 
