@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -78,12 +80,23 @@ def ingest(
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--kb", default="default", show_default=True, help="Knowledge base to add to.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--priority",
+    type=click.Choice(["low", "normal"]),
+    default="low",
+    show_default=True,
+    help="CPU priority of the import and the processes it starts. low: a server on this "
+    "machine answers searches first (the import takes what CPU they leave); normal: as "
+    "fast as the machine allows, searches or not.",
+)
 @pass_app
-def import_chunks(ctx: Context, path: Path, kb: str, as_json: bool) -> None:
+def import_chunks(ctx: Context, path: Path, kb: str, as_json: bool, priority: str) -> None:
     """Add chunks with their vectors from a Parquet or JSON Lines file (columns file, text,
     vector; page, headings, url): nothing is parsed or embedded, so it moves a corpus in
     from another system at the speed of the writes. The vectors must come from the model
     this server embeds queries with."""
+    if priority == "low":
+        lowest_priority()
     with click_errors():
         report = ctx.ingesting().import_chunks(path, kb, _import_progress)
     _wait_for_training(ctx.app())
@@ -96,6 +109,14 @@ def import_chunks(ctx: Context, path: Path, kb: str, as_json: bool) -> None:
         f"unchanged; {report.chunks_stored} chunks in {report.seconds:.1f} s "
         f"({report.chunks_per_second:,.0f} chunks/s)."
     )
+
+
+def lowest_priority() -> None:
+    """This process at the lowest CPU priority. Linux sets it a thread at a time, and
+    threads and processes inherit it: called before the store's threads and the import's
+    processes start, it covers them all."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
+        os.setpriority(os.PRIO_PROCESS, 0, 19)
 
 
 def _import_progress(report: Any) -> None:
