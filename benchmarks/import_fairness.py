@@ -34,7 +34,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("RUST_LOG", "error")
 
 from benchmarks.common import scifact_docs, summary  # noqa: E402
-from benchmarks.import_chunks import rows, write_files  # noqa: E402
+from benchmarks.import_chunks import write_files  # noqa: E402
 from benchmarks.serving import (  # noqa: E402
     CLI,
     PlainClient,
@@ -48,35 +48,16 @@ ALICE_CHUNKS = 20_000  # fewer than vector_index_min_rows: a KB with a copy of i
 SEARCH = "/api/v1/retrieval/query/collection"
 
 
-def alice_file(work: Path) -> Path:
-    """The served KB's chunks: texts of their own (an import of the same texts would link
-    them, not store them)."""
-    path = work / f"alice-{ALICE_CHUNKS}.parquet"
-    if not path.exists():
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        made = rows(ALICE_CHUNKS, 384, seed=7)
-        flat = pa.array(np.concatenate(made["vector"]))
-        pq.write_table(pa.table({
-            "file": [f"alice/{f}" for f in made["file"]],
-            "text": [f"Alice's note: {t}" for t in made["text"]],
-            "vector": pa.FixedSizeListArray.from_arrays(flat, 384),
-        }), path)  # fmt: skip
-    return path
-
-
-def round_file(bulk: Path, round_no: int) -> Path:
-    """The round's chunks: the bulk file's with texts of their own (the same texts again
-    would be linked into the new KB, not stored)."""
+def with_own_texts(chunks: Path, tag: str) -> Path:
+    """``chunks`` with texts of their own, each prefixed with ``tag`` (an import of texts
+    the tenant holds already would link them into the new KB, not store them)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    path = bulk.with_name(f"{bulk.stem}-round{round_no}.parquet")
+    path = chunks.with_name(f"{chunks.stem}-{tag}.parquet")
     if not path.exists():
-        table = pq.read_table(bulk)
-        texts = [f"Round {round_no}: {t}" for t in table.column("text").to_pylist()]
+        table = pq.read_table(chunks)
+        texts = [f"{tag}: {t}" for t in table.column("text").to_pylist()]
         pq.write_table(table.set_column(1, "text", pa.array(texts)), path)
     return path
 
@@ -161,7 +142,10 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     data_dir = args.work / f"data-{os.getpid()}"
     bulk = write_files(args.work, args.chunks, 384, ["parquet"])["parquet"]
-    imported(cli(data_dir, "import", str(alice_file(args.work)), "--kb", "alice-docs", "--json"))
+    alice = with_own_texts(
+        write_files(args.work, ALICE_CHUNKS, 384, ["parquet"])["parquet"], "alice"
+    )
+    imported(cli(data_dir, "import", str(alice), "--kb", "alice-docs", "--json"))
     key = bench_key(data_dir, "alice-docs")
     port = free_port()
     server = start_server(data_dir, port, [], {})
@@ -171,7 +155,7 @@ def main() -> None:
         searcher.alone(20)  # warm
         priorities = [p for _ in range(args.rounds) for p in args.priorities.split(",")]
         for round_no, priority in enumerate(priorities):
-            chunks = round_file(bulk, round_no)
+            chunks = with_own_texts(bulk, f"round{round_no}")
             settled = settle(server.pid)
             alone = searcher.alone(args.samples)
             served_cpu, import_cpu = cpu_seconds(server.pid), children_cpu()

@@ -1,9 +1,12 @@
 """Facts about the machine: its memory, read once at start-up where a setting says "auto",
-and the memory free now, read before a large allocation that can wait."""
+and the memory free now, read before a large allocation that can wait; and the lowest CPU
+priority, for work that must leave the cores to searches."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from pathlib import Path
 
 # Where a container's memory limit is written: cgroup v2, then v1; and what it uses now.
@@ -65,3 +68,11 @@ def _mem_available(meminfo: Path) -> int | None:
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024  # the kernel counts in kB
     return None
+
+
+def lower_priority() -> None:
+    """Searches have the cores first: the calling thread runs at the lowest priority from
+    now on. Linux keeps a priority a thread, and the threads and processes a thread starts
+    afterwards inherit it."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from citewell import machine
 from citewell.cli import ingest, main
 
 
@@ -18,7 +19,7 @@ def test_the_import_lowers_its_priority_unless_asked_not_to(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: tuple[str, ...], lowered: int
 ) -> None:
     calls: list[None] = []
-    monkeypatch.setattr(ingest, "lowest_priority", lambda: calls.append(None))
+    monkeypatch.setattr(ingest, "lower_priority", lambda: calls.append(None))
     missing = str(tmp_path / "none.parquet")  # refused after the priority is set
     result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "import", missing, *args])
     assert result.exit_code != 0 and "not a file" in result.output
@@ -34,7 +35,7 @@ def test_threads_started_after_it_inherit_the_lowest_priority() -> None:
         seen["child"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
     def importer() -> None:
-        ingest.lowest_priority()
+        machine.lower_priority()
         seen["self"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         started = threading.Thread(target=child)
         started.start()

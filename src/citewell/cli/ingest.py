@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +13,7 @@ from typing import Any
 import click
 
 from citewell.cli.common import Context, click_errors, pass_app
+from citewell.machine import lower_priority
 
 
 @click.command()
@@ -95,8 +94,8 @@ def import_chunks(ctx: Context, path: Path, kb: str, as_json: bool, priority: st
     vector; page, headings, url): nothing is parsed or embedded, so it moves a corpus in
     from another system at the speed of the writes. The vectors must come from the model
     this server embeds queries with."""
-    if priority == "low":
-        lowest_priority()
+    if priority == "low":  # before the store's threads and the import's processes start,
+        lower_priority()  # so that they inherit it
     with click_errors():
         report = ctx.ingesting().import_chunks(path, kb, _import_progress)
     _wait_for_training(ctx.app())
@@ -109,14 +108,6 @@ def import_chunks(ctx: Context, path: Path, kb: str, as_json: bool, priority: st
         f"unchanged; {report.chunks_stored} chunks in {report.seconds:.1f} s "
         f"({report.chunks_per_second:,.0f} chunks/s)."
     )
-
-
-def lowest_priority() -> None:
-    """This process at the lowest CPU priority. Linux sets it a thread at a time, and
-    threads and processes inherit it: called before the store's threads and the import's
-    processes start, it covers them all."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
-        os.setpriority(os.PRIO_PROCESS, 0, 19)
 
 
 def _import_progress(report: Any) -> None:

@@ -30,8 +30,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from citewell.machine import lower_priority
 from citewell.stores.base import KbCopyStats
-from citewell.stores.memory.keeper import lower_priority
 from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.types import StoredChunk
 

@@ -23,14 +23,13 @@ most) rather than read the table. A process starting up takes a copy saved by th
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from citewell.machine import lower_priority
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS, ChangedCopy
@@ -356,10 +355,3 @@ class SnapshotKeeper:
             self._big_state = "too_big"
         log.info("a copy of %d rows took %d MB, over table_copy_mb: not kept", rows, held >> 20)
         return None
-
-
-def lower_priority() -> None:
-    """Searches have the cores first: the calling thread (Linux schedules threads one by
-    one) runs at the lowest priority from now on."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
