@@ -65,19 +65,25 @@ def test_imported_chunks_are_found_viewed_and_cited_like_ingested_ones(app, tmp_
     assert files["leave.md"].source == "import" and files["leave.md"].chunk_count == 2
 
 
-def test_a_second_import_leaves_unchanged_files_and_replaces_changed_ones(app, tmp_path):
+def test_a_second_import_leaves_unchanged_files_and_replaces_changed_ones(
+    app, tmp_path, monkeypatch
+):
     service = _service(app)
     service.import_chunks(_jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE})), "hr")
     same = _jsonl(tmp_path / "b.jsonl", _rows(app, {"leave.md": LEAVE}))
     written: list[int] = []  # progress, reported after each batch written
+    optimized: list[bool] = []
+    writer = type(app.ingestor.writer)
+    optimize = writer.optimize
+    monkeypatch.setattr(writer, "optimize", lambda self: optimized.append(optimize(self)))
     again = service.import_chunks(same, "hr", lambda r: written.append(r.chunks_stored))
     assert (again.files_unchanged, again.chunks_stored) == (1, 0)
-    assert written == []  # nothing to write, no batch
+    assert written == [] and optimized == []  # nothing to write: no batch, indexes as they were
     changed = ["Parental leave lasts twenty weeks at full pay."]
     other = _jsonl(tmp_path / "c.jsonl", _rows(app, {"leave.md": changed}))
     report = service.import_chunks(other, "hr", lambda r: written.append(r.chunks_stored))
     assert (report.files_replaced, report.chunks_stored) == (1, 1)
-    assert written == [1]
+    assert written == [1] and len(optimized) == 1
     texts = [r.chunk.text for r in app.search("parental leave weeks", ["hr"], k=10)]
     assert texts == changed  # the old text's chunks are gone
     assert app.store.count(ChunkFilter()) == 1
@@ -88,6 +94,50 @@ def test_the_same_text_under_two_names_is_stored_once(app, tmp_path):
     report = _service(app).import_chunks(_jsonl(tmp_path / "a.jsonl", rows), "hr")
     assert (report.files_imported, report.chunks_stored) == (2, 2)
     assert set(app.catalog.files_in_kb(app.kb_id("hr"))) == {"leave.md", "copy-of-leave.md"}
+
+
+def test_texts_the_tenant_holds_are_linked_without_making_their_rows(app, tmp_path, monkeypatch):
+    """An import of texts held already (in another KB of the tenant's) is found out a group
+    of files at a time, before rows or BM25 terms are made: they are linked, not stored."""
+    from citewell.ingest import terms_ahead
+
+    service = _service(app)
+    path = _jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE, "expenses.md": EXPENSES}))
+    service.import_chunks(path, "hr")
+    made: list[str] = []
+    rows, terms = app.ingestor.rows.given, terms_ahead.terms_strings
+    monkeypatch.setattr(app.ingestor.rows, "given", lambda *a: made.append("rows") or rows(*a))
+    monkeypatch.setattr(terms_ahead, "terms_strings", lambda t, s: made.extend(t) or terms(t, s))
+    report = service.import_chunks(path, "archive")
+    assert (report.files_imported, report.chunks_stored, made) == (2, 0, [])
+    assert set(app.catalog.files_in_kb(app.kb_id("archive"))) == {"leave.md", "expenses.md"}
+    (best, *_) = app.search("how long is parental leave", ["archive"])
+    assert best.chunk.text == LEAVE[0]
+    assert app.store.count(ChunkFilter()) == 4  # once, in both KBs
+
+
+def test_a_held_text_deleted_before_its_batch_is_written_is_stored(app, tmp_path, monkeypatch):
+    """Between the look-up and the write another request may delete the held file: the
+    import then makes its rows and stores it, rather than link a file that is gone."""
+    from citewell.ingest.imports import ChunkImport
+
+    service = _service(app)
+    path = _jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE}))
+    service.import_chunks(path, "hr")
+    (held,) = app.catalog.files_in_kb(app.kb_id("hr")).values()
+    write = ChunkImport._write_batch
+
+    def deleted_first(self, batch, targets, report):
+        app.ingestor.remove_from_kb(app.kb_id("hr"), held.id)  # its last KB: the file goes
+        return write(self, batch, targets, report)
+
+    monkeypatch.setattr(ChunkImport, "_write_batch", deleted_first)
+    report = service.import_chunks(path, "archive")
+    assert (report.files_imported, report.chunks_stored) == (1, 2)
+    assert app.catalog.get_file(held.id) is not None
+    assert app.storage.text(held.id) == "\n\n".join(LEAVE)
+    texts = [r.chunk.text for r in app.search("parental leave", ["archive"], k=10)]
+    assert LEAVE[0] in texts
 
 
 def test_a_long_import_gets_the_terms_an_ingest_would_from_another_process(

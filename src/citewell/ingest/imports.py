@@ -7,7 +7,9 @@ citations point into it; its chunks get their BM25 terms, ids and labels as inge
 do (``ChunkRows.given``). The vectors must come from the model this server embeds queries
 with: their length is checked against it, their meaning cannot be.
 
-A file the KB holds with the same text is left alone; one with another text is replaced.
+A file the KB holds with the same text is left alone; one with another text is replaced; a
+text the KB's owner holds already is linked. The catalog is asked a group of files at a time,
+before their rows and BM25 terms are made, so an import of held texts skips that work.
 Chunks and stored texts (side by side), then catalog rows, are written a batch at a time,
 each under the ingestor's lock (other uploads take turns with a long import) and in a
 thread while the next batch is made (``write_behind``), so a crash leaves chunks or texts no
@@ -21,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING
@@ -74,10 +76,33 @@ class _NewFile:
     item: SourceItem  # what its KB link shows (or the link, should the text be held)
 
 
+@dataclass(frozen=True)
+class _Incoming:
+    """A file as read, with what its group's look-ups found: the file the KB holds at its
+    name, and whether the tenant holds its text already (then no rows are made for it)."""
+
+    file: ImportedFile
+    text: str
+    chunks: list[Chunk]
+    digest: str
+    file_id: str
+    previous: FileRecord | None = None
+    held: bool = False
+
+    @property
+    def unchanged(self) -> bool:
+        return self.previous is not None and self.previous.sha256 == self.digest
+
+    @property
+    def needs_rows(self) -> bool:
+        return not (self.unchanged or self.held)
+
+
 @dataclass
 class _Batch:
     new: list[_NewFile] = field(default_factory=list)
     same: list[tuple[str, SourceItem]] = field(default_factory=list)  # stored already
+    held: list[_Incoming] = field(default_factory=list)  # held when looked up
     replaced: list[str] = field(default_factory=list)  # file ids the new ones replace
     chunks: int = 0  # of the new files
 
@@ -87,7 +112,7 @@ class _Batch:
 
     @property
     def empty(self) -> bool:
-        return not (self.new or self.same or self.replaced)
+        return not (self.new or self.same or self.held or self.replaced)
 
 
 class ChunkImport:
@@ -110,11 +135,14 @@ class ChunkImport:
             model = ingestor.embedder.model_id
             targets = ingestor.sets.targets(self.kb.id, ingestor.embedder)
         groups = with_terms_ahead(
-            self._with_previous(files), partial(self._bm25_texts, targets), ingestor.rows.stemmer
+            self._looked_up(files), partial(self._bm25_texts, targets), ingestor.rows.stemmer
         )
+
+        batches: list[float] = []  # when each batch was written
 
         def written() -> None:
             report.seconds = time.perf_counter() - began
+            batches.append(report.seconds)
             if progress:
                 progress(report)
 
@@ -123,14 +151,15 @@ class ChunkImport:
                 WriteBehind(written) as writes:  # fmt: skip
             for batch in self._batches(groups, targets, report):  # each written as the next
                 writes.submit(partial(self._write, batch, targets, report, model))  # is made
-        with ingestor.lock:
-            ingestor.writer.optimize()
+        if batches:  # nothing written (every file unchanged): the indexes are as they were
+            with ingestor.lock:
+                ingestor.writer.optimize()
         report.seconds = time.perf_counter() - began
         return report
 
     def _batches(
         self,
-        groups: Iterable[tuple[list[tuple[ImportedFile, FileRecord | None]], list[str]]],
+        groups: Iterable[tuple[list[_Incoming], list[str]]],
         targets: Sequence[ChunkTarget],
         report: ImportReport,
     ) -> Iterator[_Batch]:
@@ -139,71 +168,88 @@ class ChunkImport:
         batch = _Batch()
         for group, terms in groups:  # the next group's terms are made meanwhile
             made = iter(terms)
-            for file, previous in group:
+            for incoming in group:
                 report.files_seen += 1
-                mine = list(islice(made, len(file.chunks) * len(targets)))
-                self._add(batch, file, targets, previous, report, mine)
+                wanted = len(incoming.chunks) * len(targets) if incoming.needs_rows else 0
+                self._add(batch, incoming, targets, report, list(islice(made, wanted)))
                 if batch.chunks >= IMPORT_BATCH:
                     yield batch
                     batch = _Batch()
         if not batch.empty:
             yield batch
 
-    def _with_previous(
-        self, files: Iterable[ImportedFile]
-    ) -> Iterator[list[tuple[ImportedFile, FileRecord | None]]]:
-        """Groups of files, each with the one the KB holds at its name, looked up a group at
-        a time (not the whole KB: it may hold millions)."""
-        stream = iter(files)
+    def _looked_up(self, files: Iterable[ImportedFile]) -> Iterator[list[_Incoming]]:
+        """Groups of files, each with the file the KB holds at its name and whether the
+        tenant holds its text: asked a group at a time (not the whole KB: it may hold
+        millions), before any rows or terms are made, so that re-importing texts already
+        held costs their reading and linking only."""
+        stream, catalog = iter(files), self.ingestor.catalog
         while group := list(islice(stream, LOOKUP_GROUP)):
-            held = self.ingestor.catalog.files_in_kb(self.kb.id, [f.name for f in group])
-            yield [(file, held.get(file.name)) for file in group]
+            previous = catalog.files_in_kb(self.kb.id, [f.name for f in group])
+            read = [self._read(file) for file in group]
+            held = catalog.existing_files([r.file_id for r in read])
+            yield [replace(r, previous=previous.get(r.file.name), held=r.file_id in held)
+                   for r in read]  # fmt: skip
 
-    def _bm25_texts(
-        self, targets: Sequence[ChunkTarget], group: list[tuple[ImportedFile, FileRecord | None]]
-    ) -> list[str]:
-        """What BM25 indexes of each chunk of the group, file by file, set by set."""
+    def _read(self, file: ImportedFile) -> _Incoming:
+        text, chunks = joined(file)
+        digest = sha256(text.encode("utf-8"))
+        return _Incoming(
+            file, text, chunks, digest, self.ingestor.catalog.file_id(self.kb.owner_id, digest)
+        )
+
+    def _bm25_texts(self, targets: Sequence[ChunkTarget], group: list[_Incoming]) -> list[str]:
+        """What BM25 indexes of each chunk of the group's files that need rows, file by
+        file, set by set."""
         given = self.ingestor.rows.given_bm25_texts
-        return [t for file, _ in group for target in targets
-                for t in given(file.chunks, target, file.name)]  # fmt: skip
+        return [t for f in group if f.needs_rows for target in targets
+                for t in given(f.file.chunks, target, f.file.name)]  # fmt: skip
 
     def _add(
         self,
         batch: _Batch,
-        file: ImportedFile,
+        incoming: _Incoming,
         targets: Sequence[ChunkTarget],
-        previous: FileRecord | None,
         report: ImportReport,
         terms: Sequence[str],
     ) -> None:
-        """``terms``: the BM25 terms of the file's chunks in each set (``_bm25_texts``)."""
-        text, chunks = joined(file)
-        digest = sha256(text.encode("utf-8"))
-        if previous is not None and previous.sha256 == digest:
+        """``terms``: the BM25 terms of the file's chunks in each set (``_bm25_texts``), when
+        it needs rows."""
+        if incoming.unchanged:
             report.files_unchanged += 1
             return
-        if previous is not None:
-            batch.replaced.append(previous.id)
+        self._check_vectors(incoming.file)
+        if incoming.previous is not None:
+            batch.replaced.append(incoming.previous.id)
             report.files_replaced += 1
-        tenant = self.kb.owner_id
-        file_id = self.ingestor.catalog.file_id(tenant, digest)
-        item = SourceItem(file.name, file.name, lambda: b"", source="import", url=file.url,
+        if incoming.held:
+            batch.held.append(incoming)
+        elif incoming.file_id in self.stored:  # the same text twice in this import
+            batch.same.append((incoming.file_id, self._item(incoming.file)))
+        else:
+            self.stored.add(incoming.file_id)
+            batch.add(self._new_file(incoming, targets, terms))
+
+    def _item(self, file: ImportedFile) -> SourceItem:
+        """What the file's KB link shows."""
+        return SourceItem(file.name, file.name, lambda: b"", source="import", url=file.url,
                           added_by=self.added_by)  # fmt: skip
-        if file_id in self.stored:
-            batch.same.append((file_id, item))  # the same text twice in this import
-            return
-        self._check_vectors(file)
-        self.stored.add(file_id)
+
+    def _new_file(
+        self, incoming: _Incoming, targets: Sequence[ChunkTarget], terms: Sequence[str] | None
+    ) -> _NewFile:
+        """The file's rows in each set the KB reads (two while it is re-chunked), its terms
+        in turn (None: made here)."""
+        file, chunks, file_id = incoming.file, incoming.chunks, incoming.file_id
         made: list[StoredChunk] = []
-        # A set per chunking the KB reads (two while it is re-chunked), its terms in turn.
         for n, target in enumerate(targets):
-            mine = terms[n * len(chunks) : (n + 1) * len(chunks)]
+            mine = terms[n * len(chunks) : (n + 1) * len(chunks)] if terms is not None else None
             made += self.ingestor.rows.given(file_id, chunks, target, file.name, mine)
         vectors = np.stack([c.vector for c in file.chunks])
         if len(targets) > 1:  # (np.tile copies even once)
             vectors = np.tile(vectors, (len(targets), 1))
-        record = self._record(file, file_id, digest, len(chunks), len(text))
-        batch.add(_NewFile(record, text, made, vectors, item))
+        record = self._record(file, file_id, incoming.digest, len(chunks), len(incoming.text))
+        return _NewFile(record, incoming.text, made, vectors, self._item(file))
 
     def _record(
         self, file: ImportedFile, file_id: str, digest: str, chunks: int, size: int
@@ -245,9 +291,15 @@ class ChunkImport:
         texts' on theirs), then the catalog (one transaction), then links to files stored
         before and the removal of what the new ones replace."""
         ingestor = self.ingestor
-        held = ingestor.catalog.existing_files([f.record.id for f in batch.new])
-        new = [f for f in batch.new if f.record.id not in held]
+        looked_up = [f.file_id for f in batch.held]
+        held = ingestor.catalog.existing_files([f.record.id for f in batch.new] + looked_up)
+        gone = {f.file_id: f for f in batch.held if f.file_id not in held}  # deleted since:
+        new = [f for f in batch.new if f.record.id not in held]  # stored now, once
+        new += [self._new_file(f, targets, None) for f in gone.values()]
         same = [*batch.same, *((f.record.id, f.item) for f in batch.new if f.record.id in held)]
+        same += [
+            (f.file_id, self._item(f.file)) for f in batch.held if gone.get(f.file_id) is not f
+        ]
         if new:
             texts = [(f.record.id, f.text) for f in new]  # the original is the text too
             written = self.texts.write(texts)
