@@ -192,6 +192,8 @@ class ChunkImport:
                    for r in read]  # fmt: skip
 
     def _read(self, file: ImportedFile) -> _Incoming:
+        """The file's text, its chunks' places in it, and the file id of that text for the
+        KB's owner."""
         text, chunks = joined(file)
         digest = sha256(text.encode("utf-8"))
         return _Incoming(
@@ -293,8 +295,9 @@ class ChunkImport:
         ingestor = self.ingestor
         looked_up = [f.file_id for f in batch.held]
         held = ingestor.catalog.existing_files([f.record.id for f in batch.new] + looked_up)
-        gone = {f.file_id: f for f in batch.held if f.file_id not in held}  # deleted since:
-        new = [f for f in batch.new if f.record.id not in held]  # stored now, once
+        # A held text deleted since its look-up is stored now (once, should it come twice).
+        gone = {f.file_id: f for f in batch.held if f.file_id not in held}
+        new = [f for f in batch.new if f.record.id not in held]
         new += [self._new_file(f, targets, None) for f in gone.values()]
         same = [*batch.same, *((f.record.id, f.item) for f in batch.new if f.record.id in held)]
         same += [
