@@ -138,11 +138,8 @@ class ChunkImport:
             self._looked_up(files), partial(self._bm25_texts, targets), ingestor.rows.stemmer
         )
 
-        batches: list[float] = []  # when each batch was written
-
         def written() -> None:
             report.seconds = time.perf_counter() - began
-            batches.append(report.seconds)
             if progress:
                 progress(report)
 
@@ -151,7 +148,8 @@ class ChunkImport:
                 WriteBehind(written) as writes:  # fmt: skip
             for batch in self._batches(groups, targets, report):  # each written as the next
                 writes.submit(partial(self._write, batch, targets, report, model))  # is made
-        if batches:  # nothing written (every file unchanged): the indexes are as they were
+        # Every file unchanged: nothing was written, and the indexes are as they were.
+        if report.files_imported or report.files_replaced:
             with ingestor.lock:
                 ingestor.writer.optimize()
         report.seconds = time.perf_counter() - began
@@ -293,8 +291,8 @@ class ChunkImport:
         texts' on theirs), then the catalog (one transaction), then links to files stored
         before and the removal of what the new ones replace."""
         ingestor = self.ingestor
-        looked_up = [f.file_id for f in batch.held]
-        held = ingestor.catalog.existing_files([f.record.id for f in batch.new] + looked_up)
+        asked = [f.record.id for f in batch.new] + [f.file_id for f in batch.held]
+        held = ingestor.catalog.existing_files(asked)
         # A held text deleted since its look-up is stored now (once, should it come twice).
         gone = {f.file_id: f for f in batch.held if f.file_id not in held}
         new = [f for f in batch.new if f.record.id not in held]
