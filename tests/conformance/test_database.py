@@ -122,12 +122,30 @@ def test_a_killed_workers_jobs_return_to_the_queue_when_their_lease_passes(datab
     assert alive.renew([j.id for j in mine]) == 2  # the live worker's heartbeat
     time.sleep(0.3)
     assert alive.requeue_expired() == 2  # only the killed worker's jobs
-    again = alive.claim(10)
-    assert {j.id for j in again} == {j.id for j in theirs}
-    assert all(j.attempts == 2 for j in again)  # the lost attempt counts
-    assert {j.id for j in queued} == {j.id for j in mine + again}
+    # Which of the two killed it is unknown: neither attempt counts, each runs alone now.
+    first, second = alive.claim(10), alive.claim(10)
+    assert [len(first), len(second)] == [1, 1] and first[0].run_alone
+    assert {j.id for j in first + second} == {j.id for j in theirs}
+    assert all(j.attempts == 1 for j in first + second)
+    assert {j.id for j in queued} == {j.id for j in mine + first + second}
     assert alive.release([mine[0].id]) == 1  # a worker stopping mid-batch hands back
     assert [j.id for j in killed.claim(10)] == [mine[0].id]
+
+
+def test_jobs_to_run_alone_wait_for_a_claim_of_their_own(database):
+    jobs = JobStore(database, lease_seconds=0.1)
+    lost = jobs.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"k{n}") for n in range(3)])
+    jobs.claim(2)
+    later = jobs.enqueue("kb1", [(JobStore.new_id(), f"{n}.md", f"later{n}") for n in range(2)])
+    time.sleep(0.15)
+    assert jobs.requeue_expired() == 2 and jobs.alone_due()
+    beside = jobs.claim(10, alone=False)  # a claim that runs beside another leaves them
+    assert {j.id for j in beside} == {lost[2].id, *(j.id for j in later)}
+    (alone,) = jobs.claim(10)
+    assert alone.id == lost[0].id and jobs.alone_due()
+    assert [j.id for j in jobs.claim(10)] == [lost[1].id] and not jobs.alone_due()
+    jobs.succeed(alone.id, "f0", alone.claim)
+    assert jobs.get(alone.id).state == "indexed"
 
 
 def test_a_stalled_worker_cannot_end_jobs_another_worker_took_over(database):
@@ -168,14 +186,18 @@ def test_jobs_that_ended_in_a_batch_are_not_taken_over(database):
 
 def test_a_job_whose_worker_dies_on_every_attempt_fails_with_the_reason(database):
     jobs = JobStore(database, lease_seconds=0.1)
-    (job,) = jobs.enqueue("kb1", [(JobStore.new_id(), "crash.pdf", "crash.pdf")])
-    for _ in range(job.max_attempts):
-        assert jobs.claim(1)
+    (job, other) = jobs.enqueue("kb1", [(JobStore.new_id(), n, n) for n in ("crash.pdf", "b.md")])
+    assert len(jobs.claim(2)) == 2  # lost beside another job: not counted, run alone
+    time.sleep(0.15)
+    jobs.requeue_expired()
+    for _ in range(job.max_attempts):  # lost alone: counted
+        assert [j.id for j in jobs.claim(2)] == [job.id]
         time.sleep(0.15)
         jobs.requeue_expired()
     failed = jobs.get(job.id)
     assert failed.state == "failed" and failed.error_code == "worker_lost"
-    assert "retry" in failed.last_error
+    assert failed.attempts == job.max_attempts and "retry" in failed.last_error
+    assert jobs.get(other.id).state == "queued" and jobs.get(other.id).attempts == 0
 
 
 def test_concurrent_claims_take_each_job_once(database):

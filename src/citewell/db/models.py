@@ -6,6 +6,7 @@ import time
 import uuid
 
 from sqlalchemy import (
+    Boolean,
     Float,
     ForeignKey,
     Index,
@@ -14,6 +15,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -171,8 +174,19 @@ class JobRow(Base):
     restarted server picks up what was queued or running."""
 
     __tablename__ = "jobs"
-    # A claim walks the queue user by user, oldest first (jobs/picking.py).
-    __table_args__ = (Index("ix_jobs_queue", "state", "added_by", "created_at"),)
+    # A claim walks the queue user by user, oldest first (jobs/picking.py); jobs to run
+    # alone are found apart.
+    __table_args__ = (
+        Index("ix_jobs_queue", "state", "added_by", "created_at"),
+        # Partial, so that the claims of shared jobs never take it for a scan of the queue.
+        Index(
+            "ix_jobs_alone",
+            "state",
+            "created_at",
+            sqlite_where=text("run_alone = 1"),
+            postgresql_where=text("run_alone"),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     batch_id: Mapped[str] = mapped_column(String(32), index=True)
@@ -196,6 +210,9 @@ class JobRow(Base):
     # worker may queue the job again once it has passed (a killed worker's jobs).
     lease_until: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     holder: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    # Lost with its worker while other jobs ran beside it: which one killed the worker is
+    # unknown, so each such job is claimed by itself until it ends (jobs/store.py).
+    run_alone: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class RateBucketRow(Base):

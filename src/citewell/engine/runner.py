@@ -208,7 +208,7 @@ class JobRunner:
         claims = [self._next_claim(operations)]
         try:
             claims[:0] = self._newcomers(claims[-1], operations)
-            if ahead and len(claims[-1].jobs) >= self.batch_files:
+            if ahead and self._room_ahead(claims[-1], operations):
                 self._ahead = self._take_ahead(operations)
             for taken in claims:
                 self._run(taken)
@@ -246,7 +246,9 @@ class JobRunner:
         if not claim.ahead:
             return []
         users = {job.added_by for job in claim.jobs}
-        newcomers = self.jobs.claim(self.batch_files, operations, other_than=sorted(users))
+        newcomers = self.jobs.claim(
+            self.batch_files, operations, other_than=sorted(users), alone=False
+        )
         return [Claim(self._hold(newcomers))] if newcomers else []
 
     def _run(self, claim: Claim) -> None:
@@ -254,6 +256,13 @@ class JobRunner:
             count_jobs(operation, "taken", len(group))
             with job_span(operation, len(group)), background():  # a trace of its own
                 self._run_group(claim, operation, kb_id, group)
+
+    def _room_ahead(self, claim: Claim, operations: tuple[str, ...]) -> bool:
+        """Whether the next claim is taken while this one runs: after a full claim, unless
+        a job must run alone (jobs/lost.py) or waits to (the claim taken ahead would keep
+        it waiting as long as the queue stays full)."""
+        full = len(claim.jobs) >= self.batch_files
+        return full and not claim.jobs[0].run_alone and not self.jobs.alone_due(operations)
 
     def _take_ahead(self, operations: tuple[str, ...]) -> Future[Claim]:
         """The next claim, taken and prepared in a daemon thread: a long preparation never
@@ -272,7 +281,8 @@ class JobRunner:
     def _claim_prepared(self, operations: tuple[str, ...]) -> Claim:
         if self._stop.is_set():
             return Claim([], ahead=True)
-        claim = Claim(self._hold(self.jobs.claim(self.batch_files, operations)), ahead=True)
+        claimed = self.jobs.claim(self.batch_files, operations, alone=False)
+        claim = Claim(self._hold(claimed), ahead=True)
         for (operation, kb_id), group in claim.groups():
             handler = self.handlers.get(operation)
             if isinstance(handler, PreparingHandler) and not self._stop.is_set():

@@ -18,7 +18,8 @@ from citewell.config import Settings
 from citewell.errors import CitewellError, ConnectorNotFound, InvalidInput
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.sync import Syncer, SyncScope, SyncTally
-from citewell.jobs.store import RUNNING, Job, JobStore
+from citewell.jobs.states import RUNNING
+from citewell.jobs.store import Job, JobStore
 from citewell.metrics import count_connector_run
 from citewell.sources.connectors import Listing, Syncable, SyncRequest
 from citewell.sources.connectors.secrets import CredentialBox

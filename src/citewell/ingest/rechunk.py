@@ -13,7 +13,7 @@ from citewell.ingest.chunk_sets import ChunkSets
 from citewell.ingest.ingestor import Ingestor
 from citewell.ingest.types import ChunkTarget
 from citewell.jobs import Job, JobStore
-from citewell.jobs.store import RUNNING
+from citewell.jobs.states import RUNNING
 from citewell.types import ChunkFilter
 
 log = logging.getLogger(__name__)

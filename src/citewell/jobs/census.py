@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from citewell.db.models import JobRow
-from citewell.jobs.store import STATES
+from citewell.jobs.states import STATES
 
 
 @dataclass(frozen=True)

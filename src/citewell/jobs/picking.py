@@ -17,7 +17,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Update, bindparam, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Update,
+    bindparam,
+    false,
+    func,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from citewell.db.models import JobRow
@@ -69,6 +79,12 @@ def pick(session: Session, due: Due, limit: int, lock: bool) -> list[str]:
     return [job_id for _, _, job_id in sorted(ranked)[:limit]]
 
 
+def pick_alone(session: Session, due: Due, lock: bool) -> list[str]:
+    """The oldest ``due`` job that must run by itself (jobs/lost.py), if any."""
+    query = _alone(*due.shape(), lock)
+    return list(session.scalars(query, due.params(1)))
+
+
 # The statements are built once per shape, their values bound at each claim: SQLAlchemy
 # keys its compiled statements by a statement's structure, which it works out again for
 # every new statement object (5 ms a claim for the recursive one, under the GIL).
@@ -81,12 +97,28 @@ def _due(operations: bool, other_than: bool) -> ColumnElement[bool]:
     return due
 
 
+def _shared(operations: bool, other_than: bool) -> ColumnElement[bool]:
+    """Due, and free to share a claim with other jobs."""
+    return _due(operations, other_than) & (JobRow.run_alone == false())
+
+
+@lru_cache(maxsize=8)
+def _alone(operations: bool, other_than: bool, lock: bool) -> Select[str]:
+    query = (
+        select(JobRow.id)
+        .where(_due(operations, other_than) & (JobRow.run_alone == true()))
+        .order_by(JobRow.created_at)
+        .limit(bindparam("limit"))
+    )
+    return query.with_for_update(skip_locked=True) if lock else query
+
+
 @lru_cache(maxsize=8)
 def _oldest_of(operations: bool, other_than: bool, lock: bool) -> Select[str, str, float]:
     """A user's (``:user``) oldest due jobs, ``:limit`` of them."""
     query = (
         select(JobRow.id, JobRow.added_by, JobRow.created_at)
-        .where(_due(operations, other_than) & (JobRow.added_by == bindparam("user")))
+        .where(_shared(operations, other_than) & (JobRow.added_by == bindparam("user")))
         .order_by(JobRow.created_at)
         .limit(bindparam("limit"))
     )
@@ -111,7 +143,7 @@ def _first_users(operations: bool, other_than: bool) -> Select[Any]:
     users = users.union_all(select(following).where(users.c.user.is_not(None)))
     first_due = (
         select(func.min(JobRow.created_at))
-        .where(_due(operations, other_than) & (JobRow.added_by == users.c.user))
+        .where(_shared(operations, other_than) & (JobRow.added_by == users.c.user))
         .scalar_subquery()
         .label("first_due")
     )

@@ -22,17 +22,10 @@ from citewell.db import ensure_schema
 from citewell.db.models import Base, JobRow
 from citewell.errors import InvalidInput, NotFoundError
 from citewell.jobs import holders
-from citewell.jobs.picking import Due, marking, pick
+from citewell.jobs.lost import requeue_lost
+from citewell.jobs.picking import Due, marking, pick, pick_alone
+from citewell.jobs.states import ENDABLE, FINAL, RUNNING
 from citewell.jobs.turns import in_turn
-
-RUNNING = ("parsing", "chunking", "embedding")
-FINAL = ("indexed", "failed", "cancelled")
-STATES = ("queued", *RUNNING, *FINAL)
-ENDABLE = (*RUNNING, "cancelled")  # states a job may succeed from (a cancel can come late)
-WORKER_LOST = (
-    "The worker running this job stopped (killed or crashed) on every attempt; the file may "
-    "be what crashes it. Check the worker's log, then retry the job."
-)
 
 
 class JobNotFound(NotFoundError):
@@ -59,6 +52,7 @@ class Job:
     added_by: str = ""  # the user who queued it: its file's link in the KB names them
     lease_until: float = 0.0
     claim: str = ""  # the token of the claim that runs it: only its holder may end it
+    run_alone: bool = False  # claimed by itself (jobs/lost.py)
 
     @property
     def done(self) -> bool:
@@ -129,24 +123,36 @@ class JobStore:
         return [_job(r) for r in rows]
 
     def claim(
-        self, limit: int, operations: Sequence[str] | None = None, other_than: Sequence[str] = ()
+        self,
+        limit: int,
+        operations: Sequence[str] | None = None,
+        other_than: Sequence[str] = (),
+        alone: bool = True,
     ) -> list[Job]:
         """Up to ``limit`` queued jobs that are due (of ``operations`` only, if given; not
         added by the users ``other_than``), now 'parsing' and ours. Users take turns: each
         user's oldest job first, then each user's second oldest, and so on, so one user's
         thousand queued files do not hold another user's single upload back by more than
-        one job each."""
+        one job each. A job to run alone (jobs/lost.py) comes first and by itself; without
+        ``alone`` (a claim that will run beside another) such jobs are left."""
         token, now = uuid.uuid4().hex, time.time()
         due = Due(now, None if operations is None else tuple(operations), tuple(other_than))
         while True:  # until a claim takes some, or none is due
             with self._sessions() as session, session.begin():
                 lock = session.get_bind().dialect.name == "postgresql"
-                picked = pick(session, due, limit, lock)
+                picked = pick_alone(session, due, lock) if alone else []
+                picked = picked or pick(session, due, limit, lock)
                 if not picked:
                     return []
                 taken = self._take(session, picked, token, now)
                 if taken:
                     return in_turn(sorted(taken, key=lambda job: (job.created_at, job.id)))
+
+    def alone_due(self, operations: Sequence[str] | None = None) -> bool:
+        """Whether a job that must run by itself waits (a claim beside it must wait too)."""
+        due = Due(time.time(), None if operations is None else tuple(operations))
+        with self._sessions() as session:
+            return bool(pick_alone(session, due, lock=False))
 
     def _take(self, session: Session, picked: list[str], token: str, now: float) -> list[Job]:
         """Mark the picked jobs still queued as claimed by ``token``; those that were. On
@@ -406,30 +412,11 @@ class JobStore:
             return int(result.rowcount)  # type: ignore[attr-defined]
 
     def requeue_expired(self) -> int:
-        """Running jobs whose lease has passed (their worker is gone) go back to the queue;
-        the attempt they used still counts."""
-        now = time.time()
+        """Running jobs whose lease has passed or whose holder is gone go back to the queue
+        (jobs/lost.py says which attempts count)."""
         with self._sessions() as session, session.begin():
             held_by = session.scalars(
                 select(JobRow.holder).where(JobRow.state.in_(RUNNING)).distinct()
             )
             gone = [h for h in held_by if h and holders.is_gone(h)]
-            lost = JobRow.state.in_(RUNNING) & (
-                (JobRow.lease_until < now) | JobRow.holder.in_(gone)
-            )
-            # A file that kills its worker every time must not kill them all in turn.
-            session.execute(
-                update(JobRow)
-                .where(lost & (JobRow.attempts >= JobRow.max_attempts))
-                .values(
-                    state="failed",
-                    last_error=WORKER_LOST,
-                    error_code="worker_lost",
-                    finished_at=now,
-                    updated_at=now,
-                )
-            )
-            result = session.execute(
-                update(JobRow).where(lost).values(state="queued", claim="", updated_at=now)
-            )
-            return int(result.rowcount)  # type: ignore[attr-defined]
+            return requeue_lost(session, time.time(), gone)
