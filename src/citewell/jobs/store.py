@@ -400,14 +400,21 @@ class JobStore:
             )
 
     def release(self, job_ids: Sequence[str], claim: str | None = None) -> int:
-        """Hand running jobs back to the queue now (a worker shutting down mid-batch)."""
+        """Hand running jobs back to the queue now (a worker shutting down mid-batch), the
+        attempt not counted: nothing went wrong with them."""
         if not job_ids:
             return 0
         with self._sessions() as session, session.begin():
             result = session.execute(
                 update(JobRow)
                 .where(_held(JobRow.id.in_(job_ids) & JobRow.state.in_(RUNNING), claim))
-                .values(state="queued", claim="", lease_until=0.0, updated_at=time.time())
+                .values(
+                    state="queued",
+                    claim="",
+                    attempts=JobRow.attempts - 1,
+                    lease_until=0.0,
+                    updated_at=time.time(),
+                )
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
 
