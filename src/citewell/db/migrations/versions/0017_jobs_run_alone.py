@@ -19,17 +19,20 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(
-            sa.Column("run_alone", sa.Boolean(), server_default=sa.false(), nullable=False)
+    inspector = sa.inspect(op.get_bind())  # checked first, as 0013 and 0016 do
+    if "run_alone" not in {c["name"] for c in inspector.get_columns("jobs")}:
+        with op.batch_alter_table("jobs") as batch:
+            batch.add_column(
+                sa.Column("run_alone", sa.Boolean(), server_default=sa.false(), nullable=False)
+            )
+    if "ix_jobs_alone" not in {i["name"] for i in inspector.get_indexes("jobs")}:
+        op.create_index(  # partial: a claim of shared jobs must not scan the queue through it
+            "ix_jobs_alone",
+            "jobs",
+            ["state", "created_at"],
+            sqlite_where=sa.text("run_alone = 1"),
+            postgresql_where=sa.text("run_alone"),
         )
-    op.create_index(  # partial: a claim of shared jobs must not scan the queue through it
-        "ix_jobs_alone",
-        "jobs",
-        ["state", "created_at"],
-        sqlite_where=sa.text("run_alone = 1"),
-        postgresql_where=sa.text("run_alone"),
-    )
 
 
 def downgrade() -> None:
