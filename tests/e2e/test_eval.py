@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import SCIFACT
+from tests.kept_vectors import kept_vectors
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +58,8 @@ def run_eval(data_dir, folder):
 
 
 def test_eval_reports_every_metric_and_reuses_the_index(tmp_path, mini_beir):
-    first = run_eval(tmp_path, mini_beir)
+    with kept_vectors("mini-scifact", tmp_path, SCIFACT):
+        first = run_eval(tmp_path, mini_beir)
     for mode in ("hybrid", "vector", "bm25"):
         assert set(first[mode]) >= {
             "ndcg@10",
