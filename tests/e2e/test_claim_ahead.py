@@ -12,6 +12,7 @@ import pytest
 from citewell.app import Citewell
 from citewell.config import Settings
 from citewell.engine.runner import JobRunner
+from citewell.jobs.store import JobStore
 from citewell.testing.fakes import FakeHashEmbedder
 
 pytestmark = pytest.mark.e2e
@@ -134,3 +135,23 @@ def test_stopping_does_not_wait_for_a_long_preparation(app):
         assert "parsing" not in found and found.count("queued") >= 2  # handed back
     finally:
         gate.set()
+
+
+def test_jobs_run_alone_after_a_crash_take_turns_with_other_users(app):
+    """A crashed worker's jobs run one claim each (jobs/lost.py); another user's upload
+    queued meanwhile waits for one of them, not for all."""
+    app.create_kb("birds")
+    alices = app.enqueue_uploads("birds", NOTES[:3], "alice")
+    crashed = JobStore(app.catalog.engine, lease_seconds=0.05)
+    assert len(crashed.claim(10)) == 3  # a worker took them, then died
+    time.sleep(0.1)
+    assert app.jobs.requeue_expired() == 3
+    (bob,) = app.enqueue_uploads("birds", [("bob.md", b"# Bob\n\nA lone heron.")], "bob")
+    runner = JobRunner(app.jobs, app.ingestor, app.storage, batch_files=2)
+    order = recorded(runner)
+    while runner.run_once():
+        pass
+    assert order == [["note0.md"], ["bob.md"], ["note1.md"], ["note2.md"]]
+    assert app.jobs.get(bob.id).state == "indexed"
+    done = [app.jobs.get(job.id) for job in alices]
+    assert [(job.state, job.attempts) for job in done] == [("indexed", 1)] * 3  # none charged

@@ -101,6 +101,7 @@ class JobRunner:
         self._held: dict[str, tuple[str, ...]] = {}
         self._holding = threading.Lock()
         self._ahead: Future[Claim] | None = None  # the next claim, being taken and prepared
+        self._ran_alone = False  # the last claim taken now was a job to run alone
         self._swept = float("-inf")  # when expired leases were last looked for
         self._swept_staged = time.monotonic()  # start() clears them once
         self.connectors = connectors
@@ -238,7 +239,20 @@ class JobRunner:
                 return ahead.result()
             except Exception:  # taking it failed: nothing is held by it; claim now
                 logger.exception("taking the next batch ahead failed")
-        return Claim(self._hold(self.jobs.claim(self.batch_files, operations)))
+        return Claim(self._hold(self._claim_now(operations)))
+
+    def _claim_now(self, operations: tuple[str, ...]) -> list[Job]:
+        """Jobs to run alone (jobs/lost.py) take turns with the rest: after one, other jobs
+        go first if any are due. A crash's hundred jobs, run one claim each, would otherwise
+        hold back every other user's uploads until the last of them (decision 0041)."""
+        if self._ran_alone:
+            self._ran_alone = False
+            shared = self.jobs.claim(self.batch_files, operations, alone=False)
+            if shared:
+                return shared
+        claimed = self.jobs.claim(self.batch_files, operations)
+        self._ran_alone = bool(claimed) and claimed[0].run_alone
+        return claimed
 
     def _newcomers(self, claim: Claim, operations: tuple[str, ...]) -> list[Claim]:
         """Before a claim taken ahead, the jobs of users it has none of, queued meanwhile:
