@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,7 +92,9 @@ def _usable(cache: Path, probes: Path, fresh: np.ndarray) -> bool:
 def kept_vectors(name: str, data_dir: Path, beir: Path) -> Iterator[None]:
     """Around a run on ``data_dir``: start its embedding cache from the kept one, keep it after.
 
-    ``name`` keeps runs that may go at once (two test workers) in separate files."""
+    ``name`` keeps runs that may go at once (two test workers) in separate files. Keeping is
+    a convenience: a folder that cannot be read or written (no home, a full disk) only costs
+    the run its time, with a warning, never the test."""
     folder = kept_dir()
     if folder is None:
         yield
@@ -101,13 +104,31 @@ def kept_vectors(name: str, data_dir: Path, beir: Path) -> Iterator[None]:
     probes = folder / f"{name}-{fingerprint}-probes.npy"
     fresh = probe_vectors(probe_texts(beir))
     data_dir.mkdir(parents=True, exist_ok=True)
-    if _usable(cache, probes, fresh):
-        _copy_sqlite(cache, data_dir / "embeddings.sqlite")
+    target = data_dir / "embeddings.sqlite"
+    try:
+        if _usable(cache, probes, fresh):
+            _copy_sqlite(cache, target)
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        target.unlink(missing_ok=True)  # a half-copied cache: the run embeds everything
+        warnings.warn(f"The kept vectors in {folder} were not used: {exc}", stacklevel=3)
     yield
+    try:
+        _keep(name, target, cache, probes, fresh)
+    except (OSError, sqlite3.Error) as exc:
+        warnings.warn(f"The vectors were not kept in {folder}: {exc}", stacklevel=3)
+
+
+def _keep(name: str, source: Path, cache: Path, probes: Path, fresh: np.ndarray) -> None:
+    """``source`` kept as ``cache`` with its probes; other models' files of ``name`` go."""
+    folder = cache.parent
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(f"{name}-*"):  # another model's, or an unusable one
-        stale.unlink()
+    for stale in folder.glob(f"{name}-*"):
+        if stale not in (cache, probes) and stale.suffix != ".partial":
+            stale.unlink(missing_ok=True)
     partial = folder / f"{name}-{os.getpid()}.partial"
-    _copy_sqlite(data_dir / "embeddings.sqlite", partial)
-    partial.replace(cache)  # whole or not at all, for a run that reads it meanwhile
+    try:
+        _copy_sqlite(source, partial)
+        partial.replace(cache)  # whole or not at all, for a run that reads it meanwhile
+    finally:
+        partial.unlink(missing_ok=True)
     np.save(probes, fresh)

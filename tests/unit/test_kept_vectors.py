@@ -80,3 +80,22 @@ def test_off_keeps_nothing(tmp_path, beir, keep_in, monkeypatch):
     assert run(tmp_path / "one", beir, 1.0) == {}
     assert run(tmp_path / "two", beir, 2.0) == {}
     assert not (tmp_path / "xdg").exists()
+
+
+def test_a_folder_that_cannot_be_written_costs_time_not_the_test(
+    tmp_path, beir, keep_in, monkeypatch
+):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("CITEWELL_TEST_VECTORS", str(blocked / "kept"))
+    with pytest.warns(UserWarning, match="not kept"):
+        assert run(tmp_path / "one", beir, 1.0) == {}
+
+
+def test_a_damaged_cache_is_not_used(tmp_path, beir, keep_in):
+    run(tmp_path / "one", beir, 1.0)
+    (cache,) = keep_in.glob("*.sqlite")
+    cache.write_bytes(b"not a database" * 100)
+    with pytest.warns(UserWarning, match="not used"):
+        assert run(tmp_path / "two", beir, 2.0) == {}
+    assert run(tmp_path / "three", beir, 3.0)["h"].tolist() == [2.0] * 4  # kept anew
