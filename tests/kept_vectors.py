@@ -21,7 +21,7 @@ import os
 import sqlite3
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +64,7 @@ def probe_texts(beir: Path) -> list[str]:
     return [*texts, "0-dimensional biomaterials show inductive properties.", "ALDH1 expression"]
 
 
-def probe_vectors(texts: list[str]) -> np.ndarray:
-    embedder = OnnxEmbedder()
+def probe_vectors(texts: list[str], embedder: OnnxEmbedder) -> np.ndarray:
     batch = embedder.embed(texts[:-2])
     queries = [embedder.embed([query], kind="query")[0] for query in texts[-2:]]
     return np.vstack([batch, *queries])
@@ -73,10 +72,8 @@ def probe_vectors(texts: list[str]) -> np.ndarray:
 
 def _copy_sqlite(source: Path, target: Path) -> None:
     """A consistent copy, WAL included (a plain file copy could miss the last writes)."""
-    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
         src.backup(dst)
-    src.close()
-    dst.close()
 
 
 def _usable(cache: Path, probes: Path, fresh: np.ndarray) -> bool:
@@ -89,8 +86,9 @@ def _usable(cache: Path, probes: Path, fresh: np.ndarray) -> bool:
 
 
 @contextmanager
-def kept_vectors(name: str, data_dir: Path, beir: Path) -> Iterator[None]:
+def kept_vectors(name: str, data_dir: Path, beir: Path, embedder: OnnxEmbedder) -> Iterator[None]:
     """Around a run on ``data_dir``: start its embedding cache from the kept one, keep it after.
+    ``embedder`` (the tests' own, loaded once) embeds the probes.
 
     ``name`` keeps runs that may go at once (two test workers) in separate files. Keeping is
     a convenience: a folder that cannot be read or written (no home, a full disk) only costs
@@ -102,7 +100,7 @@ def kept_vectors(name: str, data_dir: Path, beir: Path) -> Iterator[None]:
     fingerprint = model_fingerprint()
     cache = folder / f"{name}-{fingerprint}.sqlite"
     probes = folder / f"{name}-{fingerprint}-probes.npy"
-    fresh = probe_vectors(probe_texts(beir))
+    fresh = probe_vectors(probe_texts(beir), embedder)
     data_dir.mkdir(parents=True, exist_ok=True)
     target = data_dir / "embeddings.sqlite"
     try:

@@ -57,8 +57,8 @@ def run_eval(data_dir, folder):
     return json.loads(out)
 
 
-def test_eval_reports_every_metric_and_reuses_the_index(tmp_path, mini_beir):
-    with kept_vectors("mini-scifact", tmp_path, SCIFACT):
+def test_eval_reports_every_metric_and_reuses_the_index(tmp_path, mini_beir, onnx_embedder):
+    with kept_vectors("mini-scifact", tmp_path, SCIFACT, onnx_embedder):
         first = run_eval(tmp_path, mini_beir)
     for mode in ("hybrid", "vector", "bm25"):
         assert set(first[mode]) >= {

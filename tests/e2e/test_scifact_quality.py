@@ -19,8 +19,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FLOORS = {"hybrid": 0.70, "bm25": 0.66, "vector": 0.65}
 
 
-def test_scifact_ndcg_meets_the_floors(tmp_path):
-    with kept_vectors("scifact", tmp_path, SCIFACT):
+def test_scifact_ndcg_meets_the_floors(tmp_path, onnx_embedder):
+    with kept_vectors("scifact", tmp_path, SCIFACT, onnx_embedder):
         report = run_eval(tmp_path)
     print(json.dumps(report, indent=2))
     for mode, floor in FLOORS.items():

@@ -26,16 +26,16 @@ def keep_in(tmp_path, monkeypatch):
     monkeypatch.setenv("CITEWELL_TEST_VECTORS", str(folder))
     # The real encoder's probes are checked once, below; here fixed unit vectors stand in.
     fixed = np.eye(5, 8, dtype=np.float32)
-    monkeypatch.setattr(kept, "probe_vectors", lambda texts: fixed[: len(texts)])
+    monkeypatch.setattr(kept, "probe_vectors", lambda texts, embedder: fixed[: len(texts)])
     return folder
 
 
-def test_the_real_encoders_probes_agree_with_themselves(beir):
+def test_the_real_encoders_probes_agree_with_themselves(beir, onnx_embedder):
     """Else the kept vectors would never be used: the batches differ from run to run."""
     texts = kept.probe_texts(beir)
     docs, queries = texts[:-2], texts[-2:]
-    first = kept.probe_vectors(texts)
-    second = kept.probe_vectors([*docs[::-1], *queries])  # other batches
+    first = kept.probe_vectors(texts, onnx_embedder)
+    second = kept.probe_vectors([*docs[::-1], *queries], onnx_embedder)  # other batches
     second = np.vstack([second[:-2][::-1], second[-2:]])
     assert first.shape == (len(texts), 384)
     assert (np.sum(first * second, axis=1) >= kept.SAME_VECTOR).all()
@@ -43,7 +43,7 @@ def test_the_real_encoders_probes_agree_with_themselves(beir):
 
 def run(data_dir, beir, vector):
     """One 'run': what it finds in its cache, then the one vector it writes."""
-    with kept.kept_vectors("demo", data_dir, beir):
+    with kept.kept_vectors("demo", data_dir, beir, embedder=None):
         cache = EmbeddingCache(data_dir / "embeddings.sqlite")
         found = cache.get(MODEL, ["h"])
         cache.put(MODEL, ["h"], np.full((1, 4), vector, dtype=np.float32))
