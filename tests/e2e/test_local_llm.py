@@ -120,3 +120,24 @@ def test_real_model_calls_a_builtin_tool(client):
     ids = {s["id"] for s in reply.model_extra["sources"]}
     text = reply.choices[0].message.content or ""
     assert {int(n) for n in re.findall(r"\[(\d+)\]", text)} <= ids
+
+
+def test_an_answer_without_max_tokens_ends_at_the_reserved_room():
+    """llama.cpp alone writes until the window is full; a tiny model that repeats itself did
+    so for 90 s, holding the model from every other caller meanwhile."""
+    from citewell.llm.base import ChatMessage
+    from citewell.llm.registry import build_llm
+
+    settings = Settings.load(
+        llm_engine="llamacpp",
+        llm_model_path=smollm2_path(),
+        llm_context_window=512,
+        llm_reserved_tokens=12,
+    )
+    llm = build_llm(settings)
+    assert llm is not None
+    ask = [ChatMessage("user", "Write a long story about a lighthouse keeper and his dog.")]
+    bounded = llm.complete("", ask, {"temperature": 0})
+    assert bounded.usage.completion_tokens <= 12 and bounded.finish_reason == "length"
+    asked = llm.complete("", ask, {"temperature": 0, "max_tokens": 20})  # the request wins
+    assert 12 < asked.usage.completion_tokens <= 20

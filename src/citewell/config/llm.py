@@ -44,5 +44,7 @@ class LLMSection(Section):
     )
 
     llm_reserved_tokens: int = setting(
-        1024, "Tokens kept free for the answer when max_tokens is not given."
+        1024,
+        "Tokens kept free for the answer when max_tokens is not given; a local model "
+        "(llm_engine=llamacpp) also ends its answer there.",
     )

@@ -17,7 +17,15 @@ from citewell.llm.base import CHAT_OPTIONS, ChatMessage, Completion, Delta, Usag
 
 
 class LlamaCppLLM:
-    def __init__(self, model_path: Path, context_window: int = 8192, threads: int = 0) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        context_window: int = 8192,
+        threads: int = 0,
+        answer_tokens: int = 1024,
+    ) -> None:
+        """``answer_tokens``: the longest answer when a request gives no max_tokens (the room
+        the context packing leaves it, llm_reserved_tokens)."""
         try:
             from llama_cpp import Llama
         except ImportError as exc:
@@ -28,6 +36,7 @@ class LlamaCppLLM:
         if not model_path.is_file():
             raise ConfigError(f"llm_model_path {model_path} is not a GGUF file.")
         self.name = model_path.stem
+        self.answer_tokens = answer_tokens
         self._llama = Llama(
             model_path=str(model_path),
             n_ctx=context_window,
@@ -43,6 +52,9 @@ class LlamaCppLLM:
         # Chat templates of small models concatenate content: None (an assistant's tool
         # calls) breaks them, so it is sent as "".
         kwargs["messages"] = [{**m.wire(), "content": m.content or ""} for m in messages]
+        # Without a bound llama.cpp writes until the window is full: a small model that
+        # repeats itself did so for 90 s, holding the model (and every other caller) meanwhile.
+        kwargs.setdefault("max_tokens", self.answer_tokens)
         return kwargs
 
     def complete(

@@ -36,7 +36,11 @@ def _llamacpp(section: LLMSection) -> LLM | None:
 
     if section.llm_model_path is None:
         raise ConfigError("llm_engine=llamacpp needs llm_model_path (a .gguf file).")
-    return LlamaCppLLM(section.llm_model_path, section.llm_context_window)
+    return LlamaCppLLM(
+        section.llm_model_path,
+        section.llm_context_window,
+        answer_tokens=section.llm_reserved_tokens,
+    )
 
 
 def _ollama(section: LLMSection) -> LLM | None:
