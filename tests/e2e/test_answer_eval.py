@@ -17,6 +17,7 @@ from citewell.config import Settings
 from citewell.evaluation.beir import document_markdown, load_beir
 from tests.conftest import SCIFACT
 from tests.fake_servers import FakeLLMService, serve
+from tests.kept_vectors import kept_vectors
 
 pytestmark = pytest.mark.e2e
 QUESTIONS, DISTRACTORS = 8, 120
@@ -35,11 +36,13 @@ def scifact_subset():
 def qa(tmp_path_factory, onnx_embedder, scifact_subset):
     data, picked, docs = scifact_subset
     folder = tmp_path_factory.mktemp("qa")
-    app = Citewell.from_settings(Settings.load(data_dir=folder / "data"), embedder=onnx_embedder)
-    app.create_kb("scifact-qa")
-    texts = [(f"{d}.md", document_markdown(*data.corpus[d])) for d in docs]
-    app.ingest_texts(texts, "scifact-qa", mime_type="text/markdown")
-    app.close()
+    with kept_vectors("answer-eval", folder / "data", SCIFACT, onnx_embedder):
+        settings = Settings.load(data_dir=folder / "data")
+        app = Citewell.from_settings(settings, embedder=onnx_embedder)
+        app.create_kb("scifact-qa")
+        texts = [(f"{d}.md", document_markdown(*data.corpus[d])) for d in docs]
+        app.ingest_texts(texts, "scifact-qa", mime_type="text/markdown")
+        app.close()
     lines = []
     for query in picked:
         doc = next(d for d in data.qrels[query] if d in data.corpus)
@@ -159,6 +162,8 @@ def test_the_packaged_local_model_answers_the_reference_file(qa, tmp_path):
         "CITEWELL_LLM_ENGINE": "llamacpp",
         "CITEWELL_LLM_MODEL_PATH": str(smollm2_path()),
         "CITEWELL_LLM_CONTEXT_WINDOW": "2048",
+        # A tiny model may repeat itself; its answers end here (90 s for one, unbounded).
+        "CITEWELL_LLM_RESERVED_TOKENS": "160",
         "CITEWELL_TOP_K": "3",
     }
     done = _eval(folder, "--answers", str(three), "--json", env=env)
