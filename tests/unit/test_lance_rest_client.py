@@ -1,0 +1,46 @@
+"""Lance's REST namespace client is initialised on first use, not when the chunk store loads
+(stores/lance/rest_client.py): a fresh interpreter, as each CLI command is."""
+
+import subprocess
+import sys
+import textwrap
+
+LOAD_AND_USE = textwrap.dedent(
+    """
+    import sys, tempfile
+    import citewell.stores.lance.store  # the store's package defers the client
+    import lance, lancedb
+    assert "lance_namespace_urllib3_client.api" not in sys.modules, "initialised at import"
+    db = lancedb.connect(tempfile.mkdtemp())
+    db.create_table("t", [{"id": "a", "vector": [0.5, 0.5]}])
+    assert db.open_table("t").count_rows() == 1
+    assert "lance_namespace_urllib3_client.api" not in sys.modules, "initialised by a table"
+    from lance_namespace_urllib3_client import ApiClient, TableApi  # first use: whole init
+    from lance_namespace_urllib3_client.api.table_api import TableApi as Same
+    assert TableApi is Same and ApiClient.__name__ == "ApiClient"
+    print("ok")
+    """
+)
+
+
+def test_the_rest_client_is_initialised_on_first_use_only():
+    done = _python(LOAD_AND_USE)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_an_interpreter_that_loaded_lance_first_is_left_as_it_is():
+    code = (
+        "import sys, lance\n"
+        "from citewell.stores.lance import rest_client\n"
+        "before = sys.modules[rest_client.CLIENT]\n"
+        "rest_client.defer_rest_client()\n"
+        "assert sys.modules[rest_client.CLIENT] is before and hasattr(before, 'ApiClient')\n"
+        "print('ok')\n"
+    )
+    done = _python(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", code]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
