@@ -44,3 +44,26 @@ def test_an_interpreter_that_loaded_lance_first_is_left_as_it_is():
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-c", code]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_threads_asking_at_once_all_get_the_initialised_client():
+    code = textwrap.dedent(
+        """
+        import threading
+        import citewell.stores.lance.store, lancedb
+        from concurrent.futures import ThreadPoolExecutor
+        start = threading.Barrier(4)
+
+        def ask(name):
+            start.wait()
+            import lance_namespace_urllib3_client as client
+            return getattr(client, name).__name__
+
+        names = ["ApiClient", "TableApi", "NamespaceApi", "Configuration"]
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(ask, names)) == names
+        print("ok")
+        """
+    )
+    done = _python(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

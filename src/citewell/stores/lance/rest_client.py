@@ -21,7 +21,10 @@ from types import ModuleType
 from typing import Any
 
 CLIENT = "lance_namespace_urllib3_client"
-_lock = threading.Lock()
+# How long a thread waits for another to finish the package's __init__. Python's own import
+# locks detect a deadlock between two threads that each hold what the other imports; a wait
+# here cannot, so it is bounded (the waiter then sees the package as far as it got).
+INIT_WAIT = 30.0
 
 
 def defer_rest_client() -> None:
@@ -32,16 +35,40 @@ def defer_rest_client() -> None:
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return
     module = importlib.util.module_from_spec(spec)  # not run yet: __path__ set for submodules
-
-    def first_use(name: str) -> Any:
-        with _lock:
-            if module.__dict__.get("__getattr__") is first_use:
-                del module.__getattr__
-                _run(module)
-        return getattr(module, name)
-
-    module.__getattr__ = first_use  # type: ignore[method-assign]
+    module.__getattr__ = FirstUse(module)  # type: ignore[method-assign]
     sys.modules[CLIENT] = module
+
+
+class FirstUse:
+    """The package's ``__getattr__`` until its ``__init__`` has run: the first thread to ask
+    for a name runs it, others wait for it, and the running thread itself (the ``__init__``
+    asking for a name it has not set yet) gets the AttributeError an import would give."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        self.lock = threading.Lock()
+        self.runner: int | None = None
+        self.done = threading.Event()
+
+    def __call__(self, name: str) -> Any:
+        with self.lock:
+            first = self.runner is None
+            if first:
+                self.runner = threading.get_ident()
+        if first:
+            try:
+                _run(self.module)
+            finally:
+                self.module.__dict__.pop("__getattr__", None)
+                self.done.set()
+        elif self.runner == threading.get_ident():
+            raise AttributeError(name)
+        else:
+            self.done.wait(INIT_WAIT)
+        try:
+            return self.module.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module {CLIENT!r} has no attribute {name!r}") from None
 
 
 def _run(module: ModuleType) -> None:
