@@ -6,6 +6,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -77,6 +78,29 @@ def test_vector_index_is_trained_at_the_threshold_and_again_when_the_table_doubl
     grow(store, 350, 200)  # 550 >= 2 x 250: trained anew, with the partitions 550 rows get
     health = store.health(0)
     assert (health.trained_rows, health.partitions, health.segments["vector"]) == (550, 23, 1)
+
+
+def test_the_first_training_runs_beside_the_other_indexes_taking_the_rows_in(
+    tmp_path, policy, monkeypatch
+):
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    upkeep, deltas_done, waited = store._upkeep, threading.Event(), []
+    build, add_deltas = upkeep._build_vectors, upkeep._add_deltas
+
+    def build_after_the_deltas(*args, **kwargs):  # one after the other, this waits in vain
+        waited.append(deltas_done.wait(10))
+        build(*args, **kwargs)
+
+    def deltas(*args, **kwargs):
+        add_deltas(*args, **kwargs)
+        deltas_done.set()
+
+    monkeypatch.setattr(upkeep, "_build_vectors", build_after_the_deltas)
+    monkeypatch.setattr(upkeep, "_add_deltas", deltas)
+    grow(store, 0, 250)
+    health = store.health(0)
+    assert waited == [True]
+    assert (health.vector_index, health.trained_rows, health.unindexed_rows) == ("IvfSq", 250, 0)
 
 
 def test_deltas_are_merged_when_there_are_too_many(tmp_path, policy):
