@@ -19,7 +19,8 @@ the table:
   it was made with another layout or type (an older release's IVF-HNSW index): delta rows sit
   in partitions chosen by old centroids, which is how recall decayed to 0.73 at a million.
   Doubling keeps the total training work under twice that of one final build. The first
-  training runs here; later ones in the background while writes go on (lance_training).
+  training runs within the call, beside the other indexes' deltas; later ones in the
+  background while writes go on (lance_training).
 
 The vector index is IVF with 8-bit scalar quantisation and about sqrt(rows) partitions,
 scanned flat; a query probes a share of them that grows as its filter keeps fewer rows
