@@ -230,3 +230,21 @@ def test_a_claimed_job_whose_kb_is_gone_fails_without_recreating_it(app):
     runner(app).handlers["ingest"].run(job.kb_id, claimed)
     assert app.jobs.get(job.id).error_code == "kb_deleted"
     assert app.catalog.find_kb(job.kb_id) is None and app.list_kbs() == []
+
+
+def test_claims_grow_while_the_files_make_few_chunks(app):
+    app.create_kb("notes")
+    files = [
+        (f"note{n}.md", f"Note {n}: the heron waits by reed bed {n}.".encode()) for n in range(40)
+    ]
+    jobs = app.enqueue_uploads("notes", files)
+    work = JobRunner(app.jobs, app.ingestor, app.storage, batch_files=4, max_batch_files=16)
+
+    def indexed() -> int:
+        return sum(j.state == "indexed" for j in app.jobs.find(batch_id=jobs[0].batch_id))
+
+    assert work.run_once() is True
+    assert indexed() == 4  # nothing ingested yet to size the claim by
+    assert work.run_once() is True
+    assert indexed() == 4 + 16  # a chunk a file: as many as the maximum allows
+    assert work.claim_size.files() == 16

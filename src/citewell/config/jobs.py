@@ -10,14 +10,26 @@ class JobSection(Section):
 
     job_batch_files: int = setting(
         64,
-        "Queued files the worker takes at once; their chunks are embedded together, so many "
-        "small files still make full embedding batches.",
+        "Queued files the worker takes at once (more for small files: job_batch_max_files); "
+        "their chunks are embedded together, so many small files still make full embedding "
+        "batches.",
+    )
+
+    job_batch_max_files: int = setting(
+        256,
+        "How many files the worker takes at once while the files it ingested lately made few "
+        "chunks each (about as many chunks as job_batch_files files of eight chunks). Each "
+        "take has fixed costs, so one-paragraph files go faster in bigger takes; files of "
+        "eight chunks or more are taken job_batch_files at a time. Set it to job_batch_files "
+        "to keep every take that size.",
+        ge=1,
     )
 
     job_slice_files: int = setting(
         64,
         "Of the files taken at once, how many at most are ingested under one hold of the "
-        "index's lock. A user's upload that asks for the lock meanwhile ends the hold after "
+        "index's lock (more in proportion when a take of small files grows past "
+        "job_batch_files). A user's upload that asks for the lock meanwhile ends the hold after "
         "the files already begun and goes first, so it never waits for the whole batch.",
         ge=1,
     )

@@ -147,7 +147,7 @@ class Engine:
             self.runner = JobRunner(
                 self.jobs, self.ingestor, self.storage, jobs.job_batch_files,
                 jobs.job_retry_seconds, spaces=self.spaces, rechunker=self.rechunker,
-                connectors=self.connectors,
+                connectors=self.connectors, max_batch_files=jobs.job_batch_max_files,
             )  # fmt: skip
             self.runner.start()
 

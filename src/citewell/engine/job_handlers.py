@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from citewell.catalog.storage import FileStorage
+from citewell.engine.claim_size import ClaimSize
 from citewell.errors import CitewellError, ConnectorNotFound
 from citewell.ingest.connector_runs import ConnectorRuns
 from citewell.ingest.ingestor import Ingestor
@@ -65,6 +66,7 @@ class JobContext:
     spaces: Reembedder | None = None
     rechunker: Rechunks | None = None
     connectors: ConnectorRuns | None = None
+    claim_size: ClaimSize | None = None  # the runner's, told how many chunks files make
 
 
 class JobHandler(Protocol):
@@ -160,7 +162,9 @@ class IngestJobs:
     ) -> None:
         observer = self._observer(by_key, updates)
         ingestor = self.context.ingestor
-        size = ingestor.settings.jobs.job_slice_files
+        size, sized = ingestor.settings.jobs.job_slice_files, self.context.claim_size
+        if sized is not None:
+            size = sized.slice_files(size, len(items))
         try:
             ready = prepared or (preload(ingestor, items, kb_id) if len(items) > 1 else None)
             left = items
@@ -169,6 +173,8 @@ class IngestJobs:
                     left[:size], kb_id, observer=observer, optimize=False, preloaded=ready,
                     yield_to_waiters=True,
                 )  # fmt: skip
+                if sized is not None:
+                    sized.observe(report.files_indexed, report.chunks_stored)
                 left = left[min(size, len(left)) - report.files_left :]
         except CitewellError as exc:  # a store or embedding pass failed: the unfinished retry
             updates.write()

@@ -1,5 +1,6 @@
-"""The worker that runs queued ingest jobs: it claims up to ``batch_files`` jobs at once and
-ingests them in one pass, so the embedder runs full batches across many small files.
+"""The worker that runs queued ingest jobs: it claims up to ``batch_files`` jobs at once (more
+while files make few chunks each: claim_size) and ingests them in one pass, so the embedder
+runs full batches across many small files.
 
 A job's steps are recorded as the ingestor reports them (parsing → embedding → indexed).
 A failure the service may get over (an embedding server down: UpstreamError) is retried with
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 from citewell.catalog.storage import FileStorage
 from citewell.embedders.base import background
+from citewell.engine.claim_size import ClaimSize
 from citewell.engine.job_handlers import (
     JobContext,
     PreparingHandler,
@@ -82,13 +84,17 @@ class JobRunner:
         spaces: Reembedder | None = None,
         rechunker: Rechunks | None = None,
         connectors: ConnectorRuns | None = None,
+        max_batch_files: int | None = None,
     ) -> None:
+        """``max_batch_files``: how far a claim grows past ``batch_files`` while the files
+        ingested make few chunks each (ClaimSize); None: never."""
         self.jobs = jobs
         self.spaces = spaces
         self.rechunker = rechunker
         self.ingestor = ingestor
         self.storage = storage
         self.batch_files = batch_files
+        self.claim_size = ClaimSize(batch_files, max_batch_files)
         self.retry_seconds = retry_seconds
         self.poll_seconds = poll_seconds
         self._wake = threading.Event()
@@ -106,7 +112,9 @@ class JobRunner:
         self._swept_staged = time.monotonic()  # start() clears them once
         self.connectors = connectors
         self._watcher: FolderWatcher | None = None
-        context = JobContext(jobs, storage, ingestor, self._failed, spaces, rechunker, connectors)
+        context = JobContext(
+            jobs, storage, ingestor, self._failed, spaces, rechunker, connectors, self.claim_size
+        )
         self.handlers = build_handlers(context)
 
     def start(self) -> None:
@@ -247,10 +255,10 @@ class JobRunner:
         hold back every other user's uploads until the last of them (decision 0041)."""
         if self._ran_alone:
             self._ran_alone = False
-            shared = self.jobs.claim(self.batch_files, operations, alone=False)
+            shared = self.jobs.claim(self.claim_size.files(), operations, alone=False)
             if shared:
                 return shared
-        claimed = self.jobs.claim(self.batch_files, operations)
+        claimed = self.jobs.claim(self.claim_size.files(), operations)
         self._ran_alone = bool(claimed) and claimed[0].run_alone
         return claimed
 
@@ -295,7 +303,7 @@ class JobRunner:
     def _claim_prepared(self, operations: tuple[str, ...]) -> Claim:
         if self._stop.is_set():
             return Claim([], ahead=True)
-        claimed = self.jobs.claim(self.batch_files, operations, alone=False)
+        claimed = self.jobs.claim(self.claim_size.files(), operations, alone=False)
         claim = Claim(self._hold(claimed), ahead=True)
         for (operation, kb_id), group in claim.groups():
             handler = self.handlers.get(operation)
