@@ -11,8 +11,6 @@ about as many chunks as ``batch_files`` files of ``CHUNKS_PER_FILE`` make.
 
 from __future__ import annotations
 
-import threading
-
 CHUNKS_PER_FILE = 8  # what a claim of batch_files files is sized for
 SMOOTHING = 0.5  # weight of the newest ingest in the chunks-a-file estimate
 
@@ -23,23 +21,21 @@ class ClaimSize:
     def __init__(self, batch_files: int, max_files: int | None = None) -> None:
         self.batch_files = batch_files
         self.max_files = max(batch_files, max_files or batch_files)
+        # Written by the runner's thread alone (its ingests), read by it and by the thread
+        # taking the next claim ahead: one float swapped whole, no lock needed.
         self._chunks_per_file: float | None = None
-        self._lock = threading.Lock()  # the runner's thread and the claim taken ahead
 
     def observe(self, files: int, chunks: int) -> None:
         """An ingest wrote ``chunks`` chunks of ``files`` new files."""
         if files <= 0:
             return
-        seen = chunks / files
-        with self._lock:
-            last = self._chunks_per_file
-            self._chunks_per_file = seen if last is None else last + SMOOTHING * (seen - last)
+        seen, last = chunks / files, self._chunks_per_file
+        self._chunks_per_file = seen if last is None else last + SMOOTHING * (seen - last)
 
     def files(self) -> int:
         """Files the next claim takes."""
-        with self._lock:
-            per_file = self._chunks_per_file
-        if per_file is None or self.max_files == self.batch_files:
+        per_file = self._chunks_per_file
+        if per_file is None:
             return self.batch_files
         wanted = self.batch_files * CHUNKS_PER_FILE / max(per_file, 1.0)
         return max(self.batch_files, min(self.max_files, round(wanted)))
