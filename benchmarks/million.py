@@ -56,9 +56,9 @@ from citewell.types import ChunkFilter, SearchMode, StoredChunk  # noqa: E402
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 SIGMA = 0.025
 KBS = 100
-# Disk a million rows take: at three million the LanceDB table held 15 GB and the
-# machine's copy 9.6 GB (docs/benchmarks/journal.md, "A compact copy", 3M).
-DISK_PER_MILLION = 8.2e9
+# Disk a million rows take: at three million the LanceDB table held 15 GB (docs/benchmarks/
+# journal.md, "A compact copy", 3M); the machine's copy 2.2 GB a million (decision 0043).
+DISK_PER_MILLION = 7.2e9
 
 
 def source_rows(source: Path) -> tuple[list[dict[str, Any]], np.ndarray, Any, list[str]]:

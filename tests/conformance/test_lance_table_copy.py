@@ -195,7 +195,8 @@ def test_a_copy_read_back_from_its_files_searches_as_the_one_built(tmp_path):
     for where in (ChunkFilter(), ChunkFilter(kb_ids=("b",)), ChunkFilter(file_ids=("f3",))):
         mine, theirs = read.search(vectors[42], 10, where), built.search(vectors[42], 10, where)
         assert [h[0] for h in mine] == [h[0] for h in theirs]
-        assert [h[1] for h in mine] == pytest.approx([h[1] for h in theirs], abs=1e-6)
+        # scored from 16-bit codes, not float32 rows: within about 1e-5
+        assert [h[1] for h in mine] == pytest.approx([h[1] for h in theirs], abs=1e-4)
         words = ["w5", "common"]
         mine = read.keyword_search(words, 10, where)
         theirs = built.keyword_search(words, 10, where)  # the copy's impacts are float16

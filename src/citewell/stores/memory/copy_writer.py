@@ -2,12 +2,12 @@
 
 Made in memory and then written, a copy of a million chunks took 3.3 GB in the process
 that made it, twice that at the peak; ten million would not fit a 24 GB machine. Here the
-table is read in batches, twice (``TableScan``): the first pass writes the rows, the float32
-vectors and their int8 codes straight to the files, and counts each term's documents;
+table is read in batches, twice (``TableScan``): the first pass writes the rows and the
+vectors' int8 codes (and fine codes) straight to the files, and counts each term's documents;
 the second reads the terms alone and puts each posting at its place in files sized from
 those counts. What stays in memory is a few numbers a row (hashes of the ids and file ids,
-lengths, KB memberships), the vocabulary and faiss's index, trained on a sample read back
-from the vectors' file.
+lengths, KB memberships), the vocabulary and faiss's index, trained on a sample decoded
+from the codes' files.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from citewell.stores.memory.bm25 import K1, B, batch_postings, tf_part
 from citewell.stores.memory.keys import key_hashes, take_rows
 from citewell.stores.memory.mapped import map_arrow
 from citewell.stores.memory.snapshot import TableScan, kb_masks, kb_members
-from citewell.stores.memory.vectors import int8_codes
+from citewell.stores.memory.vectors import decoded, fine_codes, int8_codes
 from citewell.stores.rows import ROW_COLUMNS
 
-FORMAT = 2  # 2: int8 codes, narrow postings, hashed lookups; 1 (no "format"): float, dicts
+FORMAT = 3  # 3: fine codes, no float32 rows; 2: int8 codes, narrow postings, hashed lookups
 ADD_BATCH = 65_536  # rows added to faiss's index at a time
 CHANGED = "The table changed while it was read for its copy; the copy is made again."
 
@@ -112,7 +112,7 @@ def _empty_row_arrays(count: int) -> tuple[Any, Any, Any]:
 def _write_vectors(
     work: Path, files: dict[str, Any], batch: pa.Table, begin: int, count: int
 ) -> None:
-    """The batch's float32 vectors, int8 codes and scales at its rows of the files."""
+    """The batch's int8 codes, fine codes and scales at its rows of the files."""
     if not batch.num_rows:
         return
     flat = batch["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
@@ -120,14 +120,14 @@ def _write_vectors(
     dimension = matrix.shape[1]
     if not files:
         for name, dtype, shape in (
-            ("vectors", np.float32, (count, dimension)),
             ("codes", np.int8, (count, dimension)),
+            ("fine", np.int8, (count, dimension)),
             ("scales", np.float32, (count,)),
         ):
             files[name] = open_memmap(work / f"{name}.npy", "w+", dtype, shape)
     codes, scales = int8_codes(matrix)
     end = begin + batch.num_rows
-    files["vectors"][begin:end], files["codes"][begin:end] = matrix, codes
+    files["codes"][begin:end], files["fine"][begin:end] = codes, fine_codes(matrix, codes, scales)
     files["scales"][begin:end] = scales
 
 
@@ -224,12 +224,18 @@ def _write_kbs(work: Path, first: FirstPass) -> list[str]:
 def _write_index(work: Path, count: int, policy: VectorIndexPolicy) -> None:
     """faiss's index trained on a sample of the written vectors, every row added in
     batches (none for a table too small: its searches are exact)."""
-    vectors = np.load(work / "vectors.npy", mmap_mode="r")
-    index = untrained_index(count, vectors.shape[1], policy)
+    codes = np.load(work / "codes.npy", mmap_mode="r")
+    fine = np.load(work / "fine.npy", mmap_mode="r")
+    scales = np.load(work / "scales.npy", mmap_mode="r")
+
+    def rows(which: Any) -> npt.NDArray[np.float32]:
+        return decoded(codes[which], fine[which], scales[which])
+
+    index = untrained_index(count, codes.shape[1], policy)
     if index is not None:
-        index.train(np.ascontiguousarray(vectors[training_rows(index, count)]))
+        index.train(rows(training_rows(index, count)))
         for begin in range(0, count, ADD_BATCH):
-            index.add(np.ascontiguousarray(vectors[begin : begin + ADD_BATCH]))
+            index.add(rows(slice(begin, begin + ADD_BATCH)))
         _faiss().write_index(index, str(work / "ann.faiss"))
 
 

@@ -55,7 +55,7 @@ STREAMED_BUILD_ROW_BYTES = 640  # half a streamed build's peak a row: vocabulary
 def copy_row_bytes(dimension: int, shared: bool = False) -> int:
     """A row of a big table's copy, as ``table_copy_mb`` is documented to count it: held
     in memory (also what making any copy takes), or mapped from the machine's files, where
-    searches read int8 codes and postings, and text and float32 rows only for results."""
+    searches read int8 codes and postings, and text and fine codes only for results."""
     if shared:
         return dimension + dimension // 4 + MAPPED_ROW_EXTRA
     return 5 * dimension + BIG_ROW_EXTRA

@@ -156,7 +156,7 @@ def read_copy(path: Path, index: VectorIndexPolicy) -> TableSnapshot:
     meta = json.loads((path / "meta.json").read_text())
     codes = map_npy(path / "codes.npy")
     scales = map_npy(path / "scales.npy")
-    vectors = QuantizedVectors(codes, scales, path / "vectors.npy")
+    vectors = QuantizedVectors(codes, scales, path / "fine.npy")
     arrays = {n: map_npy(path / f"postings_{n}.npy") for n in POSTING_ARRAYS}
     terms = _load_lookup(path, "terms", map_arrow(path / "vocabulary.arrow"), "term")
     postings = KeywordPostings(

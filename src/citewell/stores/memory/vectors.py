@@ -1,10 +1,14 @@
-"""A snapshot's vectors: float32 in memory, or int8 codes mapped with the floats on disk.
+"""A snapshot's vectors: float32 in memory, or int8 codes mapped with finer codes on disk.
 
 A million 384-dimensional float32 vectors are 1.5 GB; held in memory (even shared between
 a machine's processes) they were half a big table's copy. A copy written to files keeps
-int8 codes (one scale a row: a quarter of the size) that searches scan, and reads the
-float32 rows of the few candidates they score exactly with ``pread``: those pages sit in
-the page cache, which the system takes back when it needs to, not in any process.
+int8 codes (one scale a row: a quarter of the size) that searches scan, and a second int8
+code a value, what the first left over in 254ths, read with ``pread`` for the few
+candidates scored finely: together a 16-bit code, each value within 1/64,516 of its row's
+largest (scores within about 1e-5 of float32's). Those pages sit in the page cache, which
+the system takes back when it needs to, not in any process. The float32 rows themselves
+stay in the store alone: kept in the copy too, they were 1.5 GB of disk a million chunks
+(docs/decisions/0043-the-copy-scores-with-16-bit-codes.md).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy.typing as npt
 Rows = npt.NDArray[np.integer]
 SCAN_BATCH = 16_384  # rows of codes turned into floats at a time
 MAPPED_TAKE = 65_536  # rows: more are read through a mapping of the file, not one by one
+FINE = 254  # a fine code counts 254ths of a scale
 
 
 class RowVectors(Protocol):
@@ -83,17 +88,37 @@ def int8_codes(
     return codes, scales
 
 
+def fine_codes(
+    matrix: npt.NDArray[np.float32], codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]
+) -> npt.NDArray[np.int8]:
+    """What ``codes`` left of each value, in 254ths of a scale (at most half a scale, so
+    within -127..127): row ~ (codes + fine / FINE) * scale."""
+    left = matrix / scales[:, None] - codes
+    fine: npt.NDArray[np.int8] = np.rint(left * FINE).clip(-127, 127).astype(np.int8)
+    return fine
+
+
+def decoded(
+    codes: npt.NDArray[np.int8], fine: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """float32 rows from their two codes and scales."""
+    rows = codes.astype(np.float32)
+    rows += fine.astype(np.float32) * (1 / FINE)
+    rows *= scales[:, None]
+    return rows
+
+
 class QuantizedVectors:
-    """int8 codes and scales (mapped), the float32 rows read from ``floats`` (an ``.npy``
-    file of the same rows) when a candidate is scored exactly."""
+    """int8 codes and scales (mapped), the fine codes read from ``fine`` (an ``.npy`` file
+    of the same rows) when a candidate is scored finely."""
 
     def __init__(
-        self, codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32], floats: Path
+        self, codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32], fine: Path
     ) -> None:
-        self.codes, self.scales, self.floats = codes, scales, floats
+        self.codes, self.scales, self.fine = codes, scales, fine
         count, dimension = codes.shape
-        self._row_bytes = dimension * 4
-        self._fd = os.open(floats, os.O_RDONLY)
+        self._row_bytes = dimension
+        self._fd = os.open(fine, os.O_RDONLY)
         os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_RANDOM)  # a row a read: no readahead
         weakref.finalize(self, os.close, self._fd)
         # an .npy file's rows run to its end, after the header
@@ -112,27 +137,28 @@ class QuantizedVectors:
         return True
 
     def take(self, rows: Rows) -> npt.NDArray[np.float32]:
-        """Those rows' float32 vectors, read in row order (a candidate a read)."""
+        """Those rows' vectors, decoded from both codes (the fine ones read in row order, a
+        candidate a read)."""
         rows = np.asarray(rows, dtype=np.int64)
-        out = np.empty((len(rows), self.codes.shape[1]), dtype=np.float32)
-        order = np.argsort(rows, kind="stable")
+        fine = np.empty((len(rows), self.codes.shape[1]), dtype=np.int8)
         size = self._row_bytes
-        for n in order.tolist():
+        for n in np.argsort(rows, kind="stable").tolist():
             data = os.pread(self._fd, size, self._offset + int(rows[n]) * size)
-            out[n] = np.frombuffer(data, dtype=np.float32)
-        return out
+            fine[n] = np.frombuffer(data, dtype=np.int8)
+        return decoded(self.codes[rows], fine, self.scales[rows])
 
     def exact(self, rows: Rows, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Cosines from the float32 rows; many rows (``recall``'s exact search of every
-        row) through a mapping of the file, in batches, dropped after."""
+        """Cosines from both codes; many rows (``recall``'s exact search of every row)
+        through a mapping of the fine codes' file, in batches, dropped after."""
         if len(rows) <= MAPPED_TAKE:
             return self.take(rows) @ query
         rows = np.asarray(rows, dtype=np.int64)
-        mapped = np.load(self.floats, mmap_mode="r")
+        mapped = np.load(self.fine, mmap_mode="r")
         scores = np.empty(len(rows), dtype=np.float32)
         for begin in range(0, len(rows), SCAN_BATCH):
             part = rows[begin : begin + SCAN_BATCH]
-            scores[begin : begin + len(part)] = mapped[part] @ query
+            matrix = decoded(self.codes[part], mapped[part], self.scales[part])
+            scores[begin : begin + len(part)] = matrix @ query
         return scores
 
     def all(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
