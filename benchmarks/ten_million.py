@@ -1,0 +1,291 @@
+"""Ten million chunks on one machine: built through ``citewell import``, served by
+``citewell serve --workers 4`` from the machine's one shared copy, measured as issue 68 asks.
+
+How the rows are made: SciFact's chunks (an ingested SciFact data dir, ``--source``) and
+noisy copies of them as ``shared_copy`` makes them (sentences shuffled, one swapped, a
+random token added; the vector plus Gaussian noise, sigma 0.025), ``--chunks-per-file``
+chunks of a copy to a file. The rows are imported in ``--kbs`` parts, part n into the
+knowledge base ``kb-NN``, each part written to a Parquet file of its own, imported, then
+deleted: ten million rows as one file would take 20 GB of the disk the table needs. After
+each part the table's versions older than the newest are removed (what the store's upkeep
+does for versions older than a week: a build of a hundred parts would otherwise keep every
+index the parts replaced). A build stopped half way goes on from the first part not yet
+imported.
+
+The machine's copy is made first, in this process, as a server makes it when none is saved
+(timed); the server is then started with ``table_copy_mb`` set to hold it (``--table-copy-mb``:
+the default fifth of this machine's memory, 4.8 GB, holds about four million chunks).
+
+What is measured, with the server's copies current (``/api/v1/stats/store``):
+
+* hybrid search at k=8 through ``/api/v1/retrieval/query/collection``, p50 and p95 over
+  ``--queries`` SciFact test queries (after 20 untimed), in the whole table (all the KBs
+  asked at once), in one KB of the hundred and in three of them, in turns query by query;
+* the memory of the server's process tree (PSS and RSS, ``smaps_rollup``) and the page
+  cache (``/proc/meminfo``);
+* the copy's ANN recall@50 (stored rows as queries) and its BM25 top 10 against scores
+  recomputed from each posting's tf (``copy_layout.quality``);
+* the disk each part takes (LanceDB table, stored texts, the machine's copy, catalog);
+* last, with the server stopped, ``--write-rounds`` upserts of 256 new chunks (and the
+  optimize after each) into the big table and into SciFact alone, in turns
+  (``million.write_cost``); the rows written are removed from the big table after, so the
+  next start makes the machine's copy again.
+
+    .venv/bin/python -m benchmarks.ten_million --source /tmp/scifact --work /tmp/ten \\
+        --rows 10000000
+
+``--build-only`` stops after the import; ``--measure-only`` measures a built data dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.copy_layout import quality
+from benchmarks.shared_copy import memory_mb, noisy, source_rows
+from citewell.testing.served import kill, start_server
+
+PORT = 8751
+PARQUET_ROWS = 50_000  # rows a row group
+DISK_PER_MILLION = 5.7e9  # measured at 10M: LanceDB 2.75, stored texts 0.70, the copy 2.15 GB
+
+
+def kb_name(part: int) -> str:
+    return f"kb-{part:02d}"
+
+
+def write_part(path: Path, rows, vectors: np.ndarray, begin: int, end: int, per_file: int) -> None:
+    """Rows ``begin`` .. ``end`` of the endless sequence of copies (copy 0 is SciFact), each
+    part from a generator seeded by its first row, so a build stopped and begun again makes
+    the same rows."""
+    schema = pa.schema([
+        ("file", pa.string()), ("text", pa.string()),
+        ("vector", pa.list_(pa.float32(), vectors.shape[1])),
+    ])  # fmt: skip
+    rng = random.Random(11 * 1_000_003 + begin)
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(begin, end, PARQUET_ROWS):
+            files, texts = [], []
+            out = np.zeros((min(end, start + PARQUET_ROWS) - start, vectors.shape[1]), np.float32)
+            for position in range(start, start + len(out)):
+                n, i = divmod(position, len(rows))
+                row = rows[i]
+                if n == 0:
+                    text, vector = row["text"], vectors[i]
+                else:
+                    other = rows[rng.randrange(len(rows))]["text"]
+                    text, vector = noisy(row, other, vectors[i], rng)
+                files.append(f"copy{n}/part{i // per_file:06d}")
+                texts.append(text)
+                out[position - start] = vector
+            flat = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), vectors.shape[1])
+            writer.write_table(pa.table({"file": files, "text": texts, "vector": flat}, schema))
+
+
+def disk_mb(data: Path) -> dict[str, int]:
+    def size(path: Path) -> int:
+        if not path.exists():
+            return 0
+        return int(subprocess.check_output(["du", "-sb", str(path)]).split()[0]) >> 20
+
+    parts = {"lancedb": "lancedb", "stored_texts": "files", "copy": "table_copies"}
+    found = {name: size(data / folder) for name, folder in parts.items()}
+    found["catalog"] = sum(size(p) for p in data.glob("*.sqlite*"))
+    return found
+
+
+def build(args: argparse.Namespace, rows, vectors: np.ndarray) -> None:
+    import lance
+
+    from citewell import Citewell, Settings
+    from citewell.auth.access import Access
+    from citewell.engine.scoped import Scoped
+    from citewell.services.ingest import IngestService
+
+    data = args.work / "data"
+    app = Citewell.from_settings(Settings.load(data_dir=data))
+    service = IngestService(Scoped(app, Access.everything()))
+    per_part = args.rows // args.kbs
+    done = {kb.name for kb in app.catalog.list_kbs()}
+    for part in range(args.kbs):
+        if kb_name(part) in done and part + 1 < args.kbs and kb_name(part + 1) in done:
+            continue  # imported whole (the last part begun is imported again: unchanged
+            # files are left alone)
+        began = time.perf_counter()
+        parquet = args.work / f"part-{part:02d}.parquet"
+        write_part(parquet, rows, vectors, part * per_part, (part + 1) * per_part, args.per_file)
+        made = time.perf_counter() - began
+        report = service.import_chunks(parquet, kb_name(part))
+        parquet.unlink()
+        app.store.wait_for_training(None)
+        lance.dataset(app.store._table.uri).cleanup_old_versions(older_than=timedelta(0))
+        line = {"part": part, "rows": app.store._table.count_rows(), "parquet_s": round(made, 1),
+                "import_s": round(report.seconds, 1), "disk_mb": disk_mb(data)}  # fmt: skip
+        print(json.dumps(line), flush=True)
+    app.close()
+
+
+def search_times(client: httpx.Client, queries: list[str], kbs: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    layouts = {
+        "whole_table": lambda: [kb_name(n) for n in range(kbs)],
+        "one_of_100": lambda: [kb_name(rng.randrange(kbs))],
+        "three_of_100": lambda: [kb_name(n) for n in rng.sample(range(kbs), 3)],
+    }
+    times: dict[str, list[float]] = {name: [] for name in layouts}
+    for n, query in enumerate(queries):
+        for name, pick in layouts.items():
+            body = {"collection_names": pick(), "query": query, "k": 8}
+            began = time.perf_counter()
+            client.post("/api/v1/retrieval/query/collection", json=body).raise_for_status()
+            if n >= 20:
+                times[name].append((time.perf_counter() - began) * 1000)
+    return {
+        name: {
+            "p50_ms": round(statistics.median(spent), 1),
+            "p95_ms": round(sorted(spent)[int(0.95 * (len(spent) - 1))], 1),
+        }
+        for name, spent in times.items()
+    }
+
+
+def copies_current(client: httpx.Client, workers: int, limit: float) -> float:
+    """Search lightly and ask until ``4 x workers`` answers in a row say the copy is
+    current: each worker maps the machine's copy on its first search."""
+    began, streak = time.monotonic(), 0
+    while time.monotonic() - began < limit and streak < 4 * workers:
+        body = {"collection_names": [kb_name(0)], "query": "cancer", "k": 8}
+        client.post("/api/v1/retrieval/query/collection", json=body)
+        copy = client.get("/api/v1/stats/store").json()["table_copy"]
+        streak = streak + 1 if copy["current"] else 0
+        time.sleep(0.05 if streak else 5.0)
+    return round(time.monotonic() - began)
+
+
+def page_cache_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Cached:"):
+            return int(line.split()[1]) >> 10
+    return 0
+
+
+def make_copy(data: Path, table_copy_mb: int) -> dict[str, float]:
+    """The machine's copy of the table, made here as a server makes it (when none is saved):
+    the seconds and this process's peak RSS."""
+    from citewell import Citewell, Settings
+
+    app = Citewell.from_settings(Settings.load(data_dir=data, table_copy_mb=table_copy_mb))
+    began = time.perf_counter()
+    app.store._shared.load(app.store.vector_index)
+    spent = time.perf_counter() - began
+    app.close()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+    return {"copy_made_s": round(spent, 1), "copy_making_peak_rss_mb": peak}
+
+
+def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
+    data = args.work / "data"
+    made = make_copy(data, args.table_copy_mb)
+    options = ("--workers", str(args.workers))
+    env = {"CITEWELL_TABLE_COPY_MB": str(args.table_copy_mb)}
+    server = start_server(data, PORT, env, options, args.work / "server.log")
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=600) as client:
+            ready_s = copies_current(client, args.workers, args.wait)
+            timed = queries[: args.queries + 20]
+            search_times(client, timed, args.kbs, args.seed)  # untimed: pages read once
+            found = search_times(client, timed, args.kbs, args.seed + 1)
+            copy = client.get("/api/v1/stats/store").json()["table_copy"]
+        memory = memory_mb(server.pid)
+    finally:
+        kill(server)
+    return {"workers": args.workers, **made, "copy_ready_s": ready_s, "copy": copy, **found,
+            "page_cache_mb": page_cache_mb(), **memory, "disk_mb": disk_mb(data),
+            **quality(data, queries[: args.queries])}  # fmt: skip
+
+
+def write_costs(args: argparse.Namespace) -> dict[str, Any]:
+    """256-chunk upserts (each with its optimize, as ``million.write_cost``) into SciFact
+    alone (10,857 rows, made afresh) and into the big table, alternating; the medians,
+    and the big table's ratio. The rows written are removed from the big table after."""
+    from benchmarks import million
+    from citewell import Citewell, Settings
+    from citewell.types import ChunkFilter
+
+    rows, vectors, _embedder, _queries = million.source_rows(args.source)
+    small = million.small_table(args.work, rows, vectors)
+    app = Citewell.from_settings(Settings.load(data_dir=args.work / "data", table_copy_mb=0))
+    written: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
+    fresh = 20_000_000
+    for n in range(args.write_rounds):
+        for name, store in (("small", small), ("big", app.store)):
+            position = fresh + 1000 * n + (500 if name == "big" else 0)
+            written[name].append(million.write_cost(store, rows, vectors, position, args.seed))
+    # the rows written alone; a delete by KB has the machine's copy made again (15 minutes
+    # and another 22 GB of disk at ten million)
+    removed = app.store.delete(ChunkFilter(kb_ids=("kb-all",)))
+    app.close()
+    medians = {
+        name: {key: statistics.median(c[key] for c in costs) for key in costs[0]}
+        for name, costs in written.items()
+    }
+    ratios = {key: round(medians["big"][key] / medians["small"][key], 2) for key in medians["big"]}
+    return {"write_256_median_s": medians, "big_to_small": ratios, "removed_rows": removed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, default=Path("/tmp/scifact"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ten"))
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--kbs", type=int, default=100)
+    parser.add_argument("--per-file", type=int, default=50, help="chunks of a copy a file")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--wait", type=float, default=600.0, help="seconds to wait for copies")
+    parser.add_argument(
+        "--table-copy-mb",
+        type=int,
+        default=12_000,
+        help="the server's table_copy_mb: the copy of ten million chunks counts as 11.4 GB",
+    )
+    parser.add_argument(
+        "--write-rounds", type=int, default=20, help="256-chunk writes into each table, last"
+    )
+    parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--measure-only", action="store_true")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows, vectors, queries = source_rows(args.source)
+    if not args.measure_only:
+        needed = args.rows / 1e6 * DISK_PER_MILLION
+        if needed > shutil.disk_usage(args.work).free and not (args.work / "data").exists():
+            raise SystemExit(
+                f"{args.rows:,} rows need about {needed / 1e9:.0f} GB under {args.work}; "
+                "free some or give --work on a bigger disk."
+            )
+        build(args, rows, vectors)
+    if not args.build_only:
+        print(json.dumps(measure(args, queries), indent=1), flush=True)
+    if args.write_rounds:
+        print(json.dumps(write_costs(args), indent=1))
+
+
+if __name__ == "__main__":
+    main()
