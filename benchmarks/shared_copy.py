@@ -68,20 +68,24 @@ def noisy(row: dict[str, Any], other: str, vector: np.ndarray, rng: random.Rando
     return text, (moved / np.linalg.norm(moved)).astype(np.float32)
 
 
-def write_parquet(path: Path, rows, vectors: np.ndarray, count: int, per_file: int = 1) -> None:
-    """``count`` chunks, written a row group at a time (ten million at once would not fit
-    in memory); ``per_file`` > 1 puts that many chunks of a copy in one file (fewer stored
-    texts: each file keeps at least 4 KB a blob, three blobs)."""
+def write_parquet(  # noqa: PLR0913
+    path: Path, rows, vectors: np.ndarray, count: int, per_file: int = 1, begin: int = 0,
+    seed: int = 11,
+) -> None:  # fmt: skip
+    """Chunks ``begin`` .. ``count`` of the endless sequence of copies (copy 0 is SciFact),
+    written a row group at a time (ten million at once would not fit in memory);
+    ``per_file`` > 1 puts that many chunks of a copy in one file (fewer stored texts: each
+    file keeps at least 4 KB a blob, three blobs)."""
     schema = pa.schema([
         ("file", pa.string()), ("text", pa.string()),
         ("vector", pa.list_(pa.float32(), vectors.shape[1])),
     ])  # fmt: skip
-    rng = random.Random(11)
+    rng = random.Random(seed)
     with pq.ParquetWriter(path, schema) as writer:
-        for begin in range(0, count, PARQUET_ROWS):
+        for start in range(begin, count, PARQUET_ROWS):
             files, texts = [], []
-            out = np.zeros((min(count, begin + PARQUET_ROWS) - begin, vectors.shape[1]), np.float32)
-            for position in range(begin, begin + len(out)):
+            out = np.zeros((min(count, start + PARQUET_ROWS) - start, vectors.shape[1]), np.float32)
+            for position in range(start, start + len(out)):
                 n, i = divmod(position, len(rows))
                 row = rows[i]
                 if n == 0:
@@ -92,7 +96,7 @@ def write_parquet(path: Path, rows, vectors: np.ndarray, count: int, per_file: i
                 name = row["file_name"] if per_file == 1 else f"part{i // per_file:06d}"
                 files.append(f"copy{n}/{name}")
                 texts.append(text)
-                out[position - begin] = vector
+                out[position - start] = vector
             flat = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), vectors.shape[1])
             writer.write_table(pa.table({"file": files, "text": texts, "vector": flat}, schema))
 

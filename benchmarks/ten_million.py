@@ -56,15 +56,12 @@ from typing import Any
 
 import httpx
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from benchmarks.copy_layout import quality
-from benchmarks.shared_copy import memory_mb, noisy, source_rows
+from benchmarks.shared_copy import memory_mb, source_rows, write_parquet
 from citewell.testing.served import kill, start_server
 
 PORT = 8751
-PARQUET_ROWS = 50_000  # rows a row group
 DISK_PER_MILLION = 5.7e9  # measured at 10M: LanceDB 2.75, stored texts 0.70, the copy 2.15 GB
 
 
@@ -73,31 +70,9 @@ def kb_name(part: int) -> str:
 
 
 def write_part(path: Path, rows, vectors: np.ndarray, begin: int, end: int, per_file: int) -> None:
-    """Rows ``begin`` .. ``end`` of the endless sequence of copies (copy 0 is SciFact), each
-    part from a generator seeded by its first row, so a build stopped and begun again makes
-    the same rows."""
-    schema = pa.schema([
-        ("file", pa.string()), ("text", pa.string()),
-        ("vector", pa.list_(pa.float32(), vectors.shape[1])),
-    ])  # fmt: skip
-    rng = random.Random(11 * 1_000_003 + begin)
-    with pq.ParquetWriter(path, schema) as writer:
-        for start in range(begin, end, PARQUET_ROWS):
-            files, texts = [], []
-            out = np.zeros((min(end, start + PARQUET_ROWS) - start, vectors.shape[1]), np.float32)
-            for position in range(start, start + len(out)):
-                n, i = divmod(position, len(rows))
-                row = rows[i]
-                if n == 0:
-                    text, vector = row["text"], vectors[i]
-                else:
-                    other = rows[rng.randrange(len(rows))]["text"]
-                    text, vector = noisy(row, other, vectors[i], rng)
-                files.append(f"copy{n}/part{i // per_file:06d}")
-                texts.append(text)
-                out[position - start] = vector
-            flat = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), vectors.shape[1])
-            writer.write_table(pa.table({"file": files, "text": texts, "vector": flat}, schema))
+    """Rows ``begin`` .. ``end`` of the copies, from a generator seeded by the part's first
+    row, so a build stopped and begun again makes the same rows."""
+    write_parquet(path, rows, vectors, end, per_file, begin=begin, seed=11 * 1_000_003 + begin)
 
 
 def disk_mb(data: Path) -> dict[str, int]:
@@ -310,7 +285,7 @@ def main() -> None:
         build(args, rows, vectors)
     if not args.build_only:
         print(json.dumps(measure(args, queries), indent=1), flush=True)
-    if args.write_rounds:
+    if args.write_rounds and not args.build_only:
         print(json.dumps(write_costs(args), indent=1))
 
 
