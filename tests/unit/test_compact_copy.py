@@ -138,3 +138,30 @@ def test_rows_are_taken_chunk_by_chunk_in_the_order_asked():
     column = chunked["id"]
     assert take_rows(column, rows).to_pylist() == [f"chunk-{n}" for n in rows]
     assert take_rows(data, []).num_rows == 0
+
+
+def test_asking_for_every_kb_of_a_big_copy_builds_no_mask(tmp_path, monkeypatch):
+    from citewell.stores.memory import snapshot
+
+    monkeypatch.setattr(snapshot, "FULL_MASK_ROWS", 1000)
+    data = table(3000).set_column(2, "kb_ids", pa.array([[f"kb{n % 3}"] for n in range(3000)]))
+    write_copy(TableScan.of(2, data, batch_rows=1000), tmp_path / "v2", VectorIndexPolicy())
+    copy = read_copy(tmp_path / "v2", VectorIndexPolicy())
+    every = ChunkFilter(kb_ids=("kb0", "kb2", "kb1", "elsewhere"))
+    built: list[tuple[str, ...]] = []
+    make = TableSnapshot._kb_mask
+
+    def counted(self, kb_ids):
+        built.append(tuple(kb_ids))
+        return make(self, kb_ids)
+
+    monkeypatch.setattr(TableSnapshot, "_kb_mask", counted)
+    assert copy.mask(every) is None and copy.mask(every) is None
+    assert len(built) == 1  # once, to learn that the KBs hold every row
+    assert copy.mask(ChunkFilter(kb_ids=("kb0", "kb1"))).sum() == 2000  # not every KB
+    keep = np.ones(3000, dtype=bool)
+    keep[5] = False  # rows changed since the copy: the mask is made, within them
+    assert copy.mask(every, keep).sum() == 2999
+    vector = data["vector"][7].as_py()
+    assert copy.search(vector, 5, every) == copy.search(vector, 5, ChunkFilter())
+    assert copy.keyword_search(["w3"], 5, every) == copy.keyword_search(["w3"], 5, ChunkFilter())
