@@ -6,7 +6,9 @@ import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory import ann as ann_memory
-from citewell.stores.memory.ann import MemoryVectorIndex
+from citewell.stores.memory import vectors as vectors_module
+from citewell.stores.memory.ann import MemoryVectorIndex, exact_top
+from citewell.stores.memory.vectors import FloatVectors, QuantizedVectors, fine_codes, int8_codes
 
 
 def clustered(rows: int, dimension: int = 32, seed: int = 0) -> np.ndarray:
@@ -81,3 +83,26 @@ def test_few_rows_get_no_index_and_exact_search():
     query = clustered(1, seed=6)[0]
     rows, _ = index.search(query, 5, None)
     assert list(rows) == list(exact(vectors, query, 5))
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_the_exact_top_k_of_many_queries_in_one_pass(tmp_path, monkeypatch, quantized):
+    monkeypatch.setattr(vectors_module, "SCAN_BATCH", 700)  # several blocks, the last short
+    matrix = clustered(5_000)
+    if quantized:
+        codes, scales = int8_codes(matrix)
+        np.save(tmp_path / "fine.npy", fine_codes(matrix, codes, scales))
+        vectors = QuantizedVectors(codes, scales, tmp_path / "fine.npy")
+        matrix = vectors.take(np.arange(len(matrix)))  # the scores the codes give
+    else:
+        vectors = FloatVectors(matrix)
+    queries = clustered(12, seed=4)
+    for query, rows in zip(queries, exact_top(vectors, queries, 30), strict=True):
+        assert set(rows.tolist()) == set(exact(matrix, query, 30).tolist())
+    assert [len(rows) for rows in exact_top(FloatVectors(matrix[:20]), queries, 30)] == [20] * 12
+    assert np.allclose(vectors.all(queries[0]), matrix @ queries[0], atol=1e-5)
+
+
+def test_recall_counts_the_exact_neighbours_found(built):
+    _, index = built
+    assert 0.95 <= index.recall(20) <= 1.0

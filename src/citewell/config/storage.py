@@ -120,8 +120,8 @@ class StorageSection(Section):
         "Keep the in-memory copy of a big chunk table in files under data_dir/table_copies "
         "that every API process of the machine maps into memory: one copy per machine, not "
         "one per process, so `serve --workers 4` searches a table as big as one process "
-        "would (the page cache holds it once; each process adds about 0.1 GB a million "
-        "chunks of its own, faiss's codes). Off: each process holds its own copy in "
+        "would (the page cache holds it once, faiss's index of 4-bit codes included; each "
+        "process adds a few MB of its own). Off: each process holds its own copy in "
         "table_copy_mb / workers. The data dir must be on a local disk.",
     )
 

@@ -163,10 +163,33 @@ class MemoryVectorIndex:
         """Mean share of the exact top k that the index finds, with the vectors of evenly
         spread rows as queries (as ``citewell check`` measures LanceDB's index)."""
         count = self.vectors.shape[0]
+        picked = np.array(sorted({int(i * count / samples) for i in range(samples)}))
+        if not len(picked):
+            return 1.0
+        queries = self.vectors.take(picked)
         found = []
-        for row in sorted({int(i * count / samples) for i in range(samples)}):
-            query = self.vectors.take(np.array([row]))[0]
+        for query, truth in zip(queries, exact_top(self.vectors, queries, k), strict=True):
             rows, _ = self.search(query, k, None)
-            truth = self._exact(np.arange(count), query, k)[0]
             found.append(len(set(rows.tolist()) & set(truth.tolist())) / max(1, len(truth)))
-        return round(float(np.mean(found)), 3) if found else 1.0
+        return round(float(np.mean(found)), 3)
+
+
+def exact_top(
+    vectors: RowVectors, queries: npt.NDArray[np.float32], k: int
+) -> list[npt.NDArray[np.int64]]:
+    """Each query's k nearest rows (in no order), every row scored: one pass over the rows
+    for all the queries (at ten million rows, a pass a query took 18 minutes for 200)."""
+    count = vectors.shape[0]
+    k = min(k, count)
+    best_rows = np.zeros((0, len(queries)), dtype=np.int64)
+    best_scores = np.zeros((0, len(queries)), dtype=np.float32)
+    for begin, block in vectors.blocks():
+        scores = np.concatenate([best_scores, block @ queries.T])
+        rows = np.concatenate(
+            [best_rows, np.broadcast_to(np.arange(begin, begin + len(block))[:, None],
+                                        (len(block), len(queries)))]
+        )  # fmt: skip
+        keep = np.argpartition(-scores, k - 1, axis=0)[:k] if len(scores) > k else None
+        best_scores = scores if keep is None else np.take_along_axis(scores, keep, axis=0)
+        best_rows = rows if keep is None else np.take_along_axis(rows, keep, axis=0)
+    return list(best_rows.T)

@@ -26,7 +26,8 @@ from pyarrow import ipc
 
 from citewell.errors import StoreError
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory.ann import _faiss, training_rows, untrained_index
+from citewell.stores.memory.ann import training_rows, untrained_index
+from citewell.stores.memory.ann_file import write_index
 from citewell.stores.memory.bm25 import K1, B, batch_postings, tf_part
 from citewell.stores.memory.keys import key_hashes, take_rows
 from citewell.stores.memory.mapped import map_arrow
@@ -236,7 +237,7 @@ def _write_index(work: Path, count: int, policy: VectorIndexPolicy) -> None:
         index.train(rows(training_rows(index, count)))
         for begin in range(0, count, ADD_BATCH):
             index.add(rows(slice(begin, begin + ADD_BATCH)))
-        _faiss().write_index(index, str(work / "ann.faiss"))
+        write_index(index, work)
 
 
 def _write_arrow(path: Path, table: pa.Table) -> None:

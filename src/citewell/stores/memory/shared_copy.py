@@ -7,8 +7,9 @@ for tables four times smaller, and past that searches read LanceDB: at a million
 cache whichever processes read it, so the memory grows with the table, not with the
 processes. The files are compact (decision 0034): int8 codes of the vectors (the float32
 rows beside them, read a row at a time for exact scores), postings at 5 bytes each, the
-ids, file ids and terms found through hashed lookups. Searches touch about 1 GB a million
-chunks; each process adds faiss's 4-bit codes (0.1 GB a million) and nothing per row.
+ids, file ids and terms found through hashed lookups, and faiss's index, whose lists of
+4-bit codes are mapped as well (ann_file.py). Searches touch about 1 GB a million chunks;
+each process adds faiss's coarse centroids (a few MB) and nothing per row.
 
 The first process to want the copy of a table version builds it (as before) and writes it
 to ``<dir>/v<version>``, into a temporary directory renamed into place, so a directory
@@ -32,7 +33,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory.ann import MemoryVectorIndex, _faiss
+from citewell.stores.memory.ann import MemoryVectorIndex
+from citewell.stores.memory.ann_file import read_index
 from citewell.stores.memory.bm25 import KeywordPostings
 from citewell.stores.memory.copy_writer import FORMAT, write_scan
 from citewell.stores.memory.keys import FileRows, KeyIndex
@@ -170,9 +172,7 @@ def read_copy(path: Path, index: VectorIndexPolicy) -> TableSnapshot:
     kb_rows = {kb: map_npy(path / f"kb_{n}.npy") for n, kb in enumerate(meta["kbs"])}
     ann = None
     if meta["ann"]:
-        faiss_file = path / "ann.faiss"
-        found = _faiss().read_index(str(faiss_file)) if faiss_file.exists() else None
-        ann = MemoryVectorIndex(found, vectors, index)
+        ann = MemoryVectorIndex(read_index(path), vectors, index)
     return TableSnapshot.of(meta["version"], vectors, kb_rows, rows, postings, ann, keys, files)
 
 
