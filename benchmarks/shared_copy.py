@@ -128,21 +128,24 @@ def process_tree(pid: int) -> list[int]:
 
 
 def memory_mb(pid: int) -> dict[str, Any]:
-    """PSS and RSS of the tree, summed, and each process's private and shared megabytes."""
-    totals, each = {"Pss": 0, "Rss": 0}, []
+    """PSS and RSS of the tree, summed (PSS also split into anonymous memory and mapped
+    files), and each process's private, shared and anonymous megabytes."""
+    totals, each = dict.fromkeys(("Pss", "Rss", "Pss_Anon", "Pss_File"), 0), []
     for process in process_tree(pid):
         fields: dict[str, int] = {}
         for line in Path(f"/proc/{process}/smaps_rollup").read_text().splitlines():
             key, _, value = line.partition(":")
             if value.strip().endswith("kB"):
                 fields[key] = int(value.split()[0])
-        totals["Pss"] += fields.get("Pss", 0)
-        totals["Rss"] += fields.get("Rss", 0)
+        for key in totals:
+            totals[key] += fields.get(key, 0)
         private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
         shared = fields.get("Shared_Clean", 0) + fields.get("Shared_Dirty", 0)
-        each.append({"pid": process, "private_mb": private >> 10, "shared_mb": shared >> 10})
+        each.append({"pid": process, "private_mb": private >> 10, "shared_mb": shared >> 10,
+                     "anonymous_mb": fields.get("Anonymous", 0) >> 10})  # fmt: skip
     return {"pss_mb": round(totals["Pss"] / 1024), "rss_mb": round(totals["Rss"] / 1024),
-            "processes": each}  # fmt: skip
+            "pss_anonymous_mb": round(totals["Pss_Anon"] / 1024),
+            "pss_files_mb": round(totals["Pss_File"] / 1024), "processes": each}  # fmt: skip
 
 
 def copies_ready(client: httpx.Client, workers: int, limit: float) -> dict[str, int]:
