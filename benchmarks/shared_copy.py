@@ -127,6 +127,24 @@ def process_tree(pid: int) -> list[int]:
     return [pid, *(p for kid in kids for p in process_tree(kid))]
 
 
+def mapped_files_mb(pid: int, top: int = 12) -> dict[str, int]:
+    """The tree's PSS in each mapped file (by name: a copy's files are the same names in
+    every version), the ``top`` largest."""
+    found: dict[str, int] = {}
+    for process in process_tree(pid):
+        name = ""
+        for line in Path(f"/proc/{process}/smaps").read_text().splitlines():
+            head = line.split(maxsplit=5)
+            if len(head) == 6 and "-" in head[0]:  # a mapping's first line, with a path
+                name = Path(head[5]).name
+            elif len(head) == 5 and "-" in head[0]:
+                name = ""
+            elif line.startswith("Pss:") and name:
+                found[name] = found.get(name, 0) + int(line.split()[1])
+    largest = sorted(found.items(), key=lambda item: -item[1])[:top]
+    return {name: kb >> 10 for name, kb in largest}
+
+
 def memory_mb(pid: int) -> dict[str, Any]:
     """PSS and RSS of the tree, summed (PSS also split into anonymous memory and mapped
     files), and each process's private, shared and anonymous megabytes."""

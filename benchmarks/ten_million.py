@@ -58,7 +58,7 @@ import httpx
 import numpy as np
 
 from benchmarks.copy_layout import quality
-from benchmarks.shared_copy import memory_mb, source_rows, write_parquet
+from benchmarks.shared_copy import mapped_files_mb, memory_mb, source_rows, write_parquet
 from citewell.testing.served import kill, start_server
 
 PORT = 8751
@@ -209,7 +209,7 @@ def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
             search_everywhere(timed, args.kbs, args.workers, args.seed)  # untimed
             found = search_times(client, timed, args.kbs, args.seed + 1)
             copy = client.get("/api/v1/stats/store").json()["table_copy"]
-        memory = memory_mb(server.pid)
+        memory = {**memory_mb(server.pid), "mapped_files_pss_mb": mapped_files_mb(server.pid)}
     finally:
         kill(server)
     checked = {} if args.no_quality else quality(data, queries[: args.queries])
