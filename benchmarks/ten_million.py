@@ -269,7 +269,7 @@ def main() -> None:
     )
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument(
-        "--no-quality", action="store_true", help="skip recall and BM25 agreement (18 min at 10M)"
+        "--no-quality", action="store_true", help="skip recall and BM25 agreement (a few minutes at 10M)"
     )
     parser.add_argument("--measure-only", action="store_true")
     args = parser.parse_args()

@@ -126,6 +126,9 @@ class LanceSnapshotSource:
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
         return None  # copies are kept only as the machine's shared files (SharedCopies)
 
+    def kept(self) -> bool:
+        return False
+
     @contextlib.contextmanager
     def scan(self) -> Iterator[TableScan]:
         """The table's latest version, read in batches (a Lance dataset stays at the

@@ -47,6 +47,10 @@ MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is 
 # machines' searches in 1-2.4 s (journal: "Uploads beside the searches"). Bounded by a
 # few times the last such read, so a slow one (many changes) costs searches little.
 CATCH_UP_WAIT = 0.5
+# The most a search waits for the machine's saved copy to be mapped when a process starts
+# (about a second at ten million chunks) rather than read the table: LanceDB's indexes,
+# loaded for a few such searches, stayed in each process (1.4 GB at ten million).
+SAVED_COPY_WAIT = 30.0
 BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
 MAPPED_ROW_EXTRA = 720  # a mapped copy's beyond its codes: postings, lookups, faiss's ids
 STREAMED_BUILD_ROW_BYTES = 640  # half a streamed build's peak a row: vocabulary, faiss, hashes
@@ -110,6 +114,7 @@ class SnapshotKeeper:
         self._snapshot: TableSnapshot | ChangedCopy | None = None
         self._base: TableSnapshot | None = None  # the latest big copy made, kept across writes
         self._looked_for_saved = False
+        self._mapping_saved = False  # the build under way maps the machine's saved copy
         self._had = False  # a big copy was searched in this process
         self._covers = -1  # table version the snapshot (or "too large: none") stands for
         self._checked = float("-inf")
@@ -175,8 +180,13 @@ class SnapshotKeeper:
     def _catch_up(self, wait: bool) -> TableSnapshot | ChangedCopy | None:
         """(Holding the lock, a build running.) The snapshot it makes, if that is the big
         copy with the few rows written since and done within the wait; else None."""
-        if self._base is None or not wait:
-            return None  # a whole table to read (no search waits that long), or a report
+        if not wait:
+            return None  # a report
+        if self._base is None:
+            if not self._mapping_saved:
+                return None  # a whole table to read: no search waits that long
+            self._built.wait_for(lambda: not self._mapping_saved, SAVED_COPY_WAIT)
+            return None if self._building else self._snapshot
         took = self._catch_up_took
         seconds = CATCH_UP_WAIT if took is None else min(CATCH_UP_WAIT, 3 * took + 0.05)
         # Not past the build's finding the changes unknown: then it makes the copy again.
@@ -221,6 +231,9 @@ class SnapshotKeeper:
 
     def _start_build(self) -> None:
         self._building = True
+        self._mapping_saved = (
+            self._base is None and not self._looked_for_saved and self._source.kept()
+        )
         self._snapshot, self._covers = None, -1
         thread = threading.Thread(target=self._build, name="citewell-snapshot", daemon=True)
         thread.start()
@@ -251,7 +264,7 @@ class SnapshotKeeper:
                     self._checked = time.monotonic()
                     if version < 0:
                         self._retry_at = self._checked + retry
-                    self._building = False
+                    self._building = self._mapping_saved = False
                     self._built.notify_all()
                     return
             time.sleep(spent)  # a big copy made in vain: rest as long before the next
@@ -273,6 +286,8 @@ class SnapshotKeeper:
         if self._base is None and not self._looked_for_saved:
             self._looked_for_saved = True  # once: a saved copy is older than any made here
             self._base = self._source.saved(self._index)
+            if self._base is None:
+                self._forget_base()  # (an unreadable one) searches waiting for it go on
         began = time.monotonic()
         changed = self._with_changes(version)
         if changed is not None:  # the big copy, kept current by the changes since it
@@ -314,6 +329,7 @@ class SnapshotKeeper:
         """No big copy to keep current: searches waiting for one stop waiting."""
         with self._lock:
             self._base = None
+            self._mapping_saved = False
             self._built.notify_all()
 
     def _quiet_since(self, version: int, writes: int) -> bool:

@@ -312,8 +312,9 @@ class SnapshotSource(Protocol):
     any process), its row count, a snapshot of it (at the version it read), the changes
     since a version (None: not known, make the copy again), and a big copy made earlier
     and kept (at whatever version; None: none is kept), which a process starting up takes
-    and brings up to date through the changes rather than making one; and a scan of it,
-    which a machine's shared copy is written from, a batch at a time."""
+    and brings up to date through the changes rather than making one (``kept``: whether
+    one is, without mapping it); and a scan of it, which a machine's shared copy is written
+    from, a batch at a time."""
 
     def version(self) -> int: ...
 
@@ -324,5 +325,7 @@ class SnapshotSource(Protocol):
     def changes(self, since: int) -> TableChanges | None: ...
 
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None: ...
+
+    def kept(self) -> bool: ...
 
     def scan(self) -> AbstractContextManager[TableScan]: ...

@@ -116,6 +116,9 @@ class PostgresSnapshotSource:
     def saved(self, index: VectorIndexPolicy) -> TableSnapshot | None:  # noqa: ARG002
         return None  # copies are kept only as the machine's shared files (SharedCopies)
 
+    def kept(self) -> bool:
+        return False
+
     @contextlib.contextmanager
     def scan(self) -> Iterator[TableScan]:
         """The table at one moment (a repeatable-read transaction), read in batches as
