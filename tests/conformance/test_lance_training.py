@@ -24,7 +24,7 @@ pytestmark = pytest.mark.conformance
 
 @pytest.fixture
 def store(tmp_path) -> LanceChunkStore:
-    policy = VectorIndexPolicy(min_rows=200, max_deltas=2, vector_delta_rows=1)
+    policy = VectorIndexPolicy(min_rows=200, max_deltas=2, vector_delta_rows=1, index_delta_rows=1)
     store = LanceChunkStore(tmp_path, "t", DIM, policy)
     grow(store, 0, 250)  # the first training runs in optimize itself
     assert store.health(0).trained_rows == 250

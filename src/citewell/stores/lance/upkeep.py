@@ -7,10 +7,11 @@ the table:
   into one before the indexes take them in, so no index is re-mapped for them; other small
   fragments are compacted once many have gathered, into fragments of at most
   SMALL_FRAGMENT_ROWS, so no batch rewrites a big fragment;
-- the full-text and scalar indexes get the new rows as a new *delta segment*, at a cost in
-  proportion to the new rows (LanceDB's plain ``optimize`` merges them into the whole
-  full-text index: 3.4 s per 256-chunk batch at a million chunks). The vector index waits
-  until the rows it lacks reach ``vector_delta_rows`` (those are searched exactly meanwhile);
+- the full-text and scalar indexes get the new rows as a new *delta segment* once they lack
+  ``index_delta_rows`` (LanceDB's plain ``optimize`` merges them into the whole full-text
+  index: 3.4 s per 256-chunk batch at a million chunks; a delta still costs more in a
+  bigger index). The vector index waits until the rows it lacks reach
+  ``vector_delta_rows``. Rows outside an index are searched flat meanwhile;
 - an index with more than ``max_deltas`` deltas merges its newest ones of similar size
   (``newest_to_merge``): like a binary counter, each row
   is merged a logarithmic number of times and the segment count stays small. BM25 statistics
@@ -216,11 +217,9 @@ class TableUpkeep:
             )
 
     def _delta_due(self, index: Any) -> bool:
-        if not index.num_unindexed_rows:
-            return False
-        if index.columns[0] != "vector":
-            return True
-        return bool(index.num_unindexed_rows >= self.policy.vector_delta_rows)
+        if index.columns[0] == "vector":
+            return bool(index.num_unindexed_rows >= self.policy.vector_delta_rows)
+        return bool(index.num_unindexed_rows >= max(1, self.policy.index_delta_rows))
 
     def _retrain_vectors(self, rows: int, beside: Callable[[], None] | None = None) -> bool:
         """Train the vector index here when there is none yet (``beside`` done meanwhile);
