@@ -48,7 +48,7 @@ MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is 
 # few times the last such read, so a slow one (many changes) costs searches little.
 CATCH_UP_WAIT = 0.5
 # The most a search waits for the machine's saved copy to be mapped when a process starts
-# (about a second at ten million chunks) rather than read the table: LanceDB's indexes,
+# (about two seconds at ten million chunks) rather than read the table: LanceDB's indexes,
 # loaded for a few such searches, stayed in each process (1.4 GB at ten million).
 SAVED_COPY_WAIT = 30.0
 BIG_ROW_EXTRA = 1536  # a big copy's bytes a row beyond its vectors: text, row fields, postings
