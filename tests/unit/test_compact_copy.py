@@ -2,17 +2,20 @@
 for close scores (memory/vectors.py), ids, files and terms found through hashed lookups
 (memory/keys.py). Mapped, it answers as the copy it was written from."""
 
+import contextlib
 import json
 import mmap
+import shutil
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory import shared_copy
 from citewell.stores.memory.keys import FileRows, KeyIndex, take_rows
-from citewell.stores.memory.shared_copy import read_copy, readable, write_copy
-from citewell.stores.memory.snapshot import TableScan, TableSnapshot
+from citewell.stores.memory.shared_copy import SharedCopies, read_copy, readable, write_copy
+from citewell.stores.memory.snapshot import CopyPutOff, TableScan, TableSnapshot
 from citewell.stores.memory.vectors import QuantizedVectors, fine_codes, int8_codes
 from citewell.types import ChunkFilter
 
@@ -165,3 +168,32 @@ def test_asking_for_every_kb_of_a_big_copy_builds_no_mask(tmp_path, monkeypatch)
     vector = data["vector"][7].as_py()
     assert copy.search(vector, 5, every) == copy.search(vector, 5, ChunkFilter())
     assert copy.keyword_search(["w3"], 5, every) == copy.keyword_search(["w3"], 5, ChunkFilter())
+
+
+class ScannedTable:
+    """A SnapshotSource of a table held in memory, for SharedCopies."""
+
+    def __init__(self, data: pa.Table, version: int = 7) -> None:
+        self.data, self.at = data, version
+
+    def version(self) -> int:
+        return self.at
+
+    @contextlib.contextmanager
+    def scan(self):
+        yield TableScan.of(self.at, self.data, batch_rows=1000)
+
+
+def test_a_copy_is_put_off_while_the_disk_lacks_room_for_it(tmp_path, monkeypatch):
+    copies = SharedCopies(ScannedTable(table(5000)), tmp_path / "copies")
+    free = [5000 * shared_copy.FIRST_COPY_ROW_BYTES]  # short of the 10 % margin
+    monkeypatch.setattr(
+        shared_copy.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(0, 0, free[0])
+    )
+    with pytest.raises(CopyPutOff, match=r"needs about \d+ MB of disk"):
+        copies.load(VectorIndexPolicy())
+    assert not copies.kept() and not list((tmp_path / "copies").glob("*v7*"))  # nothing begun
+    free[0] *= 2
+    assert copies.load(VectorIndexPolicy()).count == 5000
+    written = sum(f.stat().st_size for f in (tmp_path / "copies" / "v7").iterdir())
+    assert copies._row_bytes() == written / 5000  # the next copy is sized by this one

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.keeper import CATCH_UP_WAIT, SnapshotKeeper
-from citewell.stores.memory.snapshot import TableChanges, TableSnapshot
+from citewell.stores.memory.snapshot import CopyPutOff, TableChanges, TableSnapshot
 
 
 @dataclass(frozen=True)
@@ -397,4 +397,29 @@ def test_a_report_does_not_wait_for_the_saved_copy():
     began = time.perf_counter()
     assert keeper.current(wait=False) is None
     assert time.perf_counter() - began < 0.3
+    assert settled(keeper) == BigSnapshot(1, 1000)
+
+
+def test_a_copy_put_off_for_want_of_disk_is_tried_again(monkeypatch):
+    from citewell.stores.memory import keeper as snapshot_keeper
+
+    monkeypatch.setattr(snapshot_keeper, "MEMORY_RETRY", 0.2)
+
+    @dataclass
+    class ShortOfDisk(BigTable):
+        short: bool = True
+
+        def load(self, index=None):
+            if self.short:
+                raise CopyPutOff("needs about 20,000 MB of disk")
+            return super().load(index)
+
+    table = ShortOfDisk()
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=0.0)
+    assert keeper.current() is None
+    assert settled(keeper) is None
+    assert stats_state(keeper) == "put_off"  # not "failed": that one is never tried again
+    table.short = False  # room made
+    time.sleep(0.25)
+    keeper.current()
     assert settled(keeper) == BigSnapshot(1, 1000)

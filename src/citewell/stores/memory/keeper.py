@@ -33,14 +33,14 @@ from citewell.machine import lower_priority
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS, ChangedCopy
-from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
+from citewell.stores.memory.snapshot import CopyPutOff, SnapshotSource, TableSnapshot
 
 log = logging.getLogger(__name__)
 
 CHECK_INTERVAL = 1.0  # seconds between checks for writes by other processes (LanceDB)
 RETRY_INTERVAL = 1.0  # after a failed build
 QUIET_SECONDS = 20.0  # a big table's copy is made once it has had no write this long
-MEMORY_RETRY = 60.0  # seconds before a copy put off for want of free memory is tried again
+MEMORY_RETRY = 60.0  # seconds before a copy put off for want of memory or disk is tried again
 # The most a search waits for the rows written since the big copy to be read beside it
 # (tens of milliseconds at a million chunks) rather than go to the table: a hybrid search
 # in PostgreSQL at a million chunks takes about a second, so a write reached other
@@ -304,7 +304,12 @@ class SnapshotKeeper:
             self._big_state = "put_off"
             return None, -1, 0.0, MEMORY_RETRY
         began, self._big_state = time.monotonic(), "copying"
-        self._base = self._load_big(rows)
+        try:
+            self._base = self._load_big(rows)
+        except CopyPutOff as reason:
+            log.warning("%s", reason)
+            self._big_state = "put_off"
+            return None, -1, 0.0, MEMORY_RETRY
         self._had = self._had or self._base is not None
         return self._base, version, time.monotonic() - began, RETRY_INTERVAL
 

@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from citewell.errors import StoreError
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex
 from citewell.stores.memory.bm25 import KeywordPostings
@@ -305,6 +306,11 @@ class TableScan:
                 yield chosen.slice(begin, batch_rows)
 
         return cls(version, data.num_rows, batches)
+
+
+class CopyPutOff(StoreError):
+    """A source cannot make the copy asked for now (too little disk for its files): the
+    keeper tries again later, and searches read the table meanwhile."""
 
 
 class SnapshotSource(Protocol):
