@@ -42,24 +42,29 @@ SENTENCE = re.compile(r"(?<=[.!?])\s+")
 PER_FILE = 10
 
 
-def rows(count: int, dimension: int, seed: int = 5) -> dict[str, list[Any]]:
+def rows(
+    count: int, dimension: int, per_file: int = PER_FILE, seed: int = 5
+) -> dict[str, list[Any]]:
     sentences = [s for _, text in scifact_docs() for s in SENTENCE.split(text) if len(s) > 40]
     rng = np.random.default_rng(seed)
     files, texts = [], []
     for i in range(count):
-        files.append(f"copy{i // len(sentences)}/doc{i // PER_FILE:07d}.txt")
+        files.append(f"copy{i // len(sentences)}/doc{i // per_file:07d}.txt")
         texts.append(f"{sentences[i % len(sentences)]} ({i})")
     vectors = rng.standard_normal((count, dimension), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return {"file": files, "text": texts, "vector": list(vectors)}
 
 
-def write_files(work: Path, count: int, dimension: int, formats: list[str]) -> dict[str, Path]:
+def write_files(
+    work: Path, count: int, dimension: int, formats: list[str], per_file: int = PER_FILE
+) -> dict[str, Path]:
     """The rows as a file of each format asked for (kept: made once per size)."""
-    paths = {f: work / f"chunks-{count}.{f}" for f in formats}
+    name = f"chunks-{count}" if per_file == PER_FILE else f"chunks-{count}-{per_file}"
+    paths = {f: work / f"{name}.{f}" for f in formats}
     if all(p.exists() for p in paths.values()):
         return paths
-    made = rows(count, dimension)
+    made = rows(count, dimension, per_file)
     if "parquet" in paths:
         flat = pa.array(np.concatenate(made["vector"]))
         vectors = pa.FixedSizeListArray.from_arrays(flat, dimension)
@@ -122,10 +127,11 @@ def main() -> None:
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--work", type=Path, default=Path("/tmp/import"))
     parser.add_argument("--formats", default="parquet,jsonl", help="Which files to import.")
+    parser.add_argument("--per-file", type=int, default=PER_FILE, help="chunks a file")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     formats = args.formats.split(",")
-    paths = write_files(args.work, args.chunks, args.dimension, formats)
+    paths = write_files(args.work, args.chunks, args.dimension, formats, args.per_file)
     results = [imported(args.work, paths[f]) for f in formats]
     print(json.dumps(results, indent=2), flush=True)  # before exit: a hang there loses nothing
 
