@@ -25,7 +25,6 @@ import ctypes
 import fcntl
 import gc
 import json
-import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -54,7 +53,6 @@ KEPT_VERSIONS = 2
 # 2.2 KB at 384 dimensions with SciFact's text, measured from one to ten million rows.
 FIRST_COPY_ROW_BYTES = 2_400
 DISK_MARGIN = 1.1  # room kept beyond the estimate (text lengths vary)
-log = logging.getLogger(__name__)
 POSTING_ARRAYS = ("start", "rows", "impact", "tf", "lengths")
 
 
