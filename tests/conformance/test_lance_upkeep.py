@@ -474,3 +474,22 @@ def test_the_text_and_key_indexes_take_new_rows_in_deltas_of_index_delta_rows(tm
     store.optimize()
     assert set(unindexed().values()) == {0}
     assert len(store.keyword_search("zebrafish", 50, ChunkFilter())) == 40
+
+
+def test_vector_builds_leave_no_shuffle_files_behind(tmp_path, policy, monkeypatch):
+    """Lance 9 leaves each IVF build's shuffle directory in the OS temp dir
+    (lance-format/lance#8992); the store builds with TMPDIR in its own scratch folder and
+    removes them there."""
+    system = tmp_path / "system-tmp"
+    system.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system))
+    store = LanceChunkStore(tmp_path / "db", "t", DIM, policy)
+    grow(store, 0, 250)  # the first training
+    grow(store, 250, 50)  # a vector delta
+    grow(store, 300, 250)  # a training in the background
+    assert store.health(0).trained_rows == 550
+    leftovers = list(system.rglob("shuffle_*"))
+    leftovers += list((tmp_path / "db" / ".scratch").rglob("shuffle_*"))
+    assert leftovers == []
+    assert os.environ["TMPDIR"] == str(system)
+

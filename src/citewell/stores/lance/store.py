@@ -22,6 +22,7 @@ from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.journal import ChangeJournal
 from citewell.stores.lance.kb_snapshots import LanceKbSource
 from citewell.stores.lance.reads import LanceSnapshotSource, RowAddresses, scope_terms
+from citewell.stores.lance.scratch import SCRATCH_FOLDER, BuildScratch
 from citewell.stores.lance.search_table import (
     RENEW_AFTER_VERSIONS,
     SearchHandle,
@@ -76,7 +77,9 @@ class LanceChunkStore:
         self._write_lock = threading.Lock()
         self._unfolded = 0  # rows written since the id indexes last took new rows in
         self._table = self._open_or_create()
-        self._upkeep = TableUpkeep(self._table, self.vector_index, on_trained=self._trained)
+        scratch = BuildScratch(path / SCRATCH_FOLDER)
+        scratch.remove_dead()
+        self._upkeep = TableUpkeep(self._table, self.vector_index, scratch, self._trained)
         self._addresses = RowAddresses(self._table.uri)
         self._counts: FilterCounts[str | None] = FilterCounts(self._table.count_rows)
         self._scopes = ScopeStatisticsCache(

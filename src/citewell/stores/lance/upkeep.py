@@ -38,12 +38,14 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from citewell.stores.base import IndexHealth
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.scratch import BuildScratch
 from citewell.stores.lance.training import BackgroundTraining, TrainingRun
 
 log = logging.getLogger(__name__)
@@ -65,10 +67,15 @@ class TableUpkeep:
     """Index maintenance for one table; the caller holds the store's write lock."""
 
     def __init__(
-        self, table: Any, policy: VectorIndexPolicy, on_trained: Callable[[], None] | None = None
+        self,
+        table: Any,
+        policy: VectorIndexPolicy,
+        scratch: BuildScratch,
+        on_trained: Callable[[], None] | None = None,
     ) -> None:
         self.table = table
         self.policy = policy
+        self.scratch = scratch  # where vector builds' shuffle files go, and are removed
         self._training = BackgroundTraining(on_trained)
         self._cleaned = 0.0
         self._waiting: dict[str, int] = {}  # index name -> segment count with nothing to merge
@@ -195,9 +202,12 @@ class TableUpkeep:
         def kept_up(indexes: list[Any]) -> list[Any]:
             return [i for i in indexes if vectors or i.columns[0] != "vector"]
 
-        due = [index.name for index in kept_up(self._refresh()) if self._delta_due(index)]
+        indexes = kept_up(self._refresh())
+        due = [index.name for index in indexes if self._delta_due(index)]
+        vector = any(i.name in due and i.columns[0] == "vector" for i in indexes)
         if due:  # one commit for all of them (one per index cost 2.3x as much at 1M)
-            self._dataset().optimize.optimize_indices(index_names=due, num_indices_to_merge=0)
+            with self.scratch.vector_build() if vector else nullcontext():
+                self._dataset().optimize.optimize_indices(index_names=due, num_indices_to_merge=0)
         for index in kept_up(self._refresh()):
             segments = index.num_segments or 1
             waited = self._waiting.get(index.name, 0)
@@ -265,15 +275,16 @@ class TableUpkeep:
         # k-means on 64 sampled rows a partition instead of LanceDB's 256: at 1.14M rows
         # 58 s instead of 105, recall@50 0.98 / 0.97 (whole table / a 1 % KB) against
         # 0.97 / 0.98, within the noise of 40 queries.
-        dataset.create_index(
-            "vector",
-            "IVF_SQ",
-            name=name,
-            metric="cosine",
-            replace=True,
-            num_partitions=self.policy.partitions(rows),
-            sample_rate=TRAINING_SAMPLE_RATE,
-        )
+        with self.scratch.vector_build():
+            dataset.create_index(
+                "vector",
+                "IVF_SQ",
+                name=name,
+                metric="cosine",
+                replace=True,
+                num_partitions=self.policy.partitions(rows),
+                sample_rate=TRAINING_SAMPLE_RATE,
+            )
         self._waiting.pop(name, None)  # one segment now: nothing waits for a merge
 
     def wait_for_training(self, timeout: float | None = None) -> bool:
