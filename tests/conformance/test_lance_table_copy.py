@@ -13,6 +13,7 @@ import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.store import LanceChunkStore
+from citewell.stores.memory import shared_copy
 from citewell.stores.memory.changes import ChangedCopy
 from citewell.stores.memory.shared_copy import read_copy, write_copy
 from citewell.stores.memory.snapshot import TableScan, TableSnapshot
@@ -158,7 +159,7 @@ def test_processes_of_one_machine_map_one_copy(tmp_path):
     assert {h.chunk_id for h in found} == {"c1", "c2"}
 
 
-def test_writes_keep_the_shared_copy_and_a_new_one_replaces_the_old_ones(tmp_path):
+def test_writes_keep_the_shared_copy_and_a_new_one_replaces_the_old_ones(tmp_path, monkeypatch):
     store = open_store(tmp_path / "lance", copies_dir=tmp_path / "copies")
     store.upsert(CORPUS)
     wait_for_copy(store)
@@ -167,11 +168,20 @@ def test_writes_keep_the_shared_copy_and_a_new_one_replaces_the_old_ones(tmp_pat
         store.upsert([make_chunk(f"n{n}", f"fn{n}", ("kb1",), f"New chunk {n}.", n)])
         assert f"n{n}" in wait_for_copy(store).get([f"n{n}"])
     assert len(list(copies.glob("v*"))) == 1  # the files written since are beside it
+    beside: list[int] = []  # copies on disk while each new one was written
+    written = shared_copy.write_copy
+
+    def counted(scan, path, index):
+        beside.append(len(list(copies.glob("v*"))))
+        written(scan, path, index)
+
+    monkeypatch.setattr(shared_copy, "write_copy", counted)
     for kb in ("kb3", "kb2"):  # a delete by KB names no files: the copy is made again
         store.delete(ChunkFilter(kb_ids=(kb,)))
         assert not isinstance(wait_for_copy(store), ChangedCopy)
     kept = sorted(p.name for p in copies.glob("v*"))
     assert len(kept) == 2  # the newest two; a process mapping an older one keeps its pages
+    assert beside == [1, 1]  # only the copy in use while the next was written
 
 
 def test_a_copy_read_back_from_its_files_searches_as_the_one_built(tmp_path):

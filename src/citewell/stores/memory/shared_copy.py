@@ -14,8 +14,9 @@ each process adds faiss's coarse centroids (a few MB) and nothing per row.
 The first process to want the copy of a table version builds it (as before) and writes it
 to ``<dir>/v<version>``, into a temporary directory renamed into place, so a directory
 that exists is whole. The others wait on a lock file while it is built, then map it.
-Versions older than the newest two are deleted; a process still mapping one keeps its
-pages until it moves on (Linux frees a deleted file's pages when its last mapping goes).
+Versions older than the newest two are deleted, and all but the newest before another is
+written; a process still mapping one keeps its pages until it moves on (Linux frees a
+deleted file's pages when its last mapping goes).
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ class SharedCopies:
             with self.source.scan() as scan:
                 version = scan.version
                 if not self._path(version).exists():
+                    # The copy in use stays while the next is written; older ones go
+                    # first, so the disk holds two copies at most, not three.
+                    self._prune(keep=1)
                     self._check_disk(scan.rows)
                     write_copy(scan, self._path(version), index)
             release_freed_memory()  # what writing it took goes before the copy is mapped
@@ -159,8 +163,8 @@ class SharedCopies:
             reverse=True,
         )
 
-    def _prune(self) -> None:
-        for version in self._versions()[KEPT_VERSIONS:]:
+    def _prune(self, keep: int = KEPT_VERSIONS) -> None:
+        for version in self._versions()[keep:]:
             shutil.rmtree(self._path(version), ignore_errors=True)
         for stale in self.directory.glob(".building-*"):
             pid = stale.name.rsplit("-", 1)[-1]
