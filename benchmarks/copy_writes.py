@@ -62,10 +62,12 @@ def document(n: int, paragraphs: int) -> bytes:
     return ("\n\n".join([f"# Upload {n}", *body]) + "\n").encode()
 
 
-def found_everywhere(token: str, workers: int, limit: float = 30.0, base: str = BASE) -> float:
+def found_everywhere(
+    token: str, workers: int, limit: float = 30.0, base: str = BASE, kb: str = KB
+) -> float:
     """Seconds until ``workers`` searches in a row, each on a new connection, find it."""
     began, streak = time.perf_counter(), 0
-    body = {"collection_names": [KB], "query": token, "k": 8}
+    body = {"collection_names": [kb], "query": token, "k": 8}
     while streak < workers:
         with httpx.Client(base_url=base, timeout=60) as client:
             hits = client.post("/api/v1/retrieval/query/collection", json=body).json()

@@ -27,6 +27,9 @@ What is measured, with the server's copies current (``/api/v1/stats/store``):
   cache (``/proc/meminfo``);
 * the copy's ANN recall@50 (stored rows as queries) and its BM25 top 10 against scores
   recomputed from each posting's tf (``copy_layout.quality``);
+* ``--uploads`` files of 400 short paragraphs uploaded into ``kb-00`` through the API,
+  each followed by searches on new connections until every worker finds its token (as
+  ``copy_writes`` does);
 * the disk each part takes (LanceDB table, stored texts, the machine's copy, catalog);
 * last, with the server stopped, ``--write-rounds`` upserts of 256 new chunks (and the
   optimize after each) into the big table and into SciFact alone, in turns
@@ -36,7 +39,8 @@ What is measured, with the server's copies current (``/api/v1/stats/store``):
     .venv/bin/python -m benchmarks.ten_million --source /tmp/scifact --work /tmp/ten \\
         --rows 10000000
 
-``--build-only`` stops after the import; ``--measure-only`` measures a built data dir.
+``--build-only`` stops after the import; ``--measure-only`` measures a built data dir;
+``--writes-only`` times only its writes.
 """
 
 from __future__ import annotations
@@ -58,10 +62,12 @@ import httpx
 import numpy as np
 
 from benchmarks.copy_layout import quality
+from benchmarks.copy_writes import document, found_everywhere
 from benchmarks.shared_copy import mapped_files_mb, memory_mb, source_rows, write_parquet
 from citewell.testing.served import kill, start_server
 
 PORT = 8751
+SMALL_REMADE_EVERY = 32  # write rounds
 DISK_PER_MILLION = 5.7e9  # measured at 10M: LanceDB 2.75, stored texts 0.70, the copy 2.15 GB
 
 
@@ -196,6 +202,23 @@ def make_copy(data: Path, table_copy_mb: int) -> dict[str, float]:
     return {"copy_made_s": round(spent, 1), "copy_making_peak_rss_mb": peak}
 
 
+def uploads(client: httpx.Client, count: int, workers: int) -> dict[str, Any]:
+    """``count`` files uploaded into KB ``kb-00`` through the API (embedded by the server),
+    each followed by searches on new connections until ``workers`` in a row find its token:
+    the seconds each upload took, and until it was found everywhere."""
+    spent, visible = [], []
+    first = int(time.time()) % 100_000 * 100  # texts (and tokens) no earlier run uploaded
+    for n in range(first, first + count):
+        files = {"file": (f"upload-{time.time_ns()}.md", document(n, 400))}
+        began = time.perf_counter()
+        client.post(f"/api/v1/knowledge/{kb_name(0)}/files", files=files).raise_for_status()
+        spent.append(round(time.perf_counter() - began, 2))
+        base = str(client.base_url).rstrip("/")
+        found = found_everywhere(f"zqupload{n:04d}", workers, base=base, kb=kb_name(0))
+        visible.append(round(found, 2))
+    return {"upload_s": spent, "found_everywhere_s": visible}
+
+
 def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
     data = args.work / "data"
     made = make_copy(data, args.table_copy_mb)
@@ -208,6 +231,8 @@ def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
             timed = queries[: args.queries + 20]
             search_everywhere(timed, args.kbs, args.workers, args.seed)  # untimed
             found = search_times(client, timed, args.kbs, args.seed + 1)
+            if args.uploads:
+                found["uploads"] = uploads(client, args.uploads, args.workers)
             copy = client.get("/api/v1/stats/store").json()["table_copy"]
         memory = {**memory_mb(server.pid), "mapped_files_pss_mb": mapped_files_mb(server.pid)}
     finally:
@@ -220,8 +245,13 @@ def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
 
 def write_costs(args: argparse.Namespace) -> dict[str, Any]:
     """256-chunk upserts (each with its optimize, as ``million.write_cost``) into SciFact
-    alone (10,857 rows, made afresh) and into the big table, alternating; the medians,
-    and the big table's ratio. The rows written are removed from the big table after."""
+    alone (10,857 rows, made afresh every 32 rounds, so that it stays a table of 10,000
+    rows and never trains a vector index) and into the big table, alternating; the medians
+    and the means (which count the writes that make the indexes' deltas: give enough
+    rounds for the big table's largest, 157 for its vector index at ten million), and the
+    big table's ratios. The rows written are removed from the big table after."""
+    import lance
+
     from benchmarks import million
     from citewell import Citewell, Settings
     from citewell.types import ChunkFilter
@@ -229,9 +259,14 @@ def write_costs(args: argparse.Namespace) -> dict[str, Any]:
     rows, vectors, _embedder, _queries = million.source_rows(args.source)
     small = million.small_table(args.work, rows, vectors)
     app = Citewell.from_settings(Settings.load(data_dir=args.work / "data", table_copy_mb=0))
+    # Versions of earlier runs removed first, as the build does: the store removes those
+    # older than a week once an hour, at its first write, which would land in this window.
+    lance.dataset(app.store._table.uri).cleanup_old_versions(older_than=timedelta(0))
     written: dict[str, list[dict[str, float]]] = {"small": [], "big": []}
     fresh = 20_000_000
     for n in range(args.write_rounds):
+        if n and n % SMALL_REMADE_EVERY == 0:  # SciFact alone stays 10,857-19,000 rows
+            small = million.small_table(args.work, rows, vectors)
         for name, store in (("small", small), ("big", app.store)):
             position = fresh + 1000 * n + (500 if name == "big" else 0)
             written[name].append(million.write_cost(store, rows, vectors, position, args.seed))
@@ -264,6 +299,10 @@ def main() -> None:
     parser.add_argument("--per-file", type=int, default=50, help="chunks of a copy a file")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--uploads", type=int, default=5, help="files uploaded after the searches, each timed "
+        "until every worker finds it"
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--wait", type=float, default=600.0, help="seconds to wait for copies")
     parser.add_argument(
@@ -273,17 +312,20 @@ def main() -> None:
         help="the server's table_copy_mb: the copy of ten million chunks counts as 11.4 GB",
     )
     parser.add_argument(
-        "--write-rounds", type=int, default=20, help="256-chunk writes into each table, last"
+        "--write-rounds", type=int, default=160, help="256-chunk writes into each table, last"
     )
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument(
         "--no-quality", action="store_true", help="skip recall and BM25 agreement (minutes at 10M)"
     )
     parser.add_argument("--measure-only", action="store_true")
+    parser.add_argument(
+        "--writes-only", action="store_true", help="only the write rounds, on a built data dir"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows, vectors, queries = source_rows(args.source)
-    if not args.measure_only:
+    if not (args.measure_only or args.writes_only):
         needed = args.rows / 1e6 * DISK_PER_MILLION
         if needed > shutil.disk_usage(args.work).free and not (args.work / "data").exists():
             raise SystemExit(
@@ -291,7 +333,7 @@ def main() -> None:
                 "free some or give --work on a bigger disk."
             )
         build(args, rows, vectors)
-    if not args.build_only:
+    if not (args.build_only or args.writes_only):
         print(json.dumps(measure(args, queries), indent=1), flush=True)
     if args.write_rounds and not args.build_only:
         print(json.dumps(write_costs(args), indent=1))

@@ -305,6 +305,23 @@ def test_a_flushs_new_fragments_are_merged_before_they_are_indexed(tmp_path, pol
     assert store.vector_search(vector, 1, ChunkFilter())[0].chunk_id == "c345"
 
 
+def test_new_fragments_wait_for_the_delta_that_takes_them_in(tmp_path, policy):
+    """Merging the new rows' fragments at every write cost 0.03-0.05 s a write at ten
+    million rows; they are merged when an index is about to take them in."""
+    policy = replace(policy, index_delta_rows=30, vector_delta_rows=30)
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    grow(store, 0, 300)
+    before = fragment_rows(store)
+    for batch in range(2):
+        grow(store, 300 + batch * 10, 10)
+    assert fragment_rows(store) == [*before, 10, 10]  # searched flat meanwhile
+    assert store.health(0).unindexed_rows == 20
+    assert [h.chunk_id for h in store.keyword_search("w315", 5, ChunkFilter())] == ["c315"]
+    grow(store, 320, 10)  # 30 rows wait: merged into one fragment, then indexed
+    assert fragment_rows(store) == [*before, 30]
+    assert store.health(0).unindexed_rows == 0
+
+
 def test_indexed_small_fragments_wait_until_16_more_have_gathered(tmp_path, policy):
     """Lance merges only neighbours under the same index segments: a compaction may leave
     many small fragments, and is not tried again after every batch (0.4-1.6 s each at a
@@ -493,3 +510,26 @@ def test_vector_builds_leave_no_shuffle_files_behind(tmp_path, policy, monkeypat
     assert leftovers == []
     assert os.environ["TMPDIR"] == str(system)
 
+
+def test_the_text_and_vector_indexes_wait_for_a_share_of_the_rows_they_hold():
+    policy = VectorIndexPolicy()
+    assert policy.delta_rows(10_000, vector=False) == 1024  # the floors up to a million
+    assert policy.delta_rows(10_000, vector=True) == 4096
+    assert policy.delta_rows(1_000_000, vector=False) == 1024
+    assert policy.delta_rows(1_000_000, vector=True) == 4096
+    assert policy.delta_rows(10_000_000, vector=False) == 10_000
+    assert policy.delta_rows(10_000_000, vector=True) == 40_000
+
+
+def test_a_big_text_index_takes_new_rows_once_a_share_of_its_rows_wait(tmp_path, policy):
+    policy = replace(policy, text_delta_share=100)  # ten million's share, on 2,000 rows
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    grow(store, 0, 2000)
+    assert store.health(0).unindexed_rows == 0
+    grow(store, 2000, 15)  # 15 < 2,000 / 100: the full-text index waits, the keys do not
+    terms = next(i for i in store._table.list_indices() if i.columns[0] == "terms")
+    keys = [i for i in store._table.list_indices() if i.columns[0] in ("id", "file_id")]
+    assert terms.num_unindexed_rows == 15 and all(i.num_unindexed_rows == 0 for i in keys)
+    assert [h.chunk_id for h in store.keyword_search("w2010", 5, ChunkFilter())] == ["c2010"]
+    grow(store, 2015, 10)  # 25 >= 20: a delta
+    assert store.health(0).unindexed_rows == 0

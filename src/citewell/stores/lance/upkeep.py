@@ -11,7 +11,9 @@ the table:
   ``index_delta_rows`` (LanceDB's plain ``optimize`` merges them into the whole full-text
   index: 3.4 s per 256-chunk batch at a million chunks; a delta still costs more in a
   bigger index). The vector index waits until the rows it lacks reach
-  ``vector_delta_rows``. Rows outside an index are searched flat meanwhile;
+  ``vector_delta_rows``. Past a million rows these two also wait for a share of the rows
+  they hold (``VectorIndexPolicy.delta_rows``). Rows outside an index are searched flat
+  meanwhile;
 - an index with more than ``max_deltas`` deltas merges its newest ones of similar size
   (``newest_to_merge``): like a binary counter, each row
   is merged a logarithmic number of times and the segment count stays small. BM25 statistics
@@ -102,7 +104,11 @@ class TableUpkeep:
         rows = self.table.count_rows()
         if not rows:
             return False
-        self._compact(self._training.running)
+        indexes = self._refresh()
+        # New rows' fragments are merged when an index is about to take them in, not at
+        # every call: at ten million rows each merge and its commit cost 0.03-0.05 s.
+        merge_new = not indexes or any(self._delta_due(index) for index in indexes)
+        self._compact(self._training.running, merge_new)
         self._refresh()
         self.ensure_scalar_indexes()
         trained = self._retrain_vectors(rows, beside=partial(self._add_deltas, vectors=False))
@@ -115,17 +121,19 @@ class TableUpkeep:
         self._refresh()
         return trained
 
-    def _compact(self, training: TrainingRun | None) -> None:
-        """Merge the fragments no index covers yet (a flush's new rows) at every call: no
-        index has to be re-mapped for them. Merge the other small fragments only once 16
-        more have gathered than the last such compaction left, or when many deleted rows
+    def _compact(self, training: TrainingRun | None, merge_new: bool = True) -> None:
+        """Merge the fragments no index covers yet (a flush's new rows) when ``merge_new``
+        (an index is about to take them in): no index has to be re-mapped for them. Merge
+        the other small fragments only once 16 more have gathered than the last such
+        compaction left, or when many deleted rows
         (replaced and removed files) still take space and scan time: re-mapping the index
         segments over them cost 0.4-1.6 s a time at a million rows, and Lance merges only
         neighbours under the same segments, so it can leave many small ones behind.
         While a training runs, only fragments written since it began are merged."""
         dataset = self._dataset()
         if training is not None:
-            self._compact_unindexed(dataset, after=training.last_fragment)
+            if merge_new:
+                self._compact_unindexed(dataset, after=training.last_fragment)
             return
         fragments = dataset.get_fragments()
         live = [f.count_rows() for f in fragments]
@@ -139,7 +147,7 @@ class TableUpkeep:
             dataset.optimize.compact_files(target_rows_per_fragment=SMALL_FRAGMENT_ROWS)
             after = self._dataset().get_fragments()
             self._small_after = sum(1 for f in after if f.count_rows() < SMALL_FRAGMENT_ROWS)
-        elif small > 1:
+        elif small > 1 and merge_new:
             self._compact_unindexed(dataset)
 
     def _compact_unindexed(self, dataset: Any, after: int = -1) -> None:
@@ -227,9 +235,13 @@ class TableUpkeep:
             )
 
     def _delta_due(self, index: Any) -> bool:
-        if index.columns[0] == "vector":
-            return bool(index.num_unindexed_rows >= self.policy.vector_delta_rows)
-        return bool(index.num_unindexed_rows >= max(1, self.policy.index_delta_rows))
+        column = index.columns[0]
+        if column in SCALAR_INDEXES:
+            wanted = max(1, self.policy.index_delta_rows)
+        else:
+            indexed = int(index.num_indexed_rows or 0)
+            wanted = self.policy.delta_rows(indexed, vector=column == "vector")
+        return bool(index.num_unindexed_rows >= wanted)
 
     def _retrain_vectors(self, rows: int, beside: Callable[[], None] | None = None) -> bool:
         """Train the vector index here when there is none yet (``beside`` done meanwhile);
