@@ -1,6 +1,7 @@
 """Facts about the machine: its memory, read once at start-up where a setting says "auto",
 and the memory free now, read before a large allocation that can wait; and the lowest CPU
-priority, for work that must leave the cores to searches."""
+priority, for work that must leave the cores to searches; and whether a process of this
+host still runs, for files its processes leave behind."""
 
 from __future__ import annotations
 
@@ -76,3 +77,14 @@ def lower_priority() -> None:
     afterwards inherit it."""
     with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: as is
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
+def process_running(pid: int) -> bool:
+    """Whether a process with this id runs on this host (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from citewell.machine import process_running
+
 log = logging.getLogger(__name__)
 
 SCRATCH_FOLDER = ".scratch"  # in the LanceDB directory: not a table (no .lance suffix)
@@ -93,7 +95,7 @@ class BuildScratch:
         """Remove the folders of processes no longer running; returns how many."""
         removed = 0
         for entry in self.root.iterdir() if self.root.is_dir() else ():
-            if entry.name.isdigit() and not _running(int(entry.name)):
+            if entry.name.isdigit() and not process_running(int(entry.name)):
                 shutil.rmtree(entry, ignore_errors=True)
                 removed += 1
         if removed:
@@ -104,15 +106,3 @@ class BuildScratch:
 def _holds_shuffles(directory: Path) -> bool:
     names = [entry.name for entry in directory.iterdir()]
     return bool(names) and all(name.startswith(SHUFFLE_PREFIX) for name in names)
-
-
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: running
-    return True

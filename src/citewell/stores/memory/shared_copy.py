@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from citewell.machine import process_running
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex
 from citewell.stores.memory.ann_file import read_index
@@ -168,7 +169,7 @@ class SharedCopies:
             shutil.rmtree(self._path(version), ignore_errors=True)
         for stale in self.directory.glob(".building-*"):
             pid = stale.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not process_running(int(pid)):
                 shutil.rmtree(stale, ignore_errors=True)
 
 
@@ -227,13 +228,3 @@ def release_freed_memory() -> None:
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
