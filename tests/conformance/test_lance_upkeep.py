@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -533,3 +534,39 @@ def test_a_big_text_index_takes_new_rows_once_a_share_of_its_rows_wait(tmp_path,
     assert [h.chunk_id for h in store.keyword_search("w2010", 5, ChunkFilter())] == ["c2010"]
     grow(store, 2015, 10)  # 25 >= 20: a delta
     assert store.health(0).unindexed_rows == 0
+
+
+def test_old_versions_are_removed_beside_the_writes_not_under_their_lock(
+    tmp_path, policy, monkeypatch
+):
+    """The hourly removal of old versions (6-9 s at ten million rows) runs in a thread of
+    its own: writes go on while it is under way, and waiting for the store's background
+    work waits for it too."""
+    import lance
+
+    from citewell.stores.lance import old_versions
+
+    monkeypatch.setattr(old_versions, "KEEP_FOR", timedelta(0))  # every older version goes
+    began, release = threading.Event(), threading.Event()
+    remove = lance.LanceDataset.cleanup_old_versions
+
+    def held(self, *args, **kwargs):
+        began.set()
+        assert release.wait(30)
+        return remove(self, *args, **kwargs)
+
+    monkeypatch.setattr(lance.LanceDataset, "cleanup_old_versions", held)
+    store = LanceChunkStore(tmp_path, "t", DIM, policy)
+    store.upsert(chunks(0, 50))
+    store.optimize()  # the first optimize starts a removal
+    assert began.wait(10)
+    versions = len(store._table.list_versions())
+    store.upsert(chunks(50, 50))
+    store.optimize()  # not held up by the removal
+    assert store.count(ChunkFilter()) == 100
+    assert not store.wait_for_training(0.2)
+    release.set()
+    assert store.wait_for_training(30)
+    assert len(store._table.list_versions()) < versions  # it removed what it was given
+    assert store.count(ChunkFilter()) == 100
+    assert not store._upkeep.old_versions.remove_when_due(store._upkeep._dataset)  # hourly

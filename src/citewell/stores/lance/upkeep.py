@@ -41,12 +41,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from citewell.stores.base import IndexHealth
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.old_versions import OldVersions
 from citewell.stores.lance.scratch import BuildScratch
 from citewell.stores.lance.training import BackgroundTraining, TrainingRun
 
@@ -58,8 +58,6 @@ MAX_SMALL_FRAGMENTS = 16
 DELETED_SHARE = 0.1
 HARD_MAX_SEGMENTS = 32
 INDEX_TYPE = "IvfSq"
-CLEANUP_INTERVAL = 3600.0  # seconds between removals of old table versions
-KEEP_VERSIONS_FOR = timedelta(days=7)  # what LanceDB's own optimize keeps
 UPKEEP_CACHE_BYTES = 1 << 20
 TRAINING_SAMPLE_RATE = 64  # rows sampled per partition to train the vector index
 VECTOR_INDEX_NAME = "vector_idx"  # what LanceDB names it
@@ -79,7 +77,7 @@ class TableUpkeep:
         self.policy = policy
         self.scratch = scratch  # where vector builds' shuffle files go, and are removed
         self._training = BackgroundTraining(on_trained)
-        self._cleaned = 0.0
+        self.old_versions = OldVersions()  # removed hourly, beside the writes
         self._waiting: dict[str, int] = {}  # index name -> segment count with nothing to merge
         self._layouts: dict[str, tuple[int, int]] = {}  # base segment uuid -> vector_layout
         self._small_after = 0  # small fragments the last full compaction left
@@ -117,7 +115,7 @@ class TableUpkeep:
         training = self._training.running is not None
         self._add_deltas(vectors=not training)
         if not training:
-            self._cleanup()
+            self.old_versions.remove_when_due(self._dataset)
         self._refresh()
         return trained
 
@@ -300,8 +298,12 @@ class TableUpkeep:
         self._waiting.pop(name, None)  # one segment now: nothing waits for a merge
 
     def wait_for_training(self, timeout: float | None = None) -> bool:
-        """Wait for a training under way in the background; returns whether none runs."""
-        return self._training.wait(timeout)
+        """Wait for a training under way in the background (and a removal of old versions);
+        returns whether neither runs now."""
+        began = time.monotonic()
+        trained = self._training.wait(timeout)
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - began))
+        return self.old_versions.wait(left) and trained
 
     @property
     def training_failure(self) -> str | None:
@@ -337,12 +339,6 @@ class TableUpkeep:
         sizes = [sum(p["size"] for p in s.get("partitions", [])) for s in segments]
         base = segments[sizes.index(max(sizes))]
         return max(sizes), int(base.get("num_partitions", len(base.get("partitions", []))))
-
-    def _cleanup(self) -> None:
-        if time.monotonic() - self._cleaned < CLEANUP_INTERVAL:
-            return
-        self._dataset().cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
-        self._cleaned = time.monotonic()
 
     # --- health -----------------------------------------------------------------------
     def health(self, samples: int) -> IndexHealth:
