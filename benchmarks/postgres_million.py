@@ -58,7 +58,14 @@ from citewell.types import ChunkFilter, SearchMode  # noqa: E402
 DATABASE = "million"
 
 
-def server(root: Path, shared_buffers: str) -> EmbeddedPostgres:
+def server(
+    root: Path,
+    shared_buffers: str,
+    database: str = DATABASE,
+    settings: dict[str, str] | None = None,
+) -> EmbeddedPostgres:
+    """The cluster in ``root`` (made on first use), started, with ``database`` and pgvector
+    in it; ``settings`` replace the defaults below."""
     pg = EmbeddedPostgres(
         root,
         {
@@ -66,15 +73,16 @@ def server(root: Path, shared_buffers: str) -> EmbeddedPostgres:
             "maintenance_work_mem": "4GB",  # the HNSW graph of 1M x 384 is built in memory
             "max_wal_size": "8GB",
             "effective_cache_size": "16GB",
+            **(settings or {}),
         },
     )
     pg.start()
     import psycopg
 
     with psycopg.connect(pg.url(), autocommit=True) as db:
-        if not db.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
-            db.execute(f"CREATE DATABASE {DATABASE}")
-    with psycopg.connect(pg.url(DATABASE), autocommit=True) as db:
+        if not db.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+            db.execute(f"CREATE DATABASE {database}")
+    with psycopg.connect(pg.url(database), autocommit=True) as db:
         db.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return pg
 

@@ -74,7 +74,7 @@ import numpy as np
 
 from benchmarks.copy_layout import quality
 from benchmarks.copy_writes import document, found_everywhere
-from benchmarks.postgres_million import server_memory_mib
+from benchmarks.postgres_million import server, server_memory_mib
 from benchmarks.shared_copy import mapped_files_mb, memory_mb, source_rows, write_parquet
 from citewell.testing.served import kill, start_server
 
@@ -128,20 +128,11 @@ def database_mb(database_url: str) -> dict[str, int]:
 
 
 def start_database(args: argparse.Namespace) -> tuple[Any, str]:
-    """The cluster in ``--pg-root`` (made on first use) and the URL of its database."""
-    import psycopg
-
-    from citewell.testing.postgres import EmbeddedPostgres
-
-    settings = {"shared_buffers": args.shared_buffers, "maintenance_work_mem": "1GB",
-                "max_wal_size": "1GB", "effective_cache_size": "12GB"}  # fmt: skip
-    pg = EmbeddedPostgres(args.pg_root, settings)
-    pg.start()
-    with psycopg.connect(pg.url(), autocommit=True) as db:
-        if not db.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
-            db.execute(f"CREATE DATABASE {DATABASE}")
-    with psycopg.connect(pg.url(DATABASE), autocommit=True) as db:
-        db.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    """The cluster in ``--pg-root`` (made on first use) and the URL of its database; WAL
+    kept small (the disk is the limit at ten million), no HNSW build to size memory for."""
+    settings = {"maintenance_work_mem": "1GB", "max_wal_size": "1GB",
+                "effective_cache_size": "12GB"}  # fmt: skip
+    pg = server(args.pg_root, args.shared_buffers, DATABASE, settings)
     return pg, pg.url(DATABASE)
 
 
