@@ -243,16 +243,11 @@ def make_copy(data: Path, table_copy_mb: int, database_url: str = "") -> dict[st
     """The machine's copy of the table, made here as a server makes it (when none is saved):
     the seconds and this process's peak RSS."""
     from citewell import Citewell, Settings
-    from citewell.stores.index_policy import VectorIndexPolicy
 
     settings = Settings.load(data_dir=data, table_copy_mb=table_copy_mb, database_url=database_url)
     app = Citewell.from_settings(settings)
-    # server mode's store keeps its policy inside its keeper, made from memory_rows
-    policy = getattr(app.store, "vector_index", None) or VectorIndexPolicy(
-        min_rows=app.store._memory_rows
-    )
     began = time.perf_counter()
-    app.store._shared.load(policy)
+    app.store._shared.load(app.store.vector_index)
     spent = time.perf_counter() - began
     app.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10

@@ -108,9 +108,11 @@ class PostgresChunkStore:
         if copies_dir is not None:
             source = self._shared = SharedCopies(source, copies_dir / table)
         self._memory_rows, self._table_copy_mb = memory_rows, table_copy_mb
+        # the copies' vector index, as the embedded store's ``vector_index`` names its own
+        self.vector_index = VectorIndexPolicy(min_rows=memory_rows)
         self._snapshots = SnapshotKeeper.of_table(
             source, memory_rows, table_copy_mb, dimension, self._shared is not None,
-            check_interval=0.0, index=VectorIndexPolicy(min_rows=memory_rows),
+            check_interval=0.0, index=self.vector_index,
             memory_free=memory_free,
         )  # fmt: skip
         self._scopes = ScopeStatisticsCache(self._scope_terms)
