@@ -268,7 +268,11 @@ def server_memory_mib(pg: EmbeddedPostgres) -> float:
     pids = [postmaster, *children]
     total = 0
     for pid in pids:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a backend that ended since pgrep listed it
+        for line in rollup.splitlines():
             if line.startswith("Pss:"):
                 total += int(line.split()[1])
     return round(total / 1024, 1)

@@ -289,11 +289,11 @@ def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
                 found["uploads"] = uploads(client, args.uploads, args.workers)
             copy = client.get("/api/v1/stats/store").json()["table_copy"]
         memory = {**memory_mb(server.pid), "mapped_files_pss_mb": mapped_files_mb(server.pid)}
+        if args.database_url:  # while the server's connections are still open
+            memory["postgresql_pss_mb"] = server_memory_mib(args.pg)
     finally:
         kill(server)
     checked = {} if args.no_quality else quality(data, queries[: args.queries])
-    if args.database_url:
-        memory["postgresql_pss_mb"] = server_memory_mib(args.pg)
     return {"workers": args.workers, **made, "copy_ready_s": ready_s, "copy": copy, **found,
             "page_cache_mb": page_cache_mb(), **memory,
             "disk_mb": disk_mb(data, args.database_url), **checked}  # fmt: skip
