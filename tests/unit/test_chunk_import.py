@@ -163,6 +163,26 @@ def test_a_long_import_gets_the_terms_an_ingest_would_from_another_process(
         assert chunk.terms == terms_string(text, rows.stemmer)
 
 
+def test_a_parquet_file_of_many_row_groups_reads_through_a_small_buffer(app, tmp_path, monkeypatch):
+    """Column chunks are read through a buffer, not each row group whole: files whose rows
+    cross row groups and buffer refills come back whole and in order."""
+    from citewell.ingest import chunk_files
+
+    monkeypatch.setattr(chunk_files, "READ_BUFFER", 256)
+    files = {f"policy-{n}.md": [f"{t} (clause {n})" for t in LEAVE + EXPENSES] for n in range(3)}
+    rows = _rows(app, files)
+    columns = {key: [r[key] for r in rows] for key in rows[0]}
+    matrix = np.asarray(columns.pop("vector"), dtype=np.float32)
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({**columns, "vector": vectors}), path, row_group_size=5)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    read = list(chunk_files.read_chunk_file(path))
+    assert [f.name for f in read] == list(files)
+    assert [[c.text for c in f.chunks] for f in read] == list(files.values())
+    assert np.allclose(np.stack([c.vector for f in read for c in f.chunks]), matrix)
+
+
 def test_bad_files_are_refused_with_what_to_do(app, tmp_path):
     service = _service(app)
     short = [{**r, "vector": r["vector"][:10]} for r in _rows(app, {"leave.md": LEAVE})]

@@ -27,6 +27,11 @@ import numpy as np
 from citewell.errors import InvalidInput
 
 PARQUET_BATCH = 16384  # rows read at a time
+# Column chunks read through a 1 MiB buffer rather than each row group whole: pyarrow and
+# pandas write row groups of up to a million rows, and a million-chunk file read whole took
+# 4-12 s of the kernel's time (fresh pages for 1.7 GB, zeroed) and 1.85 GB of memory,
+# against 0.3 s and 0.3 GB (docs/benchmarks/journal.md, "An import's own overheads").
+READ_BUFFER = 1 << 20
 REQUIRED = ("file", "text", "vector")
 
 
@@ -82,7 +87,7 @@ def _files(rows: Iterator[tuple[str, str, ImportedChunk]]) -> Iterator[ImportedF
 def _parquet_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
     import pyarrow.parquet as pq
 
-    reader = pq.ParquetFile(path)
+    reader = pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER)
     missing = [c for c in REQUIRED if c not in reader.schema_arrow.names]
     if missing:
         raise InvalidInput(f"{path.name} has no column {', '.join(missing)}; {_columns()}")

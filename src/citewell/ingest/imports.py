@@ -35,6 +35,7 @@ from citewell.embedders import embedding_tenant
 from citewell.errors import Conflict, InvalidInput
 from citewell.ingest.chunk_files import ImportedFile
 from citewell.ingest.chunk_rows import sha256
+from citewell.ingest.gc_pause import fewer_collections
 from citewell.ingest.terms_ahead import with_terms_ahead
 from citewell.ingest.text_writer import TextWriter
 from citewell.ingest.types import ChunkTarget
@@ -144,8 +145,8 @@ class ChunkImport:
                 progress(report)
 
         # closing: the terms' process, and the texts' (once every text is written)
-        with embedding_tenant(self.kb.owner_id), closing(groups), closing(self.texts), \
-                WriteBehind(written) as writes:  # fmt: skip
+        with fewer_collections(), embedding_tenant(self.kb.owner_id), closing(groups), \
+                closing(self.texts), WriteBehind(written) as writes:  # fmt: skip
             for batch in self._batches(groups, targets, report):  # each written as the next
                 writes.submit(partial(self._write, batch, targets, report, model))  # is made
         # Every file unchanged: nothing was written, and the indexes are as they were.
