@@ -351,7 +351,7 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=Path("/tmp/scifact"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/ten"))
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--kbs", type=int, default=100)
+    parser.add_argument("--kbs", type=int, default=100, help="parts and KBs, at least 3")
     parser.add_argument("--per-file", type=int, default=50, help="chunks of a copy a file")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--queries", type=int, default=200)
@@ -381,6 +381,8 @@ def main() -> None:
         "--writes-only", action="store_true", help="only the write rounds, on a built data dir"
     )
     args = parser.parse_args()
+    if args.kbs < 3:
+        parser.error("--kbs must be at least 3: searches are also timed in three KBs at once")
     args.work.mkdir(parents=True, exist_ok=True)
     args.pg, args.database_url = start_database(args) if args.pg_root else (None, "")
     try:
