@@ -183,6 +183,20 @@ def test_a_parquet_file_of_many_row_groups_reads_through_a_small_buffer(app, tmp
     assert np.allclose(np.stack([c.vector for f in read for c in f.chunks]), matrix)
 
 
+def test_a_parquet_row_without_text_is_named_by_its_place_in_the_file(tmp_path, monkeypatch):
+    from citewell.ingest import chunk_files
+
+    monkeypatch.setattr(chunk_files, "PARQUET_BATCH", 4)
+    texts = [f"clause {n}" for n in range(10)]
+    texts[6] = None
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(40, dtype=np.float32)), 4)
+    table = pa.table({"file": [f"f{n // 2}.md" for n in range(10)], "text": texts,
+                      "vector": vectors})  # fmt: skip
+    pq.write_table(table, tmp_path / "gap.parquet")
+    with pytest.raises(InvalidInput, match="Row 7 has no text"):
+        list(chunk_files.read_chunk_file(tmp_path / "gap.parquet"))
+
+
 def test_bad_files_are_refused_with_what_to_do(app, tmp_path):
     service = _service(app)
     short = [{**r, "vector": r["vector"][:10]} for r in _rows(app, {"leave.md": LEAVE})]
