@@ -104,21 +104,21 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
         names, texts = columns["file"], columns["text"]
         _check_rows(names, texts, before)
         pages = columns.get("page") or repeat(None)
-        headings = [tuple(h or ()) for h in columns["headings"]] if "headings" in columns else None
-        urls = [u or "" for u in columns["url"]] if "url" in columns else repeat("")
+        headings = [tuple(h or ()) for h in columns["headings"]] if "headings" in columns else []
+        urls = [u or "" for u in columns["url"]] if "url" in columns else []
         chunks = map(ImportedChunk, texts, vectors, pages, headings or repeat(()))
-        yield from zip(names, urls, chunks, strict=False)  # urls may repeat without end
+        yield from zip(names, urls or repeat(""), chunks, strict=False)  # repeat: no end
         before += batch.num_rows
 
 
 def _check_rows(names: list[Any], texts: list[Any], before: int) -> None:
     """Every row of a batch has a file name and a text (``before``: rows read before it)."""
-    if not all(isinstance(n, str) and n.strip() for n in names):
-        bad = next(i for i, n in enumerate(names) if not (isinstance(n, str) and n.strip()))
-        _name(names[bad], before + bad + 1)
-    if not all(isinstance(t, str) for t in texts):
-        bad = next(i for i, t in enumerate(texts) if not isinstance(t, str))
-        _text(texts[bad], before + bad + 1)
+    nameless = next((i for i, n in enumerate(names) if not (isinstance(n, str) and n.strip())), -1)
+    if nameless >= 0:
+        _name(names[nameless], before + nameless + 1)
+    textless = next((i for i, t in enumerate(texts) if not isinstance(t, str)), -1)
+    if textless >= 0:
+        _text(texts[textless], before + textless + 1)
 
 
 def _vectors(column: Any, name: str) -> np.ndarray:

@@ -208,7 +208,7 @@ class PostgresChunkStore:
         return int(found.chunks), int(found.version)
 
     def delete(self, where: ChunkFilter) -> int:
-        if where.kb_ids is None and where.file_ids is None:
+        if where == ChunkFilter():  # no restriction (a field added later restricts)
             raise StoreError("Refusing to delete without a filter.")
         condition, params = filter_sql(where)
         with self.engine.begin() as db:
@@ -325,7 +325,7 @@ class PostgresChunkStore:
         how a search should apply it: "all" (no filter), "most" (it keeps at least half
         the table), "few" (at most EXACT_ROWS rows and under half) or "some"."""
         rows, version = self._rows(db)
-        if where.kb_ids is None and where.file_ids is None:
+        if where == ChunkFilter():  # no restriction (a field added later restricts)
             return rows, rows, "all"
         kept = self._counts(where, rows, version)
         if rows and kept >= rows / 2:
@@ -367,7 +367,7 @@ class PostgresChunkStore:
             return [parse_vector(v) for v in rows]
 
     def count(self, where: ChunkFilter) -> int:
-        if where.kb_ids is None and where.file_ids is None:
+        if where == ChunkFilter():  # no restriction (a field added later restricts)
             # the statistics row, kept by every write: count(*) read the whole table, 20-40 s
             # at ten million rows, for each GET /api/v1/stats/store and citewell check
             return self._source.count_rows()
