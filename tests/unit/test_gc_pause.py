@@ -34,7 +34,10 @@ def test_it_is_undone_when_the_block_raises(unfrozen):
 
 def test_objects_another_part_froze_stay_frozen(unfrozen):
     gc.freeze()  # as a loaded copy does
+    made_after = [[] for _ in range(1000)]  # would be frozen too if the block froze again
     frozen = gc.get_freeze_count()
+    # The count is compared with <=, not ==: a frozen object another thread frees leaves it.
     with fewer_collections():
-        assert gc.get_freeze_count() == frozen
-    assert gc.get_freeze_count() == frozen
+        assert 0 < gc.get_freeze_count() <= frozen
+    assert 0 < gc.get_freeze_count() <= frozen
+    assert len(made_after) == 1000
