@@ -132,18 +132,63 @@ def test_the_vector_index_and_its_recall_are_reported_and_low_recall_is_repaired
     app.close()
 
 
+def test_rows_a_stopped_import_left_outside_the_indexes_are_reported_and_taken_in(
+    tmp_path, monkeypatch
+):
+    from citewell import Citewell, Settings
+    from citewell.auth.access import Access
+    from citewell.engine.scoped import Scoped
+    from citewell.services.ingest import IngestService
+
+    app = Citewell.from_settings(Settings.load(data_dir=tmp_path, vector_index_min_rows=1))
+    text = "Mallards eat duckweed."
+    vector = [float(x) for x in app.embedder.embed([text], "document")[0]]
+    path = tmp_path / "chunks.jsonl"
+    path.write_text(json.dumps({"file": "a.md", "text": text, "vector": vector}) + "\n")
+
+    def interrupted(self):
+        raise KeyboardInterrupt  # ^C once every row is written, before the indexes
+
+    with monkeypatch.context() as patched:
+        patched.setattr(type(app.ingestor.writer), "optimize", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            IngestService(Scoped(app, Access.everything())).import_chunks(path, "birds")
+    app.close()
+
+    def run(*args):
+        cmd = [sys.executable, "-m", "citewell", "--data-dir", str(tmp_path), "check", *args]
+        env = {**os.environ, "CITEWELL_VECTOR_INDEX_MIN_ROWS": "1"}
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=300, env=env, check=False
+        )
+
+    found = run()
+    assert found.returncode == 1, found.stderr
+    assert "chunks: 1, vector search: none" in found.stdout
+    assert "indexes behind: 1 rows are outside the indexes" in found.stdout
+    repaired = run("--repair")
+    assert "repaired: took 1 rows into the chunk indexes they lacked" in repaired.stdout
+    clean = run("--json")
+    assert clean.returncode == 0, clean.stdout
+    health = json.loads(clean.stdout)["index"]
+    assert (health["vector_index"], health["rows_behind"]) == ("IvfSq", 0)
+
+
 def test_check_says_what_memory_a_copy_of_a_big_table_takes(filled):
     filled.close()
 
-    def run(**env):
+    def run(*args, **env):
         data = str(filled.settings.storage.data_dir)
-        cmd = [sys.executable, "-m", "citewell", "--data-dir", data, "check"]
+        cmd = [sys.executable, "-m", "citewell", "--data-dir", data, "check", *args]
         environment = {**os.environ, "CITEWELL_VECTOR_INDEX_MIN_ROWS": "2", **env}
         return subprocess.run(
             cmd, capture_output=True, text=True, timeout=300, check=False, env=environment
         )
 
     # Two chunks past a threshold of two: a "big" table, with no memory allowed for a copy.
+    # Written under the default threshold, it has no vector index yet: --repair trains it.
+    repaired = run("--repair", CITEWELL_TABLE_COPY_MB="0")
+    assert "repaired: took 2 rows into the chunk indexes" in repaired.stdout, repaired.stdout
     without = run(CITEWELL_TABLE_COPY_MB="0")
     assert without.returncode == 0, without.stderr
     assert re.search(

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from citewell import Citewell, Settings
 from citewell.auth.access import Access
 from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
@@ -78,15 +79,52 @@ def test_a_second_import_leaves_unchanged_files_and_replaces_changed_ones(
     monkeypatch.setattr(writer, "optimize", lambda self: optimized.append(optimize(self)))
     again = service.import_chunks(same, "hr", lambda r: written.append(r.chunks_stored))
     assert (again.files_unchanged, again.chunks_stored) == (1, 0)
-    assert written == [] and optimized == []  # nothing to write: no batch, indexes as they were
+    # Nothing to write: no batch; the upkeep only looks for rows a stopped import left out.
+    assert written == [] and optimized == [None]
     changed = ["Parental leave lasts twenty weeks at full pay."]
     other = _jsonl(tmp_path / "c.jsonl", _rows(app, {"leave.md": changed}))
     report = service.import_chunks(other, "hr", lambda r: written.append(r.chunks_stored))
     assert (report.files_replaced, report.chunks_stored) == (1, 1)
-    assert written == [1] and len(optimized) == 1
+    assert written == [1] and len(optimized) == 2
     texts = [r.chunk.text for r in app.search("parental leave weeks", ["hr"], k=10)]
     assert texts == changed  # the old text's chunks are gone
     assert app.store.count(ChunkFilter()) == 1
+
+
+@pytest.fixture
+def indexed_app(tmp_path, onnx_embedder):
+    """An app whose table wants a vector index from its first row (as at 50,000 by default)."""
+    settings = Settings.load(data_dir=tmp_path / "indexed", vector_index_min_rows=1)
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    yield app
+    app.close()
+
+
+def test_an_import_stopped_before_its_indexes_is_finished_by_running_it_again(
+    indexed_app, tmp_path, monkeypatch
+):
+    app = indexed_app
+    path = _jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE, "expenses.md": EXPENSES}))
+    writer = type(app.ingestor.writer)
+
+    def interrupted(self):
+        raise KeyboardInterrupt  # ^C once every row is written, before the indexes
+
+    with monkeypatch.context() as patched:
+        patched.setattr(writer, "optimize", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _service(app).import_chunks(path, "hr")
+    stopped = app.check(recall_samples=0)
+    assert stopped.index is not None and stopped.index.vector_index == "none"
+    assert stopped.index.rows_behind == 4
+    assert stopped.indexes_behind and stopped.problems == 1
+    again = _service(app).import_chunks(path, "hr")
+    assert (again.files_unchanged, again.chunks_stored) == (2, 0)
+    finished = app.check(recall_samples=0)
+    assert finished.index is not None and finished.index.vector_index == "IvfSq"
+    assert finished.index.rows_behind == 0 and finished.problems == 0
+    (best, *_) = app.search("how long is parental leave", ["hr"])
+    assert best.chunk.text == LEAVE[0] and best.bm25_score
 
 
 def test_the_same_text_under_two_names_is_stored_once(app, tmp_path):

@@ -298,6 +298,12 @@ def _print_check(report: Any) -> None:
         click.echo(_index_line(report.index))
     if report.low_recall:
         click.echo("low recall: the vector index misses too many neighbours (--repair retrains)")
+    if report.indexes_behind:
+        click.echo(
+            f"indexes behind: {report.index.rows_behind:,} rows are outside the indexes that "
+            "should hold them, so searches scan them one by one (writes still under way, or "
+            "a write or import stopped before it built its indexes; --repair builds them)"
+        )
     for line in report.repairs:
         click.echo(f"repaired: {line}")
     if not report.problems:

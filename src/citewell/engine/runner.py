@@ -101,7 +101,10 @@ class JobRunner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._heartbeat: threading.Thread | None = None
-        self._since_optimize = 0  # batches run since the store was last compacted
+        # Batches run since the store was last compacted; 1 at start, so the first idle tick
+        # takes in rows a write stopped before its upkeep (a killed server) left outside the
+        # indexes: nothing else would before the next write.
+        self._since_optimize = 1
         # The claims held (the running one, and the next one while it is taken ahead): their
         # job ids by claim token; replaced whole, never changed in place.
         self._held: dict[str, tuple[str, ...]] = {}

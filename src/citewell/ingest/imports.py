@@ -149,10 +149,11 @@ class ChunkImport:
                 closing(self.texts), WriteBehind(written) as writes:  # fmt: skip
             for batch in self._batches(groups, targets, report):  # each written as the next
                 writes.submit(partial(self._write, batch, targets, report, model))  # is made
-        # Every file unchanged: nothing was written, and the indexes are as they were.
-        if report.files_imported or report.files_replaced:
-            with ingestor.lock:
-                ingestor.writer.optimize()
+        # Also when every file was unchanged: an earlier import of them stopped before this
+        # step (killed, or ^C) left its rows outside the indexes, and nothing else takes
+        # them in before the next write. With nothing due it costs 0.02 s at 80,000 rows.
+        with ingestor.lock:
+            ingestor.writer.optimize()
         report.seconds = time.perf_counter() - began
         return report
 

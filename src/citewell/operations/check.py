@@ -62,9 +62,15 @@ class CheckReport:
         return recall is not None and recall < RECALL_FLOOR
 
     @property
+    def indexes_behind(self) -> bool:
+        """Rows outside an index they should be in (a write stopped before its upkeep)."""
+        return self.index is not None and self.index.rows_behind > 0
+
+    @property
     def problems(self) -> int:
         return (
             int(self.low_recall)
+            + int(self.indexes_behind)
             + len(self.orphan_chunks)
             + len(self.missing_chunks)
             + len(self.orphan_stored)
@@ -175,8 +181,17 @@ class ConsistencyCheck:
                 report.repairs.append(self._reindex(file_id))
         if report.low_recall and rebuild_vector_index(self.store):
             report.repairs.append("trained the vector index anew")
-        if report.repairs:
+        if report.repairs or report.indexes_behind:
             self.ingestor.writer.optimize()
+        if report.indexes_behind and report.index is not None:
+            report.repairs.append(self._taken_in(report.index.rows_behind))
+
+    def _taken_in(self, behind: int) -> str:
+        after = index_health(self.store, 0)
+        left = after.rows_behind if after is not None else 0
+        done = f"took {behind - left:,} rows into the chunk indexes they lacked"
+        # A vector training that failed is tried again a while later, not at once.
+        return done + (f"; {left:,} are left for the next training" if left else "")
 
     def _reindex(self, file_id: str) -> str:
         record = self.catalog.get_file(file_id)

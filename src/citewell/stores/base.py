@@ -206,6 +206,9 @@ class IndexHealth:
     partitions: int = 0
     training_rows: int = 0  # rows a training under way in the background trains on
     unindexed_rows: int = 0
+    # Rows an index should hold by now and lacks: a write stopped before its upkeep
+    # (``citewell check --repair`` folds them in).
+    rows_behind: int = 0
     segments: dict[str, int] = field(default_factory=dict)
     recall_at_50: float | None = None  # ANN against exact search, on sampled stored vectors
     recall_samples: int = 0

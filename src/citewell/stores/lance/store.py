@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from citewell.errors import StoreError
 from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.ann import ann_query
 from citewell.stores.lance.journal import ChangeJournal
 from citewell.stores.lance.kb_snapshots import LanceKbSource
 from citewell.stores.lance.reads import LanceSnapshotSource, RowAddresses, scope_terms
@@ -29,7 +30,7 @@ from citewell.stores.lance.search_table import (
     SearchTable,
 )
 from citewell.stores.lance.tables import connect, quote, schema, where_sql
-from citewell.stores.lance.upkeep import TableUpkeep, ann_query, prewarm
+from citewell.stores.lance.upkeep import TableUpkeep, prewarm
 from citewell.stores.lance.writes import (
     FOLD_KEYS_AFTER_ROWS,
     add_or_merge,

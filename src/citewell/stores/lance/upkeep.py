@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import os
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,7 @@ from typing import Any
 
 from citewell.stores.base import IndexHealth
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance.ann import measured_recall
 from citewell.stores.lance.old_versions import OldVersions
 from citewell.stores.lance.scratch import BuildScratch
 from citewell.stores.lance.training import BackgroundTraining, TrainingRun
@@ -345,8 +345,10 @@ class TableUpkeep:
         rows = self.table.count_rows()
         layout = self.vector_layout()
         indexes = self._refresh()
+        behind = self.rows_behind(rows, indexes)
         if layout is None:
-            return IndexHealth(rows, "exact (in memory)" if rows < self.policy.min_rows else "none")
+            kind = "exact (in memory)" if rows < self.policy.min_rows else "none"
+            return IndexHealth(rows, kind, rows_behind=behind)
         vector = next(i for i in indexes if i.columns[0] == "vector")
         training = self._training.running
         return IndexHealth(
@@ -356,37 +358,34 @@ class TableUpkeep:
             partitions=layout[1],
             training_rows=0 if training is None else training.rows,
             unindexed_rows=max(i.num_unindexed_rows for i in indexes),
+            rows_behind=behind,
             segments={i.columns[0]: i.num_segments or 1 for i in indexes},
-            recall_at_50=self.recall(samples, rows) if samples else None,
+            recall_at_50=measured_recall(self.table, self.policy, samples, rows)
+            if samples
+            else None,
             recall_samples=samples,
         )
 
-    def recall(self, samples: int, rows: int) -> float:
-        """Mean share of the exact top 50 that the ANN search finds, with stored vectors of
-        evenly spread rows as the queries."""
-        offsets = [int(i * rows / samples) for i in range(samples)]
-        data = self.table.take_offsets(offsets).select(["vector"]).to_arrow()
-        found = []
-        for vector in data["vector"].to_pylist():
-            ann = ann_query(self.table, self.policy, vector, rows).limit(50).to_list()
-            exact = self.table.search(vector).distance_type("cosine").bypass_vector_index()
-            truth = {r["id"] for r in exact.select(["id", "_distance"]).limit(50).to_list()}
-            found.append(len({r["id"] for r in ann} & truth) / max(1, len(truth)))
-        return round(statistics.mean(found), 3)
-
-
-def ann_query(
-    table: Any, policy: VectorIndexPolicy, vector: Any, rows: int, matching: int | None = None
-) -> Any:
-    """An index search among ``matching`` of the table's ``rows`` rows (all of them when
-    None), probing as many partitions as that share needs."""
-    nprobes = policy.nprobes(rows, rows if matching is None else matching)
-    return (
-        table.search(list(vector), vector_column_name="vector")
-        .distance_type("cosine")
-        .nprobes(nprobes)
-        .select(["id", "_distance"])
-    )
+    def rows_behind(self, rows: int, indexes: list[Any]) -> int:
+        """Rows outside an index that ``after_writes`` would have taken them into by now: a
+        write or import stopped before its closing upkeep (killed, or interrupted) leaves
+        them, and only the next write's upkeep would fold them in; searches scan them
+        without an index meanwhile (every row, when the vector index was never trained)."""
+        if not rows:
+            return 0
+        have = {index.columns[0] for index in indexes}
+        wanted = {*SCALAR_INDEXES, "terms"}
+        if rows >= self.policy.min_rows:
+            wanted.add("vector")
+        if wanted - have:
+            return rows
+        training = self._training.running is not None
+        due = [
+            int(index.num_unindexed_rows)
+            for index in indexes
+            if self._delta_due(index) and not (training and index.columns[0] == "vector")
+        ]
+        return max(due, default=0)
 
 
 def prewarm(table: Any) -> None:
