@@ -168,6 +168,27 @@ def test_a_worker_taking_over_clears_the_uploads_a_killed_worker_left_behind(app
     assert app.check().orphan_staged == []
 
 
+def test_a_worker_starting_takes_in_rows_a_killed_one_left_outside_the_indexes(
+    tmp_path, onnx_embedder
+):
+    settings = Settings.load(data_dir=tmp_path / "data", vector_index_min_rows=1)
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    try:
+        app.create_kb("birds")
+        app.enqueue_uploads("birds", [DUCKS, GEESE])
+        busy = runner(app)
+        busy._since_optimize = 0  # as a worker long up, its upkeep 8 claims away
+        assert busy.run_once()  # then killed before that upkeep
+        behind = app.check(recall_samples=0).index
+        assert behind is not None and behind.vector_index == "none" and behind.rows_behind == 2
+        assert runner(app).run_once() is False  # a new worker, nothing queued: its first tick
+        healed = app.check(recall_samples=0)
+        assert healed.index is not None and healed.index.vector_index == "IvfSq"
+        assert healed.problems == 0
+    finally:
+        app.close()
+
+
 def test_jobs_of_a_worker_on_another_host_resume_when_its_lease_passes(tmp_path, onnx_embedder):
     settings = Settings.load(data_dir=tmp_path / "data", job_lease_seconds=3.0)
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
