@@ -49,6 +49,7 @@ def test_admins_see_rows_index_and_kb_copies(world):
         assert body["index"]["vector_index"] not in ("none", "exact (in memory)")
         assert body["index"]["trained_rows"] > 0
         assert body["index"]["training_rows"] == 0  # no training under way in the background
+        assert body["index"]["rows_behind"] == 0  # the upload's upkeep took its rows in
     else:  # CI's second pass of this tier keeps everything in PostgreSQL
         assert body["index"]["vector_index"] == "pgvector HNSW (cosine)"
     copies = body["kb_copies"]  # either store keeps copies of single small KBs
