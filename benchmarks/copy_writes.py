@@ -78,6 +78,34 @@ def found_everywhere(
     return time.perf_counter() - began
 
 
+def fresh_tokens(count: int) -> range:
+    """Upload numbers that no earlier run against the same data dir used."""
+    first = int(time.time()) % 100_000 * 100
+    return range(first, first + count)
+
+
+def timed_uploads(
+    client: httpx.Client, numbers: range, workers: int, paragraphs: int, kb: str = KB
+) -> dict[str, Any]:
+    """A file uploaded through the API for each of ``numbers`` (its text carries the token
+    ``zqupload<n>``), each followed by searches on new connections until ``workers`` in a
+    row find it: the seconds each upload took, and until every worker found it."""
+    spent, visible, chunks = [], [], None
+    base = str(client.base_url).rstrip("/")
+    for n in numbers:
+        files = {"file": (f"upload-{time.time_ns()}.md", document(n, paragraphs))}
+        began = time.perf_counter()
+        made = client.post(f"/api/v1/knowledge/{kb}/files", files=files)
+        made.raise_for_status()
+        spent.append(round(time.perf_counter() - began, 2))
+        chunks = made.json().get("chunks_embedded")
+        found = found_everywhere(f"zqupload{n:04d}", workers, base=base, kb=kb)
+        visible.append(round(found, 2))
+    median = round(statistics.median(spent), 2) if spent else None
+    return {"chunks_an_upload": chunks, "upload_s": spent, "upload_s_median": median,
+            "found_everywhere_s": visible}  # fmt: skip
+
+
 def with_copy(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
     options = ("--workers", str(args.workers))
     server = start_server(args.work / "data", PORT, {}, options, args.work / "server.log")
@@ -87,16 +115,7 @@ def with_copy(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
                 states = copies_ready(client, args.workers, args.wait)
             search_times(client, queries, args.queries)  # the query embeddings cached
             before = search_times(client, queries, args.queries)
-            uploads, visible = [], []
-            for n in range(args.uploads):
-                start = time.perf_counter()
-                text = document(n, args.paragraphs)
-                files = {"file": (f"upload-{time.time_ns()}.md", text)}
-                made = client.post(f"/api/v1/knowledge/{KB}/files", files=files)
-                made.raise_for_status()
-                uploads.append(time.perf_counter() - start)
-                visible.append(found_everywhere(f"zqupload{n:04d}", args.workers))
-            chunks = made.json().get("chunks_embedded")
+            uploaded = timed_uploads(client, range(args.uploads), args.workers, args.paragraphs)
             after = search_times(client, queries, args.queries)
             copy = client.get("/api/v1/stats/store").json()["table_copy"]
     finally:
@@ -104,9 +123,7 @@ def with_copy(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
     restart = restarted(args, queries)
     return {
         "copy_states_seen": states, "searches_on_copy": before,
-        "chunks_an_upload": chunks,
-        "upload_s_median": round(statistics.median(uploads), 2),
-        "found_everywhere_s": [round(v, 2) for v in visible],
+        **uploaded,
         "searches_on_copy_with_changes": after,
         "copy_after": {k: copy[k] for k in ("current", "rows", "changed_rows", "state")},
         "after_sigkill": restart,

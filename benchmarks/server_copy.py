@@ -44,7 +44,7 @@ import httpx
 from sqlalchemy import text
 
 from benchmarks.copy_layout import quality
-from benchmarks.copy_writes import document, found_everywhere
+from benchmarks.copy_writes import fresh_tokens, timed_uploads
 from benchmarks.postgres_million import server, server_memory_mib
 from benchmarks.shared_copy import KB, memory_mb, source_rows, write_parquet
 from citewell.db.engine import url_engine
@@ -222,24 +222,6 @@ def in_turns(clients: dict[str, httpx.Client], queries: list[str], kb: str) -> d
     return result
 
 
-def uploads(client: httpx.Client, args: argparse.Namespace) -> dict[str, Any]:
-    """``--uploads`` files through the API (``wait=true``, embedded here), each followed by
-    searches on new connections until every worker in a row finds its token: seconds."""
-    spent, visible = [], []
-    first = int(time.time()) % 100_000 * 100  # texts (and tokens) no earlier run uploaded
-    for n in range(first, first + args.uploads):
-        files = {"file": (f"upload-{time.time_ns()}.md", document(n, args.paragraphs))}
-        began = time.perf_counter()
-        made = client.post(f"/api/v1/knowledge/{KB}/files", files=files)
-        made.raise_for_status()
-        spent.append(time.perf_counter() - began)
-        base = str(client.base_url).rstrip("/")
-        visible.append(round(found_everywhere(f"zqupload{n:04d}", args.workers, base=base), 2))
-    return {"chunks_an_upload": made.json().get("chunks_embedded"),
-            "upload_s_median": round(statistics.median(spent), 2),
-            "found_everywhere_s": visible}  # fmt: skip
-
-
 def disk_mb(args: argparse.Namespace, pg: EmbeddedPostgres) -> dict[str, int]:
     def du(path: Path) -> int:
         done = subprocess.run(["du", "-sm", str(path)], check=False, capture_output=True, text=True)
@@ -274,7 +256,10 @@ def measure(args: argparse.Namespace, pg: EmbeddedPostgres, queries: list[str]) 
         result: dict[str, Any] = {"copies_current_s": ready_s}
         for kb in (KB, ONE_KB):
             result[f"kb_{kb}"] = in_turns(clients, queries[: args.queries], kb)
-        result["uploads"] = {n: uploads(c, args) for n, c in clients.items()}
+        result["uploads"] = {
+            name: timed_uploads(c, fresh_tokens(args.uploads), args.workers, args.paragraphs)
+            for name, c in clients.items()
+        }
         stats = {n: c.get("/api/v1/stats/store").json() for n, c in clients.items()}
         result["copies"] = {n: s["table_copy"] for n, s in stats.items()}
         result["kb_copies"] = {n: s["kb_copies"] for n, s in stats.items()}  # one worker's

@@ -73,7 +73,7 @@ import httpx
 import numpy as np
 
 from benchmarks.copy_layout import quality
-from benchmarks.copy_writes import document, found_everywhere
+from benchmarks.copy_writes import fresh_tokens, timed_uploads
 from benchmarks.postgres_million import server, server_memory_mib
 from benchmarks.shared_copy import mapped_files_mb, memory_mb, source_rows, write_parquet
 from citewell.testing.served import kill, start_server
@@ -254,23 +254,6 @@ def make_copy(data: Path, table_copy_mb: int, database_url: str = "") -> dict[st
     return {"copy_made_s": round(spent, 1), "copy_making_peak_rss_mb": peak}
 
 
-def uploads(client: httpx.Client, count: int, workers: int) -> dict[str, Any]:
-    """``count`` files uploaded into KB ``kb-00`` through the API (embedded by the server),
-    each followed by searches on new connections until ``workers`` in a row find its token:
-    the seconds each upload took, and until it was found everywhere."""
-    spent, visible = [], []
-    first = int(time.time()) % 100_000 * 100  # texts (and tokens) no earlier run uploaded
-    for n in range(first, first + count):
-        files = {"file": (f"upload-{time.time_ns()}.md", document(n, 400))}
-        began = time.perf_counter()
-        client.post(f"/api/v1/knowledge/{kb_name(0)}/files", files=files).raise_for_status()
-        spent.append(round(time.perf_counter() - began, 2))
-        base = str(client.base_url).rstrip("/")
-        found = found_everywhere(f"zqupload{n:04d}", workers, base=base, kb=kb_name(0))
-        visible.append(round(found, 2))
-    return {"upload_s": spent, "found_everywhere_s": visible}
-
-
 def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
     data = args.work / "data"
     made = make_copy(data, args.table_copy_mb, args.database_url)
@@ -286,7 +269,9 @@ def measure(args: argparse.Namespace, queries: list[str]) -> dict[str, Any]:
             search_everywhere(timed, args.kbs, args.workers, args.seed)  # untimed
             found = search_times(client, timed, args.kbs, args.seed + 1)
             if args.uploads:
-                found["uploads"] = uploads(client, args.uploads, args.workers)
+                found["uploads"] = timed_uploads(
+                    client, fresh_tokens(args.uploads), args.workers, 400, kb_name(0)
+                )
             copy = client.get("/api/v1/stats/store").json()["table_copy"]
         memory = {**memory_mb(server.pid), "mapped_files_pss_mb": mapped_files_mb(server.pid)}
         if args.database_url:  # while the server's connections are still open
