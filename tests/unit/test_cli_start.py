@@ -39,6 +39,23 @@ def test_version_runs_without_the_engine():
     assert not [m for m in _loaded(code) if m.startswith(("citewell.engine", "citewell.answer"))]
 
 
+def test_help_imports_every_command_module_and_nothing_heavy():
+    # --help imports each command's module for its summary: one module's top-level import
+    # of the database or the engine made it take 1.3-2.2 s instead of 0.1.
+    for args in (["--help"], ["config", "--help"], ["user", "--help"], ["key", "--help"]):
+        code = (
+            "import sys, json\nfrom click.testing import CliRunner\n"
+            "from citewell.cli import main\n"
+            f"assert CliRunner().invoke(main, {args!r}).exit_code == 0\n"
+            "print(json.dumps(sorted(sys.modules)))"
+        )
+        loaded = _loaded(code)
+        heavy = [m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+        assert heavy == [], (args, heavy)
+        if args == ["--help"]:  # every command's module, for its summary
+            assert {"citewell.cli.auth", "citewell.cli.config"} <= set(loaded)
+
+
 def test_every_command_is_listed_and_imports():
     listed = CliRunner().invoke(main, ["--help"]).output
     for name in [*COMMANDS, "search", "ask"]:

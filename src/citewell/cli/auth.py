@@ -8,25 +8,36 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import click
 
-from citewell.app.database import AccountDatabase, account_database
-from citewell.auth import AuthStore
-from citewell.config import Settings
 from citewell.errors import CitewellError
-from citewell.services.accounts import AccountService
-from citewell.services.local import kb_of, local_accounts, local_kb_sharing
+
+if TYPE_CHECKING:  # imported when a command runs: `citewell --help` imports this module
+    from citewell.app.database import AccountDatabase
+    from citewell.auth import AuthStore
+    from citewell.config import Settings
+    from citewell.services.accounts import AccountService
+
+
+def _settings() -> Settings:
+    from citewell.config import Settings
+
+    root = click.get_current_context().find_root()
+    return Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
 
 
 def _database() -> AccountDatabase:
-    root = click.get_current_context().find_root()
-    settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
-    return account_database(settings)
+    from citewell.app.database import account_database
+
+    return account_database(_settings())
 
 
 def _accounts() -> AccountService:
     """As the local operator: an admin, recorded as 'local' in the audit trail."""
+    from citewell.services.local import local_accounts
+
     return local_accounts(_database())
 
 
@@ -133,6 +144,8 @@ def key() -> None:
 @click.option("--read-only", is_flag=True, help="The key may search and chat, not change.")
 def key_create(owner: str, name: str, kbs: tuple[str, ...], read_only: bool) -> None:
     """Print a new key once; only its hash is kept."""
+    from citewell.services.local import kb_of, local_accounts
+
     with _errors():
         database = _database()
         kb_ids = [kb_of(database, k).id for k in kbs]
@@ -173,6 +186,8 @@ def share(kb: str, principal: str, write: bool, revoke: bool) -> None:
     """Let PRINCIPAL ('user:NAME', 'group:NAME' or 'public') read (or --write) KB.
 
     KBs made from the command line have no owner, so only admins see them until shared."""
+    from citewell.services.local import kb_of, local_kb_sharing
+
     with _errors():
         database = _database()
         target, sharing = kb_of(database, kb), local_kb_sharing(database)
@@ -227,11 +242,11 @@ def identity_sync() -> None:
     """Look every LDAP user up in the directory again now: those gone (or filtered out) are
     disabled, which stops their API keys; the others' groups and role follow the directory.
     The server does this every ldap_sync_minutes by itself."""
+    from citewell.app.database import account_database
     from citewell.auth.identity.methods import identity_methods
     from citewell.auth.identity.sync import sync_directory
 
-    root = click.get_current_context().find_root()
-    settings = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
+    settings = _settings()
     if not settings.identity.ldap_url:
         raise click.ClickException("No directory is set up (ldap_url); nothing to check.")
     with _errors():

@@ -7,20 +7,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from citewell.app.assemble import live_settings_alone
-from citewell.auth.access import Access
-from citewell.config import Settings, configuration_markdown
 from citewell.errors import CitewellError
-from citewell.services.settings import SettingsService
+
+if TYPE_CHECKING:  # imported when a command runs: `citewell --help` imports this module
+    from citewell.services.settings import SettingsService
 
 
 @contextmanager
 def _settings() -> Iterator[SettingsService]:
     """The settings service on the data dir's database, as its operator (an admin)."""
+    from citewell.app.assemble import live_settings_alone
+    from citewell.auth.access import Access
+    from citewell.config import Settings
+    from citewell.services.settings import SettingsService
+
     root = click.get_current_context().find_root()
     try:
         start = Settings.load(root.params.get("config"), data_dir=root.params.get("data_dir"))
@@ -47,6 +51,8 @@ def config(ctx: click.Context, markdown: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     if markdown:
+        from citewell.config import configuration_markdown
+
         click.echo(configuration_markdown(), nl=False)
         return
     with _settings() as service:
