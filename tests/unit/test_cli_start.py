@@ -42,18 +42,17 @@ def test_version_runs_without_the_engine():
 def test_help_imports_every_command_module_and_nothing_heavy():
     # --help imports each command's module for its summary: one module's top-level import
     # of the database or the engine made it take 1.3-2.2 s instead of 0.1.
-    for args in (["--help"], ["config", "--help"], ["user", "--help"], ["key", "--help"]):
-        code = (
-            "import sys, json\nfrom click.testing import CliRunner\n"
-            "from citewell.cli import main\n"
-            f"assert CliRunner().invoke(main, {args!r}).exit_code == 0\n"
-            "print(json.dumps(sorted(sys.modules)))"
-        )
-        loaded = _loaded(code)
-        heavy = [m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
-        assert heavy == [], (args, heavy)
-        if args == ["--help"]:  # every command's module, for its summary
-            assert {"citewell.cli.auth", "citewell.cli.config"} <= set(loaded)
+    helps = [["--help"]] + [[name, "--help"] for name in [*COMMANDS, "search", "ask"]]
+    code = (
+        "import sys, json\nfrom click.testing import CliRunner\nfrom citewell.cli import main\n"
+        f"for args in {helps!r}:\n"
+        "    assert CliRunner().invoke(main, args).exit_code == 0, args\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    loaded = _loaded(code)
+    heavy = [m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+    assert heavy == [], heavy
+    assert {"citewell.cli.auth", "citewell.cli.config", "citewell.cli.server"} <= set(loaded)
 
 
 def test_every_command_is_listed_and_imports():
