@@ -3,7 +3,9 @@ steps driven one batch at a time (run_once) so each state can be looked at."""
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -185,6 +187,43 @@ def test_a_worker_starting_takes_in_rows_a_killed_one_left_outside_the_indexes(
         healed = app.check(recall_samples=0)
         assert healed.index is not None and healed.index.vector_index == "IvfSq"
         assert healed.problems == 0
+    finally:
+        app.close()
+
+
+def test_rows_written_while_the_vector_index_trained_are_taken_in_once_it_ends(
+    tmp_path, onnx_embedder, monkeypatch
+):
+    settings = Settings.load(data_dir=tmp_path / "data", vector_index_min_rows=1)
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    try:
+        upkeep = app.store._upkeep
+        upkeep.policy = replace(upkeep.policy, vector_delta_rows=1)  # a row left out is due
+        app.create_kb("birds")
+        app.enqueue_uploads("birds", [DUCKS])
+        work = runner(app)
+        assert work.run_once() and not work.run_once()  # idle: the first index, trained here
+        gate, build = threading.Event(), upkeep._build_vectors
+
+        def held(*args, **kwargs):
+            assert gate.wait(60)
+            build(*args, **kwargs)
+
+        monkeypatch.setattr(upkeep, "_build_vectors", held)
+        app.enqueue_uploads("birds", [GEESE])
+        assert work.run_once() and not work.run_once()  # twice the rows: trained anew, held
+        assert not app.wait_for_index_training(0)
+        app.enqueue_uploads("birds", [("herons.md", b"# Herons\n\nGrey herons stalk fish.")])
+        assert work.run_once()  # written while the training runs
+        assert not work.run_once()  # idle: an upkeep, but the vector index is being replaced
+        gate.set()
+        assert app.wait_for_index_training(60)
+        behind = app.check(recall_samples=0).index
+        assert behind is not None and behind.rows_behind == 1  # the heron's chunk
+        assert not work.run_once()  # the first idle tick since the training ended
+        after = app.check(recall_samples=0).index
+        assert after is not None and after.rows_behind == 0
+        assert after.segments["vector"] == 2  # the new index, and a delta with the heron
     finally:
         app.close()
 

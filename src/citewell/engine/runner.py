@@ -105,6 +105,7 @@ class JobRunner:
         # takes in rows a write stopped before its upkeep (a killed server) left outside the
         # indexes: nothing else would before the next write.
         self._since_optimize = 1
+        self._training = False  # the last upkeep left a vector training running
         # The claims held (the running one, and the next one while it is taken ahead): their
         # job ids by claim token; replaced whole, never changed in place.
         self._held: dict[str, tuple[str, ...]] = {}
@@ -228,12 +229,7 @@ class JobRunner:
             for taken in claims:
                 self._let_go(taken.token)
         claimed = [job for taken in claims for job in taken.jobs]
-        if claimed:
-            self._since_optimize += 1
-        if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
-            with self.ingestor.lock:
-                self.ingestor.writer.optimize()
-            self._since_optimize = 0
+        self._upkeep(bool(claimed))
         if self.spaces is not None and not any(job.operation == "reembed" for job in claimed):
             self.spaces.finish()
             if not claimed:
@@ -241,6 +237,24 @@ class JobRunner:
         if self.rechunker is not None and not claimed:
             self.rechunker.retire_all()
         return bool(claimed)
+
+    def _upkeep(self, claimed: bool) -> None:
+        """Compact the store and fold new rows into its indexes every OPTIMIZE_EVERY
+        batches and when the queue runs dry. A training of the vector index that this left
+        running in the background commits an index of the rows up to its start; the rows
+        written meanwhile are taken in by the first upkeep after it ends, which an idle
+        tick runs (else they waited for the next upload, searched one by one)."""
+        writer = self.ingestor.writer
+        if self._training and writer.wait_for_training(0):
+            self._training = False
+            self._since_optimize = max(self._since_optimize, 1)
+        if claimed:
+            self._since_optimize += 1
+        if self._since_optimize and (not claimed or self._since_optimize >= OPTIMIZE_EVERY):
+            with self.ingestor.lock:
+                writer.optimize()
+            self._since_optimize = 0
+            self._training = not writer.wait_for_training(0)
 
     def _next_claim(self, operations: tuple[str, ...]) -> Claim:
         """The claim taken ahead, if any (ready or nearly), else one taken now."""
