@@ -217,10 +217,38 @@ def test_rows_written_while_the_vector_index_trained_are_taken_in_once_it_ends(
         assert work.run_once()  # written while the training runs
         assert not work.run_once()  # idle: an upkeep, but the vector index is being replaced
         gate.set()
-        assert app.wait_for_index_training(60)
+        assert app.store.wait_for_training(60)
         behind = app.check(recall_samples=0).index
         assert behind is not None and behind.rows_behind == 1  # the heron's chunk
         assert not work.run_once()  # the first idle tick since the training ended
+        after = app.check(recall_samples=0).index
+        assert after is not None and after.rows_behind == 0
+        assert after.segments["vector"] == 2  # the new index, and a delta with the heron
+    finally:
+        app.close()
+
+
+def test_a_command_waiting_for_a_training_takes_in_the_rows_written_meanwhile(
+    tmp_path, onnx_embedder, monkeypatch
+):
+    settings = Settings.load(data_dir=tmp_path / "data", vector_index_min_rows=1)
+    app = Citewell.from_settings(settings, embedder=onnx_embedder)
+    try:
+        upkeep = app.store._upkeep
+        upkeep.policy = replace(upkeep.policy, vector_delta_rows=1)  # a row left out is due
+        app.ingest_texts([(DUCKS[0], DUCKS[1].decode())], "birds")  # the first index
+        gate, build = threading.Event(), upkeep._build_vectors
+
+        def held(*args, **kwargs):
+            assert gate.wait(60)
+            build(*args, **kwargs)
+
+        monkeypatch.setattr(upkeep, "_build_vectors", held)
+        app.ingest_texts([(GEESE[0], GEESE[1].decode())], "birds")  # doubled: trained anew
+        app.ingest_texts([("herons.md", "# Herons\n\nGrey herons stalk fish.")], "birds")
+        assert not app.wait_for_index_training(0)  # as `citewell ingest` asks before exiting
+        gate.set()
+        assert app.wait_for_index_training(60)
         after = app.check(recall_samples=0).index
         assert after is not None and after.rows_behind == 0
         assert after.segments["vector"] == 2  # the new index, and a delta with the heron
