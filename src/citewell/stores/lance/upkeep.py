@@ -351,6 +351,7 @@ class TableUpkeep:
             return IndexHealth(rows, kind, rows_behind=behind)
         vector = next(i for i in indexes if i.columns[0] == "vector")
         training = self._training.running
+        recall = measured_recall(self.table, self.policy, samples, rows) if samples else None
         return IndexHealth(
             rows=rows,
             vector_index=str(vector.index_type),
@@ -360,17 +361,16 @@ class TableUpkeep:
             unindexed_rows=max(i.num_unindexed_rows for i in indexes),
             rows_behind=behind,
             segments={i.columns[0]: i.num_segments or 1 for i in indexes},
-            recall_at_50=measured_recall(self.table, self.policy, samples, rows)
-            if samples
-            else None,
+            recall_at_50=recall,
             recall_samples=samples,
         )
 
     def rows_behind(self, rows: int, indexes: list[Any]) -> int:
-        """Rows outside an index that ``after_writes`` would have taken them into by now: a
-        write or import stopped before its closing upkeep (killed, or interrupted) leaves
-        them, and only the next write's upkeep would fold them in; searches scan them
-        without an index meanwhile (every row, when the vector index was never trained)."""
+        """Rows outside an index that ``after_writes`` would have taken them into by now,
+        searched without an index meanwhile (every row, when the vector index was never
+        trained). A write or import stopped before its closing upkeep (killed, or
+        interrupted) leaves them; so does a training in the background for the rows
+        written while it ran, until the next upkeep (JobRunner runs one when it ends)."""
         if not rows:
             return 0
         have = {index.columns[0] for index in indexes}
