@@ -191,69 +191,73 @@ def test_a_worker_starting_takes_in_rows_a_killed_one_left_outside_the_indexes(
         app.close()
 
 
-def test_rows_written_while_the_vector_index_trained_are_taken_in_once_it_ends(
-    tmp_path, onnx_embedder, monkeypatch
-):
+@pytest.fixture
+def indexed_app(tmp_path, onnx_embedder):
+    """An app whose table has a vector index from its first row, and whose upkeep takes any
+    row left outside it into a delta (by default it waits for 4,096)."""
     settings = Settings.load(data_dir=tmp_path / "data", vector_index_min_rows=1)
     app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    try:
-        upkeep = app.store._upkeep
-        upkeep.policy = replace(upkeep.policy, vector_delta_rows=1)  # a row left out is due
-        app.create_kb("birds")
-        app.enqueue_uploads("birds", [DUCKS])
-        work = runner(app)
-        assert work.run_once() and not work.run_once()  # idle: the first index, trained here
-        gate, build = threading.Event(), upkeep._build_vectors
+    upkeep = app.store._upkeep
+    upkeep.policy = replace(upkeep.policy, vector_delta_rows=1)
+    yield app
+    app.close()
 
-        def held(*args, **kwargs):
-            assert gate.wait(60)
-            build(*args, **kwargs)
 
-        monkeypatch.setattr(upkeep, "_build_vectors", held)
-        app.enqueue_uploads("birds", [GEESE])
-        assert work.run_once() and not work.run_once()  # twice the rows: trained anew, held
-        assert not app.wait_for_index_training(0)
-        app.enqueue_uploads("birds", [("herons.md", b"# Herons\n\nGrey herons stalk fish.")])
-        assert work.run_once()  # written while the training runs
-        assert not work.run_once()  # idle: an upkeep, but the vector index is being replaced
-        gate.set()
-        assert app.store.wait_for_training(60)
-        behind = app.check(recall_samples=0).index
-        assert behind is not None and behind.rows_behind == 1  # the heron's chunk
-        assert not work.run_once()  # the first idle tick since the training ended
-        after = app.check(recall_samples=0).index
-        assert after is not None and after.rows_behind == 0
-        assert after.segments["vector"] == 2  # the new index, and a delta with the heron
-    finally:
-        app.close()
+def held_training(app: Citewell, monkeypatch) -> threading.Event:
+    """The next training of the vector index waits until the returned event is set."""
+    upkeep = app.store._upkeep
+    gate, build = threading.Event(), upkeep._build_vectors
+
+    def held(*args, **kwargs):
+        assert gate.wait(60)
+        build(*args, **kwargs)
+
+    monkeypatch.setattr(upkeep, "_build_vectors", held)
+    return gate
+
+
+HERONS = ("herons.md", b"# Herons\n\nGrey herons stalk fish.")
+
+
+def test_rows_written_while_the_vector_index_trained_are_taken_in_once_it_ends(
+    indexed_app, monkeypatch
+):
+    app = indexed_app
+    app.create_kb("birds")
+    app.enqueue_uploads("birds", [DUCKS])
+    work = runner(app)
+    assert work.run_once() and not work.run_once()  # idle: the first index, trained here
+    gate = held_training(app, monkeypatch)
+    app.enqueue_uploads("birds", [GEESE])
+    assert work.run_once() and not work.run_once()  # twice the rows: trained anew, held
+    assert not app.wait_for_index_training(0)
+    app.enqueue_uploads("birds", [HERONS])
+    assert work.run_once()  # written while the training runs
+    assert not work.run_once()  # idle: an upkeep, but the vector index is being replaced
+    gate.set()
+    assert app.store.wait_for_training(60)
+    behind = app.check(recall_samples=0).index
+    assert behind is not None and behind.rows_behind == 1  # the heron's chunk
+    assert not work.run_once()  # the first idle tick since the training ended
+    after = app.check(recall_samples=0).index
+    assert after is not None and after.rows_behind == 0
+    assert after.segments["vector"] == 2  # the new index, and a delta with the heron
 
 
 def test_a_command_waiting_for_a_training_takes_in_the_rows_written_meanwhile(
-    tmp_path, onnx_embedder, monkeypatch
+    indexed_app, monkeypatch
 ):
-    settings = Settings.load(data_dir=tmp_path / "data", vector_index_min_rows=1)
-    app = Citewell.from_settings(settings, embedder=onnx_embedder)
-    try:
-        upkeep = app.store._upkeep
-        upkeep.policy = replace(upkeep.policy, vector_delta_rows=1)  # a row left out is due
-        app.ingest_texts([(DUCKS[0], DUCKS[1].decode())], "birds")  # the first index
-        gate, build = threading.Event(), upkeep._build_vectors
-
-        def held(*args, **kwargs):
-            assert gate.wait(60)
-            build(*args, **kwargs)
-
-        monkeypatch.setattr(upkeep, "_build_vectors", held)
-        app.ingest_texts([(GEESE[0], GEESE[1].decode())], "birds")  # doubled: trained anew
-        app.ingest_texts([("herons.md", "# Herons\n\nGrey herons stalk fish.")], "birds")
-        assert not app.wait_for_index_training(0)  # as `citewell ingest` asks before exiting
-        gate.set()
-        assert app.wait_for_index_training(60)
-        after = app.check(recall_samples=0).index
-        assert after is not None and after.rows_behind == 0
-        assert after.segments["vector"] == 2  # the new index, and a delta with the heron
-    finally:
-        app.close()
+    app = indexed_app
+    app.ingest_texts([(DUCKS[0], DUCKS[1].decode())], "birds")  # the first index
+    gate = held_training(app, monkeypatch)
+    app.ingest_texts([(GEESE[0], GEESE[1].decode())], "birds")  # doubled: trained anew
+    app.ingest_texts([(HERONS[0], HERONS[1].decode())], "birds")  # written meanwhile
+    assert not app.wait_for_index_training(0)  # as `citewell ingest` asks before exiting
+    gate.set()
+    assert app.wait_for_index_training(60)
+    after = app.check(recall_samples=0).index
+    assert after is not None and after.rows_behind == 0
+    assert after.segments["vector"] == 2  # the new index, and a delta with the heron
 
 
 def test_jobs_of_a_worker_on_another_host_resume_when_its_lease_passes(tmp_path, onnx_embedder):
