@@ -223,19 +223,9 @@ class Engine:
 
     # --- ingestion ----------------------------------------------------------------
     def wait_for_index_training(self, timeout: float | None = None) -> bool:
-        """Wait for a training of the vector index that this process's writes started in
-        the background (a command about to exit); returns whether none runs. Once one
-        ends, the rows written while it ran are taken into the indexes: the index it
-        commits holds the rows up to its start, and the rest would wait for the next write
-        (JobRunner does the same in a server)."""
-        writer = self.ingestor.writer
-        if writer.wait_for_training(0):
-            return True
-        if not writer.wait_for_training(timeout):
-            return False
-        with self.ingestor.lock:
-            writer.optimize()
-        return True
+        """Wait for a vector training this process's writes started in the background (a
+        command about to exit), then fold in the rows written meanwhile; whether none runs."""
+        return self.ingestor.writer.wait_then_fold(self.ingestor.lock, timeout)
 
     def ingest(
         self,

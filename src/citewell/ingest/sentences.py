@@ -12,8 +12,9 @@ that touches a file's chunks (delete, link, unlink) touches its pairs the same w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from citewell.retrieval.sentences import sentence_id
 from citewell.splitters.semantic import sentence_spans
@@ -98,3 +99,16 @@ class SpaceWriter:
         return wait_for_training(self.chunks, timeout) and wait_for_training(
             self.sentences, timeout
         )
+
+    def wait_then_fold(self, lock: AbstractContextManager[Any], timeout: float | None) -> bool:
+        """Wait for the trainings under way; once they end, fold in (holding ``lock``, the
+        writers' lock) the rows written while they ran: the index a training commits holds
+        the rows up to its start, and the rest would wait for the next write. Returns
+        whether none runs."""
+        if self.wait_for_training(0):
+            return True
+        if not self.wait_for_training(timeout):
+            return False
+        with lock:
+            self.optimize()
+        return True
