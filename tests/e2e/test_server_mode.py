@@ -17,7 +17,7 @@ import time
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from citewell.auth import AuthStore
 from citewell.db.engine import url_engine
@@ -55,36 +55,45 @@ def _states(url: str) -> dict[str, int]:
         engine.dispose()
 
 
-def _held_by(url: str, pid: int) -> int:
+def _held_by(db: Connection, pid: int) -> int:
     """Running jobs the process ``pid`` of this host holds."""
+    held = db.execute(
+        text(
+            "SELECT count(*) FROM jobs WHERE state IN ('parsing', 'chunking', "
+            "'embedding') AND split_part(holder, '/', 2) = :pid"
+        ),
+        {"pid": str(pid)},
+    )
+    return int(held.scalar_one())
+
+
+def _stop_one_holding(
+    url: str, workers: list[subprocess.Popen[bytes]], deadline: float
+) -> subprocess.Popen[bytes]:
+    """Stop (SIGSTOP) whichever worker is first seen holding running jobs once 40 files are
+    indexed, and return it. Seen holding, a worker could still finish its batch before a
+    SIGKILL landed (a batch of one-chunk files takes a tenth of a second), and then nothing
+    was left to take over. Either worker will do: waiting for one chosen worker failed when
+    the other happened to claim every batch after the 40th file."""
     engine = url_engine(url)
     try:
         with engine.connect() as db:
-            return int(
-                db.execute(
-                    text(
-                        "SELECT count(*) FROM jobs WHERE state IN ('parsing', 'chunking', "
-                        "'embedding') AND split_part(holder, '/', 2) = :pid"
-                    ),
-                    {"pid": str(pid)},
+            while True:
+                assert time.monotonic() < deadline, "no worker was seen holding a batch"
+                db.commit()  # a fresh snapshot each round
+                indexed = db.execute(
+                    text("SELECT count(*) FROM jobs WHERE state = 'indexed'")
                 ).scalar_one()
-            )
+                for worker in workers if indexed >= 40 else []:
+                    if _held_by(db, worker.pid):
+                        os.killpg(worker.pid, signal.SIGSTOP)
+                        db.commit()
+                        if _held_by(db, worker.pid):
+                            return worker  # stopped while holding: it cannot finish them
+                        os.killpg(worker.pid, signal.SIGCONT)
+                time.sleep(0.05)
     finally:
         engine.dispose()
-
-
-def _stop_holding(url: str, worker: subprocess.Popen[bytes], deadline: float) -> None:
-    """Stop ``worker`` (SIGSTOP) at a moment it holds running jobs. Seen holding, a worker
-    could still finish its batch before a SIGKILL landed (a batch of one-chunk files takes
-    a tenth of a second), and then nothing was left to take over."""
-    while True:
-        assert time.monotonic() < deadline, "the first worker never held a batch"
-        if _states(url).get("indexed", 0) >= 40 and _held_by(url, worker.pid):
-            os.killpg(worker.pid, signal.SIGSTOP)
-            if _held_by(url, worker.pid):
-                return  # stopped while holding: it cannot finish them now
-            os.killpg(worker.pid, signal.SIGCONT)
-        time.sleep(0.1)
 
 
 @pytest.fixture(params=["shared data dir", "bucket"])
@@ -145,8 +154,8 @@ def test_two_apis_and_two_workers_survive_a_killed_worker(postgres, file_store):
         batches = _upload(bases, headers)
         deadline = time.monotonic() + 300
         assert len(batches) == FILES // 30
-        _stop_holding(url, workers[0], deadline)
-        kill(workers[0])  # SIGKILL mid-batch: its claimed jobs must not be lost
+        # SIGKILL mid-batch: its claimed jobs must not be lost
+        kill(_stop_one_holding(url, workers, deadline))
         while _states(url) != {"indexed": FILES}:
             assert time.monotonic() < deadline, "the batches did not finish"
             time.sleep(0.5)
