@@ -162,6 +162,34 @@ def test_health_reports_rows_and_measured_recall(engine):
     assert store.vector_search(CORPUS[2].vector, 1, ALL)[0].chunk_id == "c3"
 
 
+def test_recall_check_reads_the_exact_neighbours_in_one_pass(engine, monkeypatch):
+    """The recall check's exact top k, from one pass over the table in batches (made small
+    here, so that the best rows carried between batches count), is the top k of an exact
+    SQL search; its queries are distinct stored rows from across the table's pages."""
+    from citewell.stores.postgres import health
+
+    monkeypatch.setattr(health, "PASS_BATCH", 37)
+    rng = np.random.default_rng(11)
+    matrix = rng.standard_normal((600, DIM)).astype(np.float32)
+    matrix[5] = 0  # a zero vector must not spoil the pass
+    store = PostgresChunkStore(engine, "recall", DIM)
+    chunks = [make_chunk(f"r{n}", f"f{n // 10}", ("kb1",), f"Row {n}.", 0) for n in range(600)]
+    upsert_matrix(store, [replace(c, vector=None) for c in chunks], matrix)
+    with engine.begin() as db:
+        queries = health.sampled_vectors(db, "recall", 8)
+        pages = db.execute(text("SELECT pg_relation_size('recall') / 8192")).scalar_one()
+    assert pages > 8 and len({tuple(q) for q in queries}) == len(queries) == 8
+    found = health.exact_neighbours(engine, "recall", np.array(queries, dtype=np.float32), k=7)
+    for query, exact in zip(queries, found, strict=True):
+        with engine.connect() as db:
+            scores = db.execute(
+                text("SELECT id, vector <=> CAST(:q AS vector) FROM recall ORDER BY 2 LIMIT 8"),
+                {"q": vector_literal(query)},
+            ).all()
+        assert exact == {i for i, _ in scores[:7]} and scores[6][1] < scores[7][1]
+    assert store.health(recall_samples=8).recall_samples == 8
+
+
 def test_concurrent_writers_of_the_same_chunks_take_turns(engine):
     """Two processes (here: threads with their own connections) ingesting the same file:
     every write succeeds, and the table ends with one row each and its terms counted once."""

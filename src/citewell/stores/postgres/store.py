@@ -43,7 +43,7 @@ from citewell.stores.memory.snapshot import SnapshotSource, TableSnapshot
 from citewell.stores.postgres.bm25 import FilterPlan, KeywordIndex
 from citewell.stores.postgres.changes import ChangeLog
 from citewell.stores.postgres.copy_rows import copy_stream
-from citewell.stores.postgres.health import measured_recall, vocabulary_size
+from citewell.stores.postgres.health import measured_recall
 from citewell.stores.postgres.kb_copies import PostgresKbSource
 from citewell.stores.postgres.schema import analyze_changed, create_tables, forget_table
 from citewell.stores.postgres.snapshot import PostgresSnapshotSource
@@ -404,20 +404,20 @@ class PostgresChunkStore:
 
     # --- health (the optional ReportsIndexHealth capability) --------------------------
     def health(self, recall_samples: int = 20) -> IndexHealth:
-        """Rows, and the HNSW index's recall@50 against an exact scan, measured with the
-        vectors of evenly spread stored chunks as queries."""
+        """Rows, and the HNSW index's recall@50 against an exact search, measured with the
+        vectors of evenly spread stored chunks as queries. PostgreSQL's indexes have no
+        segments to report."""
         rows = self.count(ChunkFilter())
-        recall = None
+        recall, asked = None, 0
         if recall_samples and rows:
-            recall = measured_recall(
-                self.engine, self.table, self.vector_search, recall_samples, rows
+            recall, asked = measured_recall(
+                self.engine, self.table, self.vector_search, recall_samples
             )
         return IndexHealth(
             rows=rows,
             vector_index="pgvector HNSW (cosine)",
-            segments={"terms": vocabulary_size(self.engine, self.bm25.df)},
             recall_at_50=recall,
-            recall_samples=recall_samples if recall is not None else 0,
+            recall_samples=asked,
         )
 
     def rebuild_vector_index(self) -> None:
