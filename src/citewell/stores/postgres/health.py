@@ -3,7 +3,7 @@ against an exact search.
 
 The exact top 50 of every sampled query comes from one pass over the table's vectors, not
 one sequential scan a query: at 300,000 rows each scan took 0.33 s and the pass 2.2 s for
-all 20 queries, and a table past the page cache (37 GB at ten million chunks) was read from
+all 20 queries, and a table past the page cache (37 GB at ten million chunks) is read from
 disk once instead of 20 times (docs/benchmarks/journal.md, "Recall checks that read the
 table once")."""
 
@@ -17,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from citewell.stores.base import SearchHit
+from citewell.stores.memory.ann import nearest_in_blocks, unit_rows
 from citewell.stores.postgres.snapshot import vectors_from_binary
 from citewell.stores.postgres.sql import parse_vector, set_local
 from citewell.types import ChunkFilter
@@ -72,34 +73,18 @@ def exact_neighbours(
     engine: Engine, table: str, queries: np.ndarray, k: int = NEIGHBOURS
 ) -> list[set[str]]:
     """The ids of each query's ``k`` nearest rows by cosine, from one pass over the table."""
-    wanted = _unit(queries)
-    best_scores = np.full((0, len(wanted)), -np.inf, dtype=np.float32)
-    best_ids = np.empty((0, len(wanted)), dtype=object)
     with engine.connect() as db:
         driver = db.connection.driver_connection
         assert driver is not None  # a checked-out connection always has its driver's
         with driver.cursor("citewell_recall", binary=True) as cursor:
             cursor.execute(f"SELECT id, vector FROM {table}")  # type: ignore[arg-type]
-            for rows in iter(partial(cursor.fetchmany, PASS_BATCH), []):
-                vectors = vectors_from_binary([bytes(r[1]) for r in rows], wanted.shape[1])
-                ids = np.array([r[0] for r in rows], dtype=object)
-                scores = np.vstack([best_scores, _unit(vectors) @ wanted.T])
-                every = np.vstack([best_ids, np.repeat(ids[:, None], len(wanted), axis=1)])
-                keep = _top_rows(scores, k)
-                best_scores = np.take_along_axis(scores, keep, axis=0)
-                best_ids = np.take_along_axis(every, keep, axis=0)
-    return [set(best_ids[:, n]) for n in range(len(wanted))]
+            batches = iter(partial(cursor.fetchmany, PASS_BATCH), [])
+            blocks = (_fetched_block(rows, queries.shape[1]) for rows in batches)
+            found = nearest_in_blocks(blocks, unit_rows(queries), k)
+    return [set(ids.tolist()) for ids in found]
 
 
-def _top_rows(scores: np.ndarray, k: int) -> np.ndarray:
-    """Row numbers of each column's ``k`` highest scores (all rows when there are fewer)."""
-    if len(scores) <= k:
-        return np.repeat(np.arange(len(scores))[:, None], scores.shape[1], axis=1)
-    return np.argpartition(-scores, k - 1, axis=0)[:k]
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    """Each row scaled to length 1 (a zero row stays zero)."""
-    lengths = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit: np.ndarray = (vectors / np.maximum(lengths, 1e-12)).astype(np.float32)
-    return unit
+def _fetched_block(rows: list[tuple[str, bytes]], dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, unit vectors) of fetched rows."""
+    ids = np.array([r[0] for r in rows], dtype=object)
+    return ids, unit_rows(vectors_from_binary([bytes(r[1]) for r in rows], dimension))
