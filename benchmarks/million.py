@@ -241,6 +241,7 @@ def small_table(work: Path, rows, vectors: np.ndarray) -> LanceChunkStore:
     small = LanceChunkStore(work / "small", "chunks", vectors.shape[1])
     small.upsert(originals(rows, vectors))
     small.optimize()
+    small.warm_searches()
     return small
 
 
@@ -401,6 +402,7 @@ def main() -> None:
         table_copy_mb=table_copy_budget_mb(Settings(table_copy_mb=args.table_copy_mb)),
         memory_free=memory_free_bytes,
     )
+    store.warm_searches()  # searched as a server searches: its indexes loaded
     if args.compare:
         small = small_table(args.work, rows, vectors)
         rng = random.Random(args.seed)

@@ -294,6 +294,7 @@ def main() -> None:
     args = parser.parse_args()
     rows, vectors, embedder, queries = source_rows(args.source)
     lance = LanceChunkStore(args.lance, "chunks", vectors.shape[1])
+    lance.warm_searches()  # searched beside PostgreSQL as a server searches
     pg = server(args.pg_root, args.shared_buffers)
     try:
         engine = url_engine(pg.url(DATABASE))

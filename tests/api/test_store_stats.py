@@ -65,6 +65,16 @@ def test_admins_see_rows_index_and_kb_copies(world):
     assert (whole["state"] == "current") == whole["current"]
 
 
+def test_the_server_loads_what_its_searches_read(world):
+    """A serving process warms its search handle at start (commands and job workers do
+    not: test_lance_upkeep.py)."""
+    store = world.app.store
+    if isinstance(store, LanceChunkStore):
+        assert store._search._warmed and store._search.settle(30)
+    else:  # PostgreSQL keeps no per-process index cache to load
+        assert not hasattr(store, "warm_searches")
+
+
 def test_recall_is_measured_only_when_asked_and_bounded(world):
     with world.client("admin") as admin:
         measured = admin.get("/api/v1/stats/store", params={"recall_samples": 3}).json()

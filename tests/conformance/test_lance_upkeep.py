@@ -370,6 +370,7 @@ def test_lancedb_caches_stay_within_the_configured_size(tmp_path, policy):
 
     def cached_after_writes(cache_mb: int) -> int:
         store = LanceChunkStore(tmp_path / str(cache_mb), "t", DIM, policy, cache_mb=cache_mb)
+        store.warm_searches()  # as a server: each renewed handle loads the indexes
         for batch in range(30):
             grow(store, batch * 20, 20)
             for word in range(5):
@@ -475,6 +476,7 @@ from pathlib import Path
 from citewell.stores.lance.store import LanceChunkStore
 
 store = LanceChunkStore(Path({str(tmp_path)!r}), "t", 16)
+store.warm_searches()  # a serving process: renewals warm their handles too
 store._search.settle()
 warm = store._search._warm
 def slowly(table):
@@ -488,6 +490,22 @@ store._search.renew()
     done = subprocess.run([sys.executable, "-c", script], timeout=120, check=False)
     assert done.returncode == 0
     assert warmed.exists()
+
+
+def test_only_a_process_that_serves_searches_warms_its_search_handles(tmp_path, monkeypatch):
+    """Loading LanceDB's indexes took 1.3 GB and seconds of CPU at a million chunks in every
+    process that opened the table: commands (``check``, ``import``) and job workers, which
+    never search, and an import waited at exit for the handle its training renewed."""
+    warmed: list[int] = []
+    monkeypatch.setattr(LanceChunkStore, "_warm", lambda self, table: warmed.append(1))
+    store = LanceChunkStore(tmp_path, "t", DIM)
+    store.upsert(chunks(0, 8))
+    store._search.renew().join()  # as after a training: the new handle is opened cold
+    assert warmed == [] and store.vector_search(chunks(0, 1)[0].vector, 1, ChunkFilter())
+    store.warm_searches()  # what the server does at start
+    assert store._search.settle(30) and warmed == [1]
+    store._search.renew().join()
+    assert warmed == [1, 1]
 
 
 def test_the_text_and_key_indexes_take_new_rows_in_deltas_of_index_delta_rows(tmp_path):

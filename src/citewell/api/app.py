@@ -66,6 +66,7 @@ def create_app(settings: Settings, citewell: Citewell | None = None) -> FastAPI:
             settings.jobs.serve_job_worker
         ):  # queued ingest jobs, including any a restart interrupted
             citewell.start_workers(shared=settings.server.workers > 1)
+        citewell.warm()  # this process serves searches: their indexes load meanwhile
         directory.start()
         async with mcp[0].running():
             yield

@@ -42,9 +42,11 @@ class Citewell(Engine):
         return cls(live, catalog, storage, spaces, parts.retriever, parts.accounts, llm=parts.llm)
 
     def warm(self) -> None:
-        """Open the chunk tables and load the embedding model now, as the server does at
-        start (a command opens them on first use)."""
+        """Open the chunk tables, load the embedding model and, in the background, what
+        searches read, as a serving process does at start. A command opens the tables on
+        first use and never loads indexes it does not search."""
         self.spaces.warm()
+        self.spaces.warm_searches()
 
     @cached_property
     def identity(self) -> IdentityMethods:

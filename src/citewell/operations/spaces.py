@@ -33,7 +33,7 @@ from citewell.ingest.sentences import SpaceWriter
 from citewell.jobs import Job, JobStore
 from citewell.jobs.turns import TurnLock
 from citewell.retrieval.retriever import SearchSpace
-from citewell.stores.base import ChunkStore, drop_store, scanning
+from citewell.stores.base import ChunkStore, drop_store, scanning, warm_searches
 from citewell.stores.lazy import open_now, opened_on_first_use
 from citewell.stores.registry import open_chunk_store
 from citewell.types import ChunkFilter, StoredChunk
@@ -165,6 +165,11 @@ class EmbeddingSpaces:
         open_now(space.sentences)
         if isinstance(space.embedder.inner, LoadsLazily):
             space.embedder.inner.warm()
+
+    def warm_searches(self) -> None:
+        """Load what the active space's searches read (a process that serves them)."""
+        warm_searches(self.active.store)
+        warm_searches(self.active.sentences)
 
     def _table(self, name: str, dimension: int) -> ChunkStore:
         opening = partial(open_chunk_store, self.settings, name, dimension)

@@ -9,7 +9,7 @@ never before or after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -97,6 +97,32 @@ class ScansChunks(Protocol):
     def manifest(self) -> dict[str, FileChunks]:
         """File id → its chunk ids and KB ids, for every file in the store."""
         ...
+
+
+def manifest_of(rows: Iterable[tuple[str, str, Sequence[str] | None]]) -> dict[str, FileChunks]:
+    """A ``manifest`` from every row's (chunk id, file id, KB ids)."""
+    ids: dict[str, set[str]] = {}
+    kbs: dict[str, set[str]] = {}
+    for chunk_id, file_id, kb_ids in rows:
+        ids.setdefault(file_id, set()).add(chunk_id)
+        kbs.setdefault(file_id, set()).update(kb_ids or ())
+    return {f: FileChunks(frozenset(ids[f]), frozenset(kbs[f])) for f in ids}
+
+
+@runtime_checkable
+class WarmsSearches(Protocol):
+    """An optional capability: a store that can load what its searches read before the
+    first one comes. Processes that serve searches ask for it at start; commands and job
+    workers, which never search, do not pay for it (at a million chunks LanceDB's indexes
+    took 1.3 GB and seconds of CPU to load)."""
+
+    def warm_searches(self) -> None: ...
+
+
+def warm_searches(store: ChunkStore) -> None:
+    """Load what ``store``'s searches read now, in the background, where it can."""
+    if isinstance(store, WarmsSearches):
+        store.warm_searches()
 
 
 @runtime_checkable

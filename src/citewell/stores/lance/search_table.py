@@ -8,6 +8,7 @@ server that ingests for days would reach the process's open-file limit ("Too man
 files"). Searches therefore use a table opened on a LanceDB session of their own, and that
 session is replaced, warmed first, once the table has moved on ``renew_after_versions``
 versions (a write batch makes about three). In-flight searches finish on the old handle.
+Only a process that serves searches warms its handles (``warm``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class SearchTable:
         self._lock = threading.Lock()  # the handle's swap against this process's writes
         self._starting = threading.Lock()
         self._renewing: threading.Thread | None = None
-        self._start(self._warm_current)
+        self._warmed = False  # this process serves searches: new handles are warmed too
 
     def table(self) -> Any:
         """The table to search; starts a renewal in the background when it is due."""
@@ -99,6 +100,14 @@ class SearchTable:
             renewing.join(timeout)
         return renewing is None or not renewing.is_alive()
 
+    def warm(self) -> threading.Thread:
+        """Warm the current handle in the background, and every renewal's new handle
+        before searches move to it: a process that serves searches asks at start. Others
+        (commands, job workers) renew cold: a warm handle took 1.3 GB and seconds of CPU
+        at a million chunks, and an exiting command waited for it."""
+        self._warmed = True
+        return self._start(self._warm_current)
+
     def renew(self) -> threading.Thread:
         """Open and warm a new handle in the background, then search with it."""
         return self._start(self._replace)
@@ -118,7 +127,8 @@ class SearchTable:
     def _replace(self) -> None:
         try:
             handle = self._open()
-            self._warm(handle.table)
+            if self._warmed:
+                self._warm(handle.table)
         except Exception as error:  # noqa: BLE001 - the old handle keeps serving
             log.warning("Could not renew the search handle of the chunk table: %s", error)
             return

@@ -17,7 +17,14 @@ import numpy as np
 import pyarrow.compute as pc
 
 from citewell.errors import StoreError
-from citewell.stores.base import FileChunks, IndexHealth, KbCopyStats, SearchHit, TableCopyStats
+from citewell.stores.base import (
+    FileChunks,
+    IndexHealth,
+    KbCopyStats,
+    SearchHit,
+    TableCopyStats,
+    manifest_of,
+)
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.ann import ann_query
 from citewell.stores.lance.journal import ChangeJournal
@@ -29,7 +36,7 @@ from citewell.stores.lance.search_table import (
     SearchHandle,
     SearchTable,
 )
-from citewell.stores.lance.tables import connect, quote, schema, where_sql
+from citewell.stores.lance.tables import connect, open_or_create, quote, where_sql
 from citewell.stores.lance.upkeep import TableUpkeep, prewarm
 from citewell.stores.lance.writes import (
     FOLD_KEYS_AFTER_ROWS,
@@ -77,7 +84,7 @@ class LanceChunkStore:
         self._db, _ = connect(path, min(cache_mb, WRITE_CACHE_MB))
         self._write_lock = threading.Lock()
         self._unfolded = 0  # rows written since the id indexes last took new rows in
-        self._table = self._open_or_create()
+        self._table = open_or_create(self._db, table, dimension)
         scratch = BuildScratch(path / SCRATCH_FOLDER)
         scratch.remove_dead()
         self._upkeep = TableUpkeep(self._table, self.vector_index, scratch, self._trained)
@@ -118,6 +125,9 @@ class LanceChunkStore:
         table = connection.open_table(self._name)
         return SearchHandle(table, session, int(table.version))
 
+    def warm_searches(self) -> None:
+        self._search.warm()
+
     def _warm(self, table: Any) -> None:
         """Load the indexes LanceDB searches with, unless the machine's saved copy of the
         table will answer them (the cache would hold ~1.5 GB a million in every process)."""
@@ -132,18 +142,6 @@ class LanceChunkStore:
     def cached_bytes(self) -> int:
         """What LanceDB's caches hold for searches of this table."""
         return self._search.cached_bytes
-
-    def _open_or_create(self) -> Any:
-        if self._name in self._db.list_tables().tables:
-            table = self._db.open_table(self._name)
-            found = table.schema.field("vector").type.list_size
-            if found != self.dimension:
-                raise StoreError(
-                    f"Chunk table {self._name} holds {found}-dimensional vectors, the embedder "
-                    f"makes {self.dimension}; re-ingest into a new data dir or restore the model."
-                )
-            return table
-        return self._db.create_table(self._name, schema=schema(self.dimension))
 
     # --- writes -----------------------------------------------------------------
     def upsert(self, chunks: Sequence[StoredChunk]) -> int:
@@ -431,13 +429,7 @@ class LanceChunkStore:
 
     def manifest(self) -> dict[str, FileChunks]:
         data = self._table.search().select(["id", "file_id", "kb_ids"]).limit(None).to_arrow()
-        ids: dict[str, set[str]] = {}
-        kbs: dict[str, set[str]] = {}
-        columns = (data[name].to_pylist() for name in ("id", "file_id", "kb_ids"))
-        for chunk_id, file_id, kb_ids in zip(*columns, strict=True):
-            ids.setdefault(file_id, set()).add(chunk_id)
-            kbs.setdefault(file_id, set()).update(kb_ids or ())
-        return {f: FileChunks(frozenset(ids[f]), frozenset(kbs[f])) for f in ids}
+        return manifest_of(zip(*data.to_pydict().values(), strict=True))
 
     def drop(self) -> None:
         with self._write_lock:

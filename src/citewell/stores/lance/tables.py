@@ -1,5 +1,5 @@
-"""LanceDB's side of a chunk table: its Arrow schema, a connection with bounded caches,
-and a chunk filter as Lance SQL."""
+"""LanceDB's side of a chunk table: its Arrow schema, a connection with bounded caches, the
+table opened or made, and a chunk filter as Lance SQL."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from citewell.errors import StoreError
 from citewell.types import ChunkFilter
 
 
@@ -44,6 +45,21 @@ def connect(path: Path, cache_mb: int) -> tuple[Any, Any]:
     )
     interval = timedelta(seconds=1)
     return lancedb.connect(str(path), read_consistency_interval=interval, session=session), session
+
+
+def open_or_create(db: Any, name: str, dimension: int) -> Any:
+    """The chunk table ``name`` of the connection ``db``, made when missing; one of vectors
+    of another dimension is refused."""
+    if name in db.list_tables().tables:
+        table = db.open_table(name)
+        found = table.schema.field("vector").type.list_size
+        if found != dimension:
+            raise StoreError(
+                f"Chunk table {name} holds {found}-dimensional vectors, the embedder makes "
+                f"{dimension}; re-ingest into a new data dir or restore the model."
+            )
+        return table
+    return db.create_table(name, schema=schema(dimension))
 
 
 def quote(value: str) -> str:

@@ -31,6 +31,7 @@ from citewell.stores.base import (
     ReplicaState,
     SearchHit,
     TableCopyStats,
+    manifest_of,
 )
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import ChangedCopy
@@ -392,15 +393,9 @@ class PostgresChunkStore:
         return self._select(condition, params)
 
     def manifest(self) -> dict[str, FileChunks]:
-        ids: dict[str, set[str]] = {}
-        kbs: dict[str, set[str]] = {}
         with self.engine.connect() as db:
-            for chunk_id, file_id, kb_ids in db.execute(
-                text(f"SELECT id, file_id, kb_ids FROM {self.table}")
-            ):
-                ids.setdefault(file_id, set()).add(chunk_id)
-                kbs.setdefault(file_id, set()).update(kb_ids)
-        return {f: FileChunks(frozenset(ids[f]), frozenset(kbs[f])) for f in ids}
+            rows = db.execute(text(f"SELECT id, file_id, kb_ids FROM {self.table}"))
+            return manifest_of((c, f, k) for c, f, k in rows)
 
     # --- health (the optional ReportsIndexHealth capability) --------------------------
     def health(self, recall_samples: int = 20) -> IndexHealth:
