@@ -85,6 +85,19 @@ def test_a_new_model_is_built_in_the_background_then_swapped_in(filled, old, new
     assert ingested.files_indexed == 1 and app.store.count(ChunkFilter()) == 41
 
 
+@pytest.mark.parametrize("serving", [True, False])
+def test_a_serving_process_loads_the_new_spaces_indexes_when_it_switches(filled, old, new, serving):
+    """A process that serves searches warms the space it switches to (its first searches
+    would otherwise read each index partition from disk); a worker never does."""
+    app = Citewell.from_settings(filled, embedder=new, previous=[old])
+    if serving:
+        app.warm()
+    run_until_switched(app)
+    search_table = app.spaces.active.store._search
+    assert search_table._warmed is serving and search_table.settle(30)
+    assert top_file(app, "seeds7 song7") == "bird-7.md"
+
+
 def test_the_new_space_holds_the_same_chunks_and_embedded_texts(filled, old, new):
     before = Citewell.from_settings(filled, embedder=old)
     chunks_before = before.store.scan(ChunkFilter())

@@ -134,6 +134,7 @@ class EmbeddingSpaces:
         # The server and workers (``switch``) load the model and open the tables now, so
         # that neither fails or waits on a first request; a command does on first use.
         self._eager = switch
+        self._serving = False  # whether this process serves searches (warm_searches)
         self._known[embedder.model_id] = embedder  # another process may switch to it
         wanted = self._space_for(settings, embedder)
         self.active = self._start(wanted) if switch else self._follow(wanted)
@@ -167,7 +168,9 @@ class EmbeddingSpaces:
             space.embedder.inner.warm()
 
     def warm_searches(self) -> None:
-        """Load what the active space's searches read (a process that serves them)."""
+        """Load what the active space's searches read, now and after each switch (a process
+        that serves them)."""
+        self._serving = True
         warm_searches(self.active.store)
         warm_searches(self.active.sentences)
 
@@ -335,6 +338,8 @@ class EmbeddingSpaces:
     def _use(self, space: Space) -> None:
         self.active = replace(space, record=replace(space.record, state=ACTIVE))
         self.target = None
+        if self._serving:  # the new space's searches start here now
+            self.warm_searches()
 
     def refresh(self) -> None:
         """Follow a switch another process made (checked at most once a second)."""
