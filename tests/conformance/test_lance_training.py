@@ -6,6 +6,7 @@ commit itself goes through Lance's conflict rules, which these tests pin down.""
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import replace
 from typing import Any
@@ -36,9 +37,9 @@ def held_training(store: LanceChunkStore, monkeypatch) -> threading.Event:
     gate = threading.Event()
     build = store._upkeep._build_vectors
 
-    def wait_then_build(dataset: Any, rows: int, name: str) -> None:
+    def wait_then_build(dataset: Any, rows: int, name: str, **more: Any) -> None:
         assert gate.wait(60)
-        build(dataset, rows, name)
+        build(dataset, rows, name, **more)
 
     monkeypatch.setattr(store._upkeep, "_build_vectors", wait_then_build)
     return gate
@@ -125,10 +126,36 @@ def test_a_repair_waits_for_the_training_under_way(store, monkeypatch):
 
 
 def test_a_repair_whose_training_fails_says_so(store, monkeypatch):
-    def fail(dataset: Any, rows: int, name: str) -> None:
+    def fail(dataset: Any, rows: int, name: str, **more: Any) -> None:
         raise OSError("No space left on device")
 
     monkeypatch.setattr(store._upkeep, "_build_vectors", fail)
     with pytest.raises(StoreError, match="No space left on device.*Run the repair again"):
         store.rebuild_vector_index()
     assert store.health(0).trained_rows == 250  # the old index serves on
+
+
+def test_a_big_training_beside_writes_builds_in_a_child_process_at_low_priority(store, monkeypatch):
+    """A big background training's build runs in a spawned child at the lowest CPU
+    priority, so the searches of the machine's API processes keep their cores; its index
+    commits and serves as one built here does. "Big" is made small here."""
+    children: list[tuple[int, int]] = []
+    build_apart = lance_training.build_apart
+
+    def recorded(uri: str, version: int, options: dict[str, Any]) -> None:
+        children.append((version, options["num_partitions"]))
+        build_apart(uri, version, options)
+
+    monkeypatch.setattr(lance_training, "APART_FROM_ROWS", 400)
+    monkeypatch.setattr(lance_training, "build_apart", recorded)
+    grow(store, 250, 250)  # 500 rows: twice those trained on, so a training in the background
+    assert store.wait_for_training(120) and store._upkeep.training_failure is None
+    health = store.health(recall_samples=5)
+    assert len(children) == 1 and health.trained_rows == 500
+    assert health.partitions == children[0][1] and (health.recall_at_50 or 0) >= 0.9
+    assert len(store.vector_search(chunks(321, 1)[0].vector, 5, ChunkFilter())) == 5
+
+
+def test_the_child_that_builds_runs_at_the_lowest_priority():
+    with lance_training.lowest_priority_process() as pool:
+        assert pool.submit(os.nice, 0).result() == 19
