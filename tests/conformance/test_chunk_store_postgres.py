@@ -166,9 +166,9 @@ def test_recall_check_reads_the_exact_neighbours_in_one_pass(engine, monkeypatch
     """The recall check's exact top k, from one pass over the table in batches (made small
     here, so that the best rows carried between batches count), is the top k of an exact
     SQL search; its queries are distinct stored rows from across the table's pages."""
-    from citewell.stores.postgres import health
+    from citewell.stores.postgres import health, snapshot
 
-    monkeypatch.setattr(health, "PASS_BATCH", 37)
+    monkeypatch.setattr(snapshot, "LOAD_BATCH", 37)
     rng = np.random.default_rng(11)
     matrix = rng.standard_normal((600, DIM)).astype(np.float32)
     matrix[5] = 0  # a zero vector must not spoil the pass
@@ -179,7 +179,8 @@ def test_recall_check_reads_the_exact_neighbours_in_one_pass(engine, monkeypatch
         queries = health.sampled_vectors(db, "recall", 8)
         pages = db.execute(text("SELECT pg_relation_size('recall') / 8192")).scalar_one()
     assert pages > 8 and len({tuple(q) for q in queries}) == len(queries) == 8
-    found = health.exact_neighbours(engine, "recall", np.array(queries, dtype=np.float32), k=7)
+    batches, matrix = store._source.column_batches, np.array(queries, dtype=np.float32)
+    found = health.exact_neighbours(engine, batches, matrix, k=7)
     for query, exact in zip(queries, found, strict=True):
         with engine.connect() as db:
             scores = db.execute(

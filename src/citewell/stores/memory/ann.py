@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citewell.stores.index_policy import VectorIndexPolicy
-from citewell.stores.memory.vectors import FloatVectors, RowVectors
+from citewell.stores.memory.vectors import FloatVectors, RowVectors, column_matrix
 
 EXACT_ROWS = 65_536  # a filter keeping at most this many rows: exact scan over them
 MIN_TRAIN_ROWS = 4_096  # fewer rows: no index, every search exact
@@ -206,6 +206,17 @@ def nearest_in_blocks(
         best_scores = scores if keep is None else np.take_along_axis(scores, keep, axis=0)
         best_labels = every if keep is None else np.take_along_axis(every, keep, axis=0)
     return list(best_labels.T)
+
+
+def exact_ids(batches: Iterable[Any], queries: npt.NDArray[np.float32], k: int) -> list[set[str]]:
+    """The ids of each query's ``k`` nearest rows by cosine, from one pass over Arrow
+    batches of the columns ``id`` and ``vector`` (``citewell check``: an exact search a
+    query read every vector each time)."""
+    blocks = (
+        (b["id"].to_numpy(zero_copy_only=False), unit_rows(column_matrix(b["vector"])))
+        for b in batches
+    )
+    return [set(ids.tolist()) for ids in nearest_in_blocks(blocks, unit_rows(queries), k)]
 
 
 def unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

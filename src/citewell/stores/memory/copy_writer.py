@@ -32,7 +32,7 @@ from citewell.stores.memory.bm25 import K1, B, batch_postings, tf_part
 from citewell.stores.memory.keys import key_hashes, take_rows
 from citewell.stores.memory.mapped import map_arrow
 from citewell.stores.memory.snapshot import TableScan, kb_masks, kb_members
-from citewell.stores.memory.vectors import decoded, fine_codes, int8_codes
+from citewell.stores.memory.vectors import column_matrix, decoded, fine_codes, int8_codes
 from citewell.stores.rows import ROW_COLUMNS
 
 FORMAT = 3  # 3: fine codes, no float32 rows; 2: int8 codes, narrow postings, hashed lookups
@@ -116,8 +116,7 @@ def _write_vectors(
     """The batch's int8 codes, fine codes and scales at its rows of the files."""
     if not batch.num_rows:
         return
-    flat = batch["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix = flat.astype(np.float32, copy=False).reshape(batch.num_rows, -1)
+    matrix = column_matrix(batch["vector"])
     dimension = matrix.shape[1]
     if not files:
         for name, dtype, shape in (

@@ -29,7 +29,7 @@ from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import MemoryVectorIndex
 from citewell.stores.memory.bm25 import KeywordPostings
 from citewell.stores.memory.keys import FileRows, KeyIndex, take_rows
-from citewell.stores.memory.vectors import FloatVectors, RowVectors
+from citewell.stores.memory.vectors import FloatVectors, RowVectors, column_matrix
 from citewell.stores.rows import ROW_COLUMNS, to_chunk
 from citewell.types import ChunkFilter, StoredChunk
 
@@ -64,8 +64,7 @@ class TableSnapshot:
         count = data.num_rows
         vectors = np.zeros((count, dimension), dtype=np.float32)
         if count:
-            flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-            vectors = flat.astype(np.float32, copy=False).reshape(count, dimension)
+            vectors = column_matrix(data["vector"])
         kb_rows = kb_rows_of(data["kb_ids"], count)
         postings = KeywordPostings.build(data["terms"])
         rows = data.select(ROW_COLUMNS).combine_chunks()  # one chunk: take is 4x faster

@@ -17,7 +17,7 @@ import os
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +84,18 @@ class FloatVectors:
             yield begin, self.matrix[begin : begin + SCAN_BATCH]
 
     rough = exact
+
+
+def column_matrix(column: Any) -> npt.NDArray[np.float32]:
+    """An Arrow list column of vectors of one length (chunked or not) as one float32
+    matrix."""
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()
+    if not len(column):
+        return np.zeros((0, getattr(column.type, "list_size", 0)), dtype=np.float32)
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    matrix: npt.NDArray[np.float32] = flat.astype(np.float32, copy=False)
+    return matrix.reshape(len(column), -1)
 
 
 def int8_codes(

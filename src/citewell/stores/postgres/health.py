@@ -9,26 +9,25 @@ table once")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
+import pyarrow as pa
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from citewell.stores.base import SearchHit
-from citewell.stores.memory.ann import nearest_in_blocks, unit_rows
-from citewell.stores.postgres.snapshot import vectors_from_binary
+from citewell.stores.memory.ann import exact_ids
 from citewell.stores.postgres.sql import parse_vector, set_local
 from citewell.types import ChunkFilter
 
 VectorSearch = Callable[[Sequence[float], int, ChunkFilter], list[SearchHit]]
+ColumnBatches = Callable[[Connection, Sequence[str]], Iterable[pa.Table]]
 NEIGHBOURS = 50
-PASS_BATCH = 20_000  # rows fetched at a time in the exact pass
 
 
 def measured_recall(
-    engine: Engine, table: str, search: VectorSearch, samples: int
+    engine: Engine, table: str, batches: ColumnBatches, search: VectorSearch, samples: int
 ) -> tuple[float, int]:
     """(mean share of the exact top 50 that ``search`` finds, queries asked), with the
     vectors of stored chunks spread evenly over the table's pages as queries (fewer than
@@ -37,7 +36,7 @@ def measured_recall(
         queries = sampled_vectors(db, table, samples)
     if not queries:
         return 1.0, 0
-    truth = exact_neighbours(engine, table, np.array(queries, dtype=np.float32))
+    truth = exact_neighbours(engine, batches, np.array(queries, dtype=np.float32))
     found = []
     for vector, exact in zip(queries, truth, strict=True):
         ann = {h.chunk_id for h in search(vector, NEIGHBOURS, ChunkFilter())}
@@ -70,21 +69,9 @@ def sampled_vectors(db: Connection, table: str, samples: int) -> list[list[float
 
 
 def exact_neighbours(
-    engine: Engine, table: str, queries: np.ndarray, k: int = NEIGHBOURS
+    engine: Engine, batches: ColumnBatches, queries: np.ndarray, k: int = NEIGHBOURS
 ) -> list[set[str]]:
-    """The ids of each query's ``k`` nearest rows by cosine, from one pass over the table."""
+    """The ids of each query's ``k`` nearest rows by cosine, from one pass over the table
+    (``batches``: the rows' columns a batch at a time, read through ``db``)."""
     with engine.connect() as db:
-        driver = db.connection.driver_connection
-        assert driver is not None  # a checked-out connection always has its driver's
-        with driver.cursor("citewell_recall", binary=True) as cursor:
-            cursor.execute(f"SELECT id, vector FROM {table}")  # type: ignore[arg-type]
-            batches = iter(partial(cursor.fetchmany, PASS_BATCH), [])
-            blocks = (_fetched_block(rows, queries.shape[1]) for rows in batches)
-            found = nearest_in_blocks(blocks, unit_rows(queries), k)
-    return [set(ids.tolist()) for ids in found]
-
-
-def _fetched_block(rows: list[tuple[str, bytes]], dimension: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, unit vectors) of fetched rows."""
-    ids = np.array([r[0] for r in rows], dtype=object)
-    return ids, unit_rows(vectors_from_binary([bytes(r[1]) for r in rows], dimension))
+        return exact_ids(batches(db, ["id", "vector"]), queries, k)

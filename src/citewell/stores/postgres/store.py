@@ -405,8 +405,9 @@ class PostgresChunkStore:
         rows = self.count(ChunkFilter())
         recall, asked = None, 0
         if recall_samples and rows:
+            batches, search = self._source.column_batches, self.vector_search
             recall, asked = measured_recall(
-                self.engine, self.table, self.vector_search, recall_samples
+                self.engine, self.table, batches, search, recall_samples
             )
         return IndexHealth(
             rows=rows,
