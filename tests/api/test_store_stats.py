@@ -70,7 +70,7 @@ def test_the_server_loads_what_its_searches_read(world):
     not: test_lance_upkeep.py)."""
     store = world.app.store
     if isinstance(store, LanceChunkStore):
-        assert store._search._warmed and store._search.settle(30)
+        assert store._search._warmed and store._search.wait(30)
     else:  # PostgreSQL keeps no per-process index cache to load
         assert not hasattr(store, "warm_searches")
 

@@ -477,7 +477,7 @@ from citewell.stores.lance.store import LanceChunkStore
 
 store = LanceChunkStore(Path({str(tmp_path)!r}), "t", 16)
 store.warm_searches()  # a serving process: renewals warm their handles too
-store._search.settle()
+store._search.wait()
 warm = store._search._warm
 def slowly(table):
     time.sleep(0.5)
@@ -503,7 +503,7 @@ def test_only_a_process_that_serves_searches_warms_its_search_handles(tmp_path, 
     store._search.renew().join()  # as after a training: the new handle is opened cold
     assert warmed == [] and store.vector_search(chunks(0, 1)[0].vector, 1, ChunkFilter())
     store.warm_searches()  # what the server does at start
-    assert store._search.settle(30) and warmed == [1]
+    assert store._search.wait(30) and warmed == [1]
     store._search.renew().join()
     assert warmed == [1, 1]
 

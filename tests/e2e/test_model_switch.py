@@ -94,7 +94,7 @@ def test_a_serving_process_loads_the_new_spaces_indexes_when_it_switches(filled,
         app.warm()
     run_until_switched(app)
     search_table = app.spaces.active.store._search
-    assert search_table._warmed is serving and search_table.settle(30)
+    assert search_table._warmed is serving and search_table.wait(30)
     assert top_file(app, "seeds7 song7") == "bird-7.md"
 
 

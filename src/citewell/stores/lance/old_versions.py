@@ -17,6 +17,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from citewell.stores.background import wait_at_exit
+
 log = logging.getLogger(__name__)
 
 INTERVAL = 3600.0  # seconds between removals
@@ -30,6 +32,7 @@ class OldVersions:
         self.interval = interval
         self._last = -interval  # the first call removes
         self._thread: threading.Thread | None = None
+        wait_at_exit(self)  # a removal cut short by the exit aborted the process
 
     @property
     def running(self) -> bool:

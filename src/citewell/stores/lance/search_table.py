@@ -13,35 +13,19 @@ Only a process that serves searches warms its handles (``warm``).
 
 from __future__ import annotations
 
-import atexit
-import functools
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from citewell.stores.background import wait_at_exit
 
 log = logging.getLogger(__name__)
 
 RENEW_AFTER_VERSIONS = 300
 CHECK_EVERY_SECONDS = 5.0  # reading a table's version costs ~0.3 ms: not on every search
-SETTLE_SECONDS = 120.0  # the longest an exiting process waits for a handle being warmed
-_LIVE: weakref.WeakSet[SearchTable] = weakref.WeakSet()
-
-
-def _settle_all() -> None:
-    for table in list(_LIVE):
-        table.settle(SETTLE_SECONDS)
-
-
-@functools.cache
-def _settle_at_exit() -> None:
-    """LanceDB stops its runtime at exit, and a process hung there for good when a search
-    handle was being opened or warmed on another thread at the time: wait for those first.
-    Registered once LanceDB is loaded, so it runs before LanceDB's own exit handler."""
-    atexit.register(_settle_all)
 
 
 @dataclass(frozen=True)
@@ -65,8 +49,9 @@ class SearchTable:
         self._renew_after = renew_after_versions
         self._check_every = CHECK_EVERY_SECONDS if check_every is None else check_every
         self._handle = open_handle()
-        _settle_at_exit()
-        _LIVE.add(self)
+        # A process hung for good at exit while a handle was being opened or warmed on
+        # another thread: the exit waits for those (stores/background.py).
+        wait_at_exit(self)
         self._checked = time.monotonic()
         self._lock = threading.Lock()  # the handle's swap against this process's writes
         self._starting = threading.Lock()
@@ -93,7 +78,7 @@ class SearchTable:
         with self._lock:
             self._handle.table.checkout_latest()
 
-    def settle(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: float | None = None) -> bool:
         """Wait for a renewal under way; returns whether none runs now."""
         renewing = self._renewing
         if renewing is not None:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
+from citewell.stores.background import wait_at_exit
+
 log = logging.getLogger(__name__)
 
 RETRY_AFTER = 300.0  # seconds before a failed training is tried again
@@ -57,6 +59,7 @@ class BackgroundTraining:
         self._thread: threading.Thread | None = None
         self._retry_at = 0.0
         self.failure: str | None = None  # why the last training failed, if it did
+        wait_at_exit(self)
 
     @property
     def running(self) -> TrainingRun | None:

@@ -25,6 +25,7 @@ from numpy.lib.format import open_memmap
 from pyarrow import ipc
 
 from citewell.errors import StoreError
+from citewell.stores.background import stop_if_exiting
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.ann import training_rows, untrained_index
 from citewell.stores.memory.ann_file import write_index
@@ -84,6 +85,7 @@ def _first_pass(scan: TableScan, work: Path) -> FirstPass:
     with pa.OSFile(str(work / "rows.arrow"), "wb") as sink:
         writer: Any = None
         for batch in scan.batches(None):
+            stop_if_exiting()  # a copy of millions of rows takes minutes
             size = batch.num_rows
             if begin + size > count:
                 raise StoreError(CHANGED)
@@ -159,6 +161,7 @@ def _write_postings(scan: TableScan, work: Path, first: FirstPass) -> None:
     terms_known = len(known)  # the same rows again: no new term (the dict is not copied)
     scratch = np.zeros(first.rows)  # lengths, counted again: the first pass's are kept
     for batch in scan.batches(["terms"]):
+        stop_if_exiting()  # a copy of millions of rows takes minutes
         found = batch_postings(batch["terms"], begin, known, scratch)
         begin += batch.num_rows
         if found is None:

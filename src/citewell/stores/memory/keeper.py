@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from citewell.machine import lower_priority
+from citewell.stores.background import Exiting, exiting, wait_at_exit
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS, ChangedCopy
@@ -120,6 +121,8 @@ class SnapshotKeeper:
         self._checked = float("-inf")
         self._writes = 0  # this process's writes so far; a build started before one is stale
         self._building = False
+        self._reading = threading.Lock()  # held by the build thread while it reads the store
+        wait_at_exit(self)
         self._retry_at = float("-inf")  # after a failed or put-off build
         # Reading the changes since the copy is paced: as long again as the last reading
         # took, so steady ingestion into a big table costs each process a bounded share of
@@ -245,19 +248,10 @@ class SnapshotKeeper:
         while True:
             with self._lock:
                 writes = self._writes
-            snapshot: TableSnapshot | ChangedCopy | None = None
-            version, spent, retry = -1, 0.0, RETRY_INTERVAL
-            try:
-                version = self._source.version()
-                snapshot, version, spent, retry = self._make(version, writes)
-                if snapshot is not None:
-                    version = snapshot.version
-            except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
-                log.debug("building the in-memory snapshot failed", exc_info=True)
-                version = -1
-                if self._big_state == "copying":  # a minute of work each time: not again
-                    log.warning("copying a big table into memory failed", exc_info=True)
-                    self._big_rows, self._big_state = 0, "failed"
+            with self._reading:
+                if exiting.is_set():
+                    return
+                snapshot, version, spent, retry = self._read(writes)
             with self._lock:
                 if writes == self._writes or version < 0:  # no write of ours since it began
                     self._snapshot, self._covers = snapshot, version
@@ -268,6 +262,28 @@ class SnapshotKeeper:
                     self._built.notify_all()
                     return
             time.sleep(spent)  # a big copy made in vain: rest as long before the next
+
+    def _read(self, writes: int) -> tuple[TableSnapshot | ChangedCopy | None, int, float, float]:
+        """``_make`` at the table's version now; a failure gives version -1."""
+        try:
+            snapshot, version, spent, retry = self._make(self._source.version(), writes)
+        except Exiting:
+            return None, -1, 0.0, RETRY_INTERVAL
+        except Exception:  # noqa: BLE001 - a dropped table, a closing process: read the table
+            log.debug("building the in-memory snapshot failed", exc_info=True)
+            if self._big_state == "copying":  # a minute of work each time: not again
+                log.warning("copying a big table into memory failed", exc_info=True)
+                self._big_rows, self._big_state = 0, "failed"
+            return None, -1, 0.0, RETRY_INTERVAL
+        return snapshot, snapshot.version if snapshot is not None else version, spent, retry
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a build's reading under way (at exit, stores/background.py: none starts
+        after); returns whether none runs now."""
+        if not self._reading.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._reading.release()
+        return True
 
     def _make(
         self, version: int, writes: int

@@ -1,0 +1,134 @@
+"""An exiting process waits for its stores' background calls: a Lance call still running on
+a daemon thread when the interpreter finalizes aborts the process (SIGABRT), as a
+``citewell check --repair`` did once its repair was printed."""
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from citewell.stores import background
+from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.memory.kb_copies import KbCopies
+from citewell.stores.memory.keeper import SnapshotKeeper
+from citewell.stores.memory.shared_copy import write_copy
+from citewell.stores.memory.snapshot import TableScan
+from tests.unit.test_compact_copy import table
+
+
+@pytest.fixture
+def exit_flag() -> Iterator[threading.Event]:
+    """``background.exiting`` set by a test, cleared after it (it is process-wide)."""
+    yield background.exiting
+    background.exiting.clear()
+
+
+@dataclass
+class BlockingTable:
+    """A snapshot source whose load runs until the test lets it go."""
+
+    gate: threading.Event = field(default_factory=threading.Event)
+    loading: threading.Event = field(default_factory=threading.Event)
+    loads: int = 0
+
+    def version(self) -> int:
+        return 1
+
+    def count_rows(self) -> int:
+        return 10
+
+    def load(self) -> TableScan:
+        self.loads += 1
+        self.loading.set()
+        assert self.gate.wait(5)
+        return TableScan(1, 0, lambda columns: iter(()))  # (only its version is read)
+
+    def kept(self) -> bool:
+        return False
+
+
+def _exit_in_thread() -> tuple[threading.Thread, list[bool]]:
+    ended: list[bool] = []
+    thread = threading.Thread(target=lambda: ended.append(background.wait_for_all(10)))
+    thread.start()
+    return thread, ended
+
+
+def test_the_exit_waits_for_a_snapshot_read_and_no_other_starts(exit_flag):
+    table = BlockingTable()
+    keeper = SnapshotKeeper(table, max_rows=100)
+    assert keeper.current() is None  # the build reads in the background
+    assert table.loading.wait(5)
+    exiting, ended = _exit_in_thread()
+    time.sleep(0.3)
+    assert exiting.is_alive() and exit_flag.is_set()  # waiting for the load
+    table.gate.set()
+    exiting.join(10)
+    assert ended == [True]
+    keeper.changed()  # a write, as if after the exit had begun: no new read starts
+    assert keeper.current() is None
+    time.sleep(0.3)
+    assert table.loads == 1
+
+
+@dataclass
+class BlockingView:
+    gate: threading.Event
+    loading: threading.Event
+    version: int = 1
+
+    def keep(self, copies):
+        return dict(copies)
+
+    def load(self, key):
+        self.loading.set()
+        assert self.gate.wait(5)
+
+
+@dataclass
+class BlockingKbSource:
+    gate: threading.Event = field(default_factory=threading.Event)
+    loading: threading.Event = field(default_factory=threading.Event)
+    views: int = 0
+
+    def version(self) -> int:
+        return 1
+
+    @contextlib.contextmanager
+    def view(self):
+        self.views += 1
+        yield BlockingView(self.gate, self.loading)
+
+
+def test_the_exit_waits_for_a_kb_copy_being_made_and_no_other_starts(exit_flag):
+    source = BlockingKbSource()
+    copies = KbCopies(source, budget_bytes=1 << 20)
+    copies._request(frozenset({"kb-1"}))
+    assert source.loading.wait(5)
+    copies._request(frozenset({"kb-2"}))  # queued behind the first
+    exiting, ended = _exit_in_thread()
+    time.sleep(0.3)
+    assert exiting.is_alive()
+    source.gate.set()
+    exiting.join(10)
+    assert ended == [True]
+    time.sleep(0.3)
+    assert source.views == 1  # the queued copy was not started
+
+
+def test_a_copy_of_the_table_stops_at_its_next_batch_once_exiting(exit_flag, tmp_path):
+    data = table(3000)
+    read: list[int] = []
+
+    def batches(columns):
+        for batch in TableScan.of(1, data, batch_rows=1000).batches(columns):
+            read.append(batch.num_rows)
+            exit_flag.set()  # the exit begins while the first batch is written
+            yield batch
+
+    with pytest.raises(background.Exiting):
+        write_copy(TableScan(1, 3000, batches), tmp_path / "v1", VectorIndexPolicy())
+    assert read == [1000] and not (tmp_path / "v1").exists()
