@@ -6,7 +6,6 @@ commit itself goes through Lance's conflict rules, which these tests pin down.""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import replace
 from typing import Any
@@ -154,8 +153,3 @@ def test_a_big_training_beside_writes_builds_in_a_child_process_at_low_priority(
     assert len(children) == 1 and health.trained_rows == 500
     assert health.partitions == children[0][1] and (health.recall_at_50 or 0) >= 0.9
     assert len(store.vector_search(chunks(321, 1)[0].vector, 5, ChunkFilter())) == 5
-
-
-def test_the_child_that_builds_runs_at_the_lowest_priority():
-    with lance_training.lowest_priority_process() as pool:
-        assert pool.submit(os.nice, 0).result() == 19

@@ -18,16 +18,14 @@ searches of the machine's API processes keep their cores (``build_apart``).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from typing import Any
 
-from citewell.stores.background import wait_at_exit
+from citewell.stores.background import Exiting, exiting, wait_at_exit
+from citewell.stores.lance.apart import run_apart, stop_children
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +35,6 @@ RETRY_AFTER = 300.0  # seconds before a failed training is tried again
 # the searches of the process serving them, or of the machine's other API processes, come
 # first. Smaller trainings take seconds and are not worth a process's start.
 APART_FROM_ROWS = 200_000
-APART_NICENESS = 19
 
 
 @dataclass(frozen=True)
@@ -84,7 +81,10 @@ class BackgroundTraining:
         return run
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for a training under way; returns whether none is running now."""
+        """Wait for a training under way; returns whether none is running now. At exit a
+        build in a child process is stopped instead: it runs again when next due."""
+        if exiting.is_set():
+            stop_children()
         thread = self._thread
         if thread is not None:
             thread.join(timeout)
@@ -93,6 +93,9 @@ class BackgroundTraining:
     def _train(self, dataset: Any, build: Callable[[Any, int], None], run: TrainingRun) -> None:
         try:
             build(dataset, run.rows)
+        except Exiting:
+            log.info("A training of the vector index was stopped by the process's exit.")
+            return
         except Exception as error:  # noqa: BLE001 - the old index keeps serving
             self._retry_at = time.monotonic() + RETRY_AFTER
             self.failure = str(error)
@@ -123,17 +126,9 @@ def build_vector_index(
 
 def build_apart(uri: str, version: int, options: dict[str, Any]) -> None:
     """Lance's ``create_index`` of the vector column with ``options`` on ``version`` of the
-    dataset at ``uri``, run in a child process at the lowest CPU priority. Raises what the
-    build raised."""
-    with lowest_priority_process() as pool:
-        pool.submit(_create_index, uri, version, options).result()
-
-
-def lowest_priority_process() -> ProcessPoolExecutor:
-    """One child process at the lowest CPU priority (spawned: forking a process that runs
-    LanceDB's threads is not safe)."""
-    spawn = get_context("spawn")
-    return ProcessPoolExecutor(1, mp_context=spawn, initializer=os.nice, initargs=(APART_NICENESS,))
+    dataset at ``uri``, run in a child process at the lowest CPU priority (apart.py).
+    Raises what the build raised."""
+    run_apart(_create_index, uri, version, options)
 
 
 def _create_index(uri: str, version: int, options: dict[str, Any]) -> None:
