@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from citewell.stores.index_policy import VectorIndexPolicy
+from citewell.stores.lance import scratch
 from citewell.stores.lance import search_table as lance_search_table
 from citewell.stores.lance.store import LanceChunkStore
 from citewell.stores.lance.upkeep import newest_to_merge
@@ -536,6 +538,11 @@ def test_vector_builds_leave_no_shuffle_files_behind(tmp_path, policy, monkeypat
     """Lance 9 leaves each IVF build's shuffle directory in the OS temp dir
     (lance-format/lance#8992); the store builds with TMPDIR in its own scratch folder and
     removes them there."""
+    # A build of an earlier test's store may still run in this process (a training in the
+    # background): TMPDIR stays where it points until the last build ends, so wait for it.
+    deadline = time.monotonic() + 120
+    while scratch._BUILDS.running and time.monotonic() < deadline:
+        time.sleep(0.05)
     system = tmp_path / "system-tmp"
     system.mkdir()
     monkeypatch.setenv("TMPDIR", str(system))

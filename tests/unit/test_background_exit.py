@@ -50,9 +50,12 @@ class BlockingTable:
         return False
 
 
-def _exit_in_thread() -> tuple[threading.Thread, list[bool]]:
+def _exit_in_thread(part: background.BackgroundWork) -> tuple[threading.Thread, list[bool]]:
+    """What the exit does to one part (``wait_for_all`` does it to every part this process
+    made, other tests' too)."""
+    background.exiting.set()
     ended: list[bool] = []
-    thread = threading.Thread(target=lambda: ended.append(background.wait_for_all(10)))
+    thread = threading.Thread(target=lambda: ended.append(part.wait(10)))
     thread.start()
     return thread, ended
 
@@ -62,9 +65,9 @@ def test_the_exit_waits_for_a_snapshot_read_and_no_other_starts(exit_flag):
     keeper = SnapshotKeeper(table, max_rows=100)
     assert keeper.current() is None  # the build reads in the background
     assert table.loading.wait(5)
-    exiting, ended = _exit_in_thread()
+    exiting, ended = _exit_in_thread(keeper)
     time.sleep(0.3)
-    assert exiting.is_alive() and exit_flag.is_set()  # waiting for the load
+    assert exiting.is_alive()  # waiting for the load
     table.gate.set()
     exiting.join(10)
     assert ended == [True]
@@ -109,7 +112,7 @@ def test_the_exit_waits_for_a_kb_copy_being_made_and_no_other_starts(exit_flag):
     copies._request(frozenset({"kb-1"}))
     assert source.loading.wait(5)
     copies._request(frozenset({"kb-2"}))  # queued behind the first
-    exiting, ended = _exit_in_thread()
+    exiting, ended = _exit_in_thread(copies)
     time.sleep(0.3)
     assert exiting.is_alive()
     source.gate.set()
@@ -132,3 +135,23 @@ def test_a_copy_of_the_table_stops_at_its_next_batch_once_exiting(exit_flag, tmp
     with pytest.raises(background.Exiting):
         write_copy(TableScan(1, 3000, batches), tmp_path / "v1", VectorIndexPolicy())
     assert read == [1000] and not (tmp_path / "v1").exists()
+
+
+@dataclass(eq=False)
+class Part:
+    seconds: float
+    asked: list[float] = field(default_factory=list)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        assert background.exiting.is_set()  # told first, so loops start nothing new
+        self.asked.append(timeout or 0.0)
+        time.sleep(min(self.seconds, timeout or 0.0))
+        return self.seconds <= (timeout or 0.0)
+
+
+def test_the_exit_gives_every_part_what_is_left_of_one_deadline(exit_flag, monkeypatch):
+    slow, quick = Part(0.5), Part(0.0)
+    monkeypatch.setattr(background, "_PARTS", [slow, quick])  # (a WeakSet in a process)
+    assert not background.wait_for_all(seconds=0.3)  # the slow part was still at work
+    assert slow.asked == [pytest.approx(0.3, abs=0.05)]
+    assert quick.asked == [0.0]
