@@ -155,3 +155,17 @@ def test_the_exit_gives_every_part_what_is_left_of_one_deadline(exit_flag, monke
     assert not background.wait_for_all(seconds=0.3)  # the slow part was still at work
     assert slow.asked == [pytest.approx(0.3, abs=0.05)]
     assert quick.asked == [0.0]
+
+
+def test_the_exit_cuts_short_a_big_copys_wait_for_a_quiet_table(exit_flag):
+    from tests.unit.test_snapshot_keeper import BigTable
+
+    table = BigTable()
+    keeper = SnapshotKeeper(table, max_rows=100, big_rows=1000, big_bytes=2000, quiet=20.0)
+    assert keeper.current() is None  # the build waits 20 s for the table to go quiet
+    time.sleep(0.3)
+    began = time.monotonic()
+    exiting, ended = _exit_in_thread(keeper)
+    exiting.join(10)
+    assert ended == [True] and time.monotonic() - began < 2  # 20 s and more before
+    assert table.indexes == []  # no copy was started

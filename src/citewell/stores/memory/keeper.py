@@ -354,12 +354,14 @@ class SnapshotKeeper:
             self._built.notify_all()
 
     def _quiet_since(self, version: int, writes: int) -> bool:
-        """Wait until the table has had no write (of any process) for ``quiet`` seconds."""
+        """Wait until the table has had no write (of any process) for ``quiet`` seconds;
+        False if one of ours came, or the process began to exit."""
         lower_priority()
         self._big_state = "waiting"
         quiet_from = time.monotonic()
         while time.monotonic() - quiet_from < self._quiet:
-            time.sleep(min(CHECK_INTERVAL, self._quiet))
+            if exiting.wait(min(CHECK_INTERVAL, self._quiet)):
+                return False  # the process is exiting: it waits for this thread
             latest = self._source.version()
             with self._lock:
                 if self._writes != writes:
