@@ -27,23 +27,32 @@ def exit_flag() -> Iterator[threading.Event]:
 
 
 @dataclass
-class BlockingTable:
-    """A snapshot source whose load runs until the test lets it go."""
+class Held:
+    """A store read that runs until the test lets it go."""
 
     gate: threading.Event = field(default_factory=threading.Event)
-    loading: threading.Event = field(default_factory=threading.Event)
-    loads: int = 0
+    reading: threading.Event = field(default_factory=threading.Event)
+
+    def hold(self) -> None:
+        self.reading.set()
+        assert self.gate.wait(5)
 
     def version(self) -> int:
         return 1
+
+
+@dataclass
+class BlockingTable(Held):
+    """A snapshot source whose load is held."""
+
+    loads: int = 0
 
     def count_rows(self) -> int:
         return 10
 
     def load(self) -> TableScan:
         self.loads += 1
-        self.loading.set()
-        assert self.gate.wait(5)
+        self.hold()
         return TableScan(1, 0, lambda columns: iter(()))  # (only its version is read)
 
     def kept(self) -> bool:
@@ -64,7 +73,7 @@ def test_the_exit_waits_for_a_snapshot_read_and_no_other_starts(exit_flag):
     table = BlockingTable()
     keeper = SnapshotKeeper(table, max_rows=100)
     assert keeper.current() is None  # the build reads in the background
-    assert table.loading.wait(5)
+    assert table.reading.wait(5)
     exiting, ended = _exit_in_thread(keeper)
     time.sleep(0.3)
     assert exiting.is_alive()  # waiting for the load
@@ -79,38 +88,33 @@ def test_the_exit_waits_for_a_snapshot_read_and_no_other_starts(exit_flag):
 
 @dataclass
 class BlockingView:
-    gate: threading.Event
-    loading: threading.Event
+    held: Held
     version: int = 1
 
     def keep(self, copies):
         return dict(copies)
 
     def load(self, key):
-        self.loading.set()
-        assert self.gate.wait(5)
+        self.held.hold()
 
 
 @dataclass
-class BlockingKbSource:
-    gate: threading.Event = field(default_factory=threading.Event)
-    loading: threading.Event = field(default_factory=threading.Event)
-    views: int = 0
+class BlockingKbSource(Held):
+    """A KB copies' source whose copies' loads are held."""
 
-    def version(self) -> int:
-        return 1
+    views: int = 0
 
     @contextlib.contextmanager
     def view(self):
         self.views += 1
-        yield BlockingView(self.gate, self.loading)
+        yield BlockingView(self)
 
 
 def test_the_exit_waits_for_a_kb_copy_being_made_and_no_other_starts(exit_flag):
     source = BlockingKbSource()
     copies = KbCopies(source, budget_bytes=1 << 20)
     copies._request(frozenset({"kb-1"}))
-    assert source.loading.wait(5)
+    assert source.reading.wait(5)
     copies._request(frozenset({"kb-2"}))  # queued behind the first
     exiting, ended = _exit_in_thread(copies)
     time.sleep(0.3)
