@@ -153,12 +153,18 @@ class Part:
         return self.seconds <= (timeout or 0.0)
 
 
+class Broken:
+    def wait(self, timeout: float | None = None) -> bool:
+        raise RuntimeError("a part that fails to wait")
+
+
 def test_the_exit_gives_every_part_what_is_left_of_one_deadline(exit_flag, monkeypatch):
     slow, quick = Part(0.5), Part(0.0)
-    monkeypatch.setattr(background, "_PARTS", [slow, quick])  # (a WeakSet in a process)
+    parts = [Broken(), slow, quick]
+    monkeypatch.setattr(background, "_PARTS", parts)  # (a WeakSet in a process)
     assert not background.wait_for_all(seconds=0.3)  # the slow part was still at work
     assert slow.asked == [pytest.approx(0.3, abs=0.05)]
-    assert quick.asked == [0.0]
+    assert quick.asked == [0.0]  # also after another part failed
 
 
 def test_the_exit_cuts_short_a_big_copys_wait_for_a_quiet_table(exit_flag):

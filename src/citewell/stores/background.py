@@ -68,7 +68,10 @@ def wait_for_all(seconds: float = SETTLE_SECONDS) -> bool:
     deadline = time.monotonic() + seconds
     ended = True
     for part in list(_PARTS):
-        ended = part.wait(max(0.0, deadline - time.monotonic())) and ended
+        try:
+            ended = part.wait(max(0.0, deadline - time.monotonic())) and ended
+        except Exception:  # noqa: BLE001 - the other parts are still waited for
+            log.exception("Waiting for %s at exit failed", type(part).__name__)
     if not ended:
         log.warning("Exiting with store work still running after %.0f s.", seconds)
     return ended

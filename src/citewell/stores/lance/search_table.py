@@ -49,14 +49,14 @@ class SearchTable:
         self._renew_after = renew_after_versions
         self._check_every = CHECK_EVERY_SECONDS if check_every is None else check_every
         self._handle = open_handle()
-        # A process hung for good at exit while a handle was being opened or warmed on
-        # another thread: the exit waits for those (stores/background.py).
-        wait_at_exit(self)
         self._checked = time.monotonic()
         self._lock = threading.Lock()  # the handle's swap against this process's writes
         self._starting = threading.Lock()
         self._renewing: threading.Thread | None = None
         self._warmed = False  # this process serves searches: new handles are warmed too
+        # A process hung for good at exit while a handle was being opened or warmed on
+        # another thread: the exit waits for those (stores/background.py).
+        wait_at_exit(self)
 
     def table(self) -> Any:
         """The table to search; starts a renewal in the background when it is due."""
