@@ -74,7 +74,7 @@ def test_the_exit_waits_for_a_snapshot_read_and_no_other_starts(exit_flag):
     keeper = SnapshotKeeper(table, max_rows=100)
     assert keeper.current() is None  # the build reads in the background
     assert table.reading.wait(5)
-    exiting, ended = _exit_in_thread(keeper)
+    exiting, ended = _exit_in_thread(keeper._reading)
     time.sleep(0.3)
     assert exiting.is_alive()  # waiting for the load
     table.gate.set()
@@ -116,7 +116,7 @@ def test_the_exit_waits_for_a_kb_copy_being_made_and_no_other_starts(exit_flag):
     copies._request(frozenset({"kb-1"}))
     assert source.reading.wait(5)
     copies._request(frozenset({"kb-2"}))  # queued behind the first
-    exiting, ended = _exit_in_thread(copies)
+    exiting, ended = _exit_in_thread(copies._refreshing)
     time.sleep(0.3)
     assert exiting.is_alive()
     source.gate.set()
@@ -175,7 +175,7 @@ def test_the_exit_cuts_short_a_big_copys_wait_for_a_quiet_table(exit_flag):
     assert keeper.current() is None  # the build waits 20 s for the table to go quiet
     time.sleep(0.3)
     began = time.monotonic()
-    exiting, ended = _exit_in_thread(keeper)
+    exiting, ended = _exit_in_thread(keeper._reading)
     exiting.join(10)
     assert ended == [True] and time.monotonic() - began < 2  # 20 s and more before
     assert table.indexes == []  # no copy was started

@@ -49,6 +49,28 @@ def wait_at_exit(part: BackgroundWork) -> None:
     _PARTS.add(part)
 
 
+class StoreCalls:
+    """Held by a thread of a part while it calls the store: ``with calls as allowed`` (False
+    once the exit has begun: start nothing). The exit waits for the call under way."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        wait_at_exit(self)
+
+    def __enter__(self) -> bool:
+        self._lock.acquire()
+        return not exiting.is_set()
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._lock.release()
+        return True
+
+
 def stop_if_exiting() -> None:
     """Between the batches of a long read: end it when the process is exiting."""
     if exiting.is_set():

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from citewell.machine import lower_priority
-from citewell.stores.background import exiting, wait_at_exit
+from citewell.stores.background import StoreCalls
 from citewell.stores.base import KbCopyStats
 from citewell.stores.memory.snapshot import TableSnapshot
 from citewell.types import StoredChunk
@@ -110,8 +110,7 @@ class KbCopies:
         self._pending: queue.Queue[Key] = queue.Queue(PENDING_BUILDS)
         self._queued: set[Key] = set()
         self._worker: threading.Thread | None = None
-        self._refreshing = threading.Lock()  # held by the worker while it reads the store
-        wait_at_exit(self)
+        self._refreshing = StoreCalls()  # the worker's reads, waited for at exit
         self._served = self._missed = self._made = 0  # since start, for stats()
 
     @property
@@ -252,8 +251,8 @@ class KbCopies:
                 continue
             with self._lock:
                 self._queued.discard(key)
-            with self._refreshing:
-                if exiting.is_set():
+            with self._refreshing as allowed:
+                if not allowed:  # the process is exiting
                     return
                 spent = self._refresh_quietly(key)
             if spent:
@@ -265,14 +264,6 @@ class KbCopies:
         except Exception:  # noqa: BLE001 - a dropped table, a closing process: search the other way
             log.debug("refreshing in-memory KB copies failed", exc_info=True)
             return 0.0
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for a refresh under way (at exit, stores/background.py: none starts after);
-        returns whether none runs now."""
-        if not self._refreshing.acquire(timeout=-1 if timeout is None else timeout):
-            return False
-        self._refreshing.release()
-        return True
 
     def _refresh(self, key: Key) -> float:
         """Bring every copy to the latest version (dropping those that changed), then make

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from citewell.machine import lower_priority
-from citewell.stores.background import Exiting, exiting, wait_at_exit
+from citewell.stores.background import Exiting, StoreCalls, exiting
 from citewell.stores.base import TableCopyStats
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.memory.changes import MAX_CHANGED_ROWS, ChangedCopy
@@ -121,8 +121,7 @@ class SnapshotKeeper:
         self._checked = float("-inf")
         self._writes = 0  # this process's writes so far; a build started before one is stale
         self._building = False
-        self._reading = threading.Lock()  # held by the build thread while it reads the store
-        wait_at_exit(self)
+        self._reading = StoreCalls()  # the build thread's reads, waited for at exit
         self._retry_at = float("-inf")  # after a failed or put-off build
         # Reading the changes since the copy is paced: as long again as the last reading
         # took, so steady ingestion into a big table costs each process a bounded share of
@@ -248,8 +247,8 @@ class SnapshotKeeper:
         while True:
             with self._lock:
                 writes = self._writes
-            with self._reading:
-                if exiting.is_set():
+            with self._reading as allowed:
+                if not allowed:  # the process is exiting
                     return
                 snapshot, version, spent, retry = self._read(writes)
             with self._lock:
@@ -276,14 +275,6 @@ class SnapshotKeeper:
                 self._big_rows, self._big_state = 0, "failed"
             return None, -1, 0.0, RETRY_INTERVAL
         return snapshot, snapshot.version if snapshot is not None else version, spent, retry
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for a build's reading under way (at exit, stores/background.py: none starts
-        after); returns whether none runs now."""
-        if not self._reading.acquire(timeout=-1 if timeout is None else timeout):
-            return False
-        self._reading.release()
-        return True
 
     def _make(
         self, version: int, writes: int
