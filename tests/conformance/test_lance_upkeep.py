@@ -553,6 +553,7 @@ def test_vector_builds_leave_no_shuffle_files_behind(tmp_path, policy, monkeypat
     assert store.health(0).trained_rows == 550
     leftovers = list(system.rglob("shuffle_*"))
     leftovers += list((tmp_path / "db" / ".scratch").rglob("shuffle_*"))
+    leftovers += list((tmp_path / "db" / ".scratch").rglob("citewell-partitions-*"))
     assert leftovers == []
     assert os.environ["TMPDIR"] == str(system)
 

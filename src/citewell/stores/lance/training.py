@@ -26,6 +26,7 @@ from typing import Any
 
 from citewell.stores.background import Exiting, exiting, wait_at_exit
 from citewell.stores.lance.apart import run_apart, stop_children
+from citewell.stores.lance.partitions import create_ivf_sq
 
 log = logging.getLogger(__name__)
 
@@ -113,25 +114,28 @@ class BackgroundTraining:
 
 
 def build_vector_index(
-    dataset: Any, rows: int, options: dict[str, Any], background: bool = False
+    dataset: Any,
+    rows: int,
+    options: dict[str, Any],
+    background: bool = False,
+    busy: threading.Event | None = None,
 ) -> None:
-    """Lance's IVF_SQ index of the vector column with ``options`` on ``dataset`` (``rows``
-    rows): a big one trained in the background in a child process (``build_apart``), others
-    here."""
+    """An IVF_SQ index of the vector column with ``options`` on ``dataset`` (``rows`` rows,
+    partitions.py): a big one trained in the background in a child process
+    (``build_apart``), others here (``busy``: set while other work runs beside)."""
     if background and rows >= APART_FROM_ROWS:
         build_apart(dataset.uri, dataset.version, options)
     else:
-        dataset.create_index("vector", "IVF_SQ", **options)
+        create_ivf_sq(dataset, options, busy)
 
 
 def build_apart(uri: str, version: int, options: dict[str, Any]) -> None:
-    """Lance's ``create_index`` of the vector column with ``options`` on ``version`` of the
-    dataset at ``uri``, run in a child process at the lowest CPU priority (apart.py).
-    Raises what the build raised."""
+    """``create_ivf_sq`` with ``options`` on ``version`` of the dataset at ``uri``, run in
+    a child process at the lowest CPU priority (apart.py). Raises what the build raised."""
     run_apart(_create_index, uri, version, options)
 
 
 def _create_index(uri: str, version: int, options: dict[str, Any]) -> None:
     import lance
 
-    lance.dataset(uri, version=version).create_index("vector", "IVF_SQ", **options)
+    create_ivf_sq(lance.dataset(uri, version=version), options)
