@@ -110,9 +110,10 @@ def test_faiss_takes_one_core_while_other_work_runs_beside():
     """OpenMP keeps the thread count per calling thread: the build's thread alone is
     limited, and gets every core back once the work beside it has ended."""
     busy, seen = threading.Event(), []
-    every = faiss.omp_get_max_threads()
+    here = faiss.omp_get_max_threads()
 
     def build() -> None:
+        seen.append(faiss.omp_get_max_threads())  # a new thread's own count
         threads = FaissThreads(busy)
         busy.set()
         threads.set()
@@ -124,5 +125,6 @@ def test_faiss_takes_one_core_while_other_work_runs_beside():
     thread = threading.Thread(target=build)
     thread.start()
     thread.join()
-    assert seen == [1, every]
-    assert faiss.omp_get_max_threads() == every  # other threads keep their count
+    every = seen[0]
+    assert seen == [every, 1, every]
+    assert faiss.omp_get_max_threads() == here  # other threads keep their count

@@ -143,8 +143,10 @@ def test_texts_the_tenant_holds_are_linked_without_making_their_rows(app, tmp_pa
     path = _jsonl(tmp_path / "a.jsonl", _rows(app, {"leave.md": LEAVE, "expenses.md": EXPENSES}))
     service.import_chunks(path, "hr")
     made: list[str] = []
-    rows, terms = app.ingestor.rows.given, terms_ahead.terms_strings
-    monkeypatch.setattr(app.ingestor.rows, "given", lambda *a: made.append("rows") or rows(*a))
+    rows, terms = app.ingestor.rows.given_columns, terms_ahead.terms_strings
+    monkeypatch.setattr(
+        app.ingestor.rows, "given_columns", lambda *a: made.append("rows") or rows(*a)
+    )
     monkeypatch.setattr(terms_ahead, "terms_strings", lambda t, s: made.extend(t) or terms(t, s))
     report = service.import_chunks(path, "archive")
     assert (report.files_imported, report.chunks_stored, made) == (2, 0, [])

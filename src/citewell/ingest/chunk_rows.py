@@ -8,20 +8,31 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
+from itertools import repeat
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from citewell.enrich.enrichment import Enrichment
+from citewell.ingest.chunk_files import ImportedChunk
 from citewell.retrieval.tokenize import terms_string
 from citewell.types import Chunk, Document, StoredChunk
 
 if TYPE_CHECKING:
-    from citewell.ingest.types import ChunkTarget  # types only: it imports the stores
+    from citewell.ingest.types import ChunkTarget  # types only: both import the stores
+    from citewell.stores.columns import ChunkColumns
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def chunk_key(file_id: str, index: int, start: int, end: int, text: str, salt: str = "") -> str:
+    """A chunk's id: its file, place and text hashed (``salt``: an own chunk set's label,
+    so that two sets never share an id)."""
+    key = f"{file_id}\0{index}\0{start}\0{end}\0{text}"
+    return sha256(f"{salt}\0{key}".encode() if salt else key.encode())[:32]
 
 
 def space_table(model_id: str, dimension: int) -> str:
@@ -129,28 +140,42 @@ class ChunkRows:
         ]
         return stored, texts
 
-    def given(
+    def given_columns(
         self,
         file_id: str,
-        chunks: Sequence[Chunk],
-        target: ChunkTarget,
+        chunks: Sequence[ImportedChunk],
+        starts: Sequence[int],
+        target: ChunkSet,
         name: str,
-        terms: Sequence[str] | None = None,
-    ) -> list[StoredChunk]:
-        """Chunks made elsewhere (``citewell import``), as the target's set keeps them: the
-        same ids, labels and BM25 terms an ingested chunk gets, without enrichment.
-        ``terms``: the BM25 terms of ``given_bm25_texts``, made already (elsewhere)."""
-        salt = "" if target.shared else target.label
+        terms: Sequence[str] | None,
+        into: ChunkColumns,
+    ) -> None:
+        """Chunks made elsewhere (``citewell import``) added to ``into`` as the target's set
+        keeps them: the same ids, labels and BM25 terms an ingested chunk gets, without
+        enrichment (``chunks`` begin at ``starts`` of the file's text; ``terms``: their BM25
+        terms, if made already). No object a chunk: an import's million of them cost more
+        than its write (stores/columns.py)."""
         if terms is None:
             texts = self.given_bm25_texts(chunks, target, name)
             terms = [terms_string(t, self.stemmer) for t in texts]
-        return [
-            self._stored_chunk(file_id, (target.label,), i, c, name, "", salt, terms[i])
-            for i, c in enumerate(chunks)
-        ]
+        salt, texts = ("" if target.shared else target.label), [c.text for c in chunks]
+        ends = [start + len(text) for start, text in zip(starts, texts, strict=True)]
+        count = len(texts)
+        into.id += map(partial(chunk_key, file_id), range(count), starts, ends, texts,
+                       repeat(salt, count))  # fmt: skip
+        into.file_id += repeat(file_id, count)
+        into.kb_ids += repeat((target.label,), count)
+        into.index += range(count)
+        into.text += texts
+        into.start += starts
+        into.end += ends
+        into.page += (c.page for c in chunks)
+        into.headings += (tuple(c.headings) for c in chunks)
+        into.file_name += repeat(name, count)
+        into.terms += terms
 
     @staticmethod
-    def given_bm25_texts(chunks: Sequence[Passage], target: ChunkTarget, name: str) -> list[str]:
+    def given_bm25_texts(chunks: Sequence[Passage], target: ChunkSet, name: str) -> list[str]:
         """What BM25 indexes of each chunk ``given`` stores: with bm25_enriched_texts the
         file name's words, then its headings and text."""
         enriched = re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]) if target.bm25_enriched else ""
@@ -179,13 +204,12 @@ class ChunkRows:
     ) -> StoredChunk:
         """``prefix``: what the LLM wrote about the chunk, searched by BM25 with it;
         ``terms``: its BM25 terms with the prefix, if made already."""
-        key = f"{file_id}\0{index}\0{chunk.start}\0{chunk.end}\0{chunk.text}"
-        chunk_id = sha256(f"{salt}\0{key}".encode() if salt else key.encode())
+        chunk_id = chunk_key(file_id, index, chunk.start, chunk.end, chunk.text, salt)
         if terms is None:
             enriched = " ".join([prefix, *chunk.headings, chunk.text]).strip()
             terms = terms_string(enriched, self.stemmer)
         return StoredChunk(
-            id=chunk_id[:32],
+            id=chunk_id,
             file_id=file_id,
             kb_ids=labels,
             index=index,

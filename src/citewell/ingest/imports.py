@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import islice
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +41,7 @@ from citewell.ingest.text_writer import TextWriter
 from citewell.ingest.types import ChunkTarget
 from citewell.ingest.write_behind import WriteBehind
 from citewell.sources import SourceItem
-from citewell.types import Chunk, StoredChunk
+from citewell.stores.columns import ChunkColumns
 
 if TYPE_CHECKING:
     from citewell.ingest.ingestor import Ingestor
@@ -72,7 +72,7 @@ class ImportReport:
 class _NewFile:
     record: FileRecord
     text: str
-    chunks: list[StoredChunk]  # without their vectors: those are ``vectors``, a row each
+    rows: ChunkColumns  # its chunks in each set, without their vectors: ``vectors``
     vectors: np.ndarray
     item: SourceItem  # what its KB link shows (or the link, should the text be held)
 
@@ -84,7 +84,7 @@ class _Incoming:
 
     file: ImportedFile
     text: str
-    chunks: list[Chunk]
+    starts: list[int]  # where each chunk begins in ``text``
     digest: str
     file_id: str
     previous: FileRecord | None = None
@@ -109,7 +109,7 @@ class _Batch:
 
     def add(self, file: _NewFile) -> None:
         self.new.append(file)
-        self.chunks += len(file.chunks)
+        self.chunks += len(file.rows)
 
     @property
     def empty(self) -> bool:
@@ -170,7 +170,7 @@ class ChunkImport:
             made = iter(terms)
             for incoming in group:
                 report.files_seen += 1
-                wanted = len(incoming.chunks) * len(targets) if incoming.needs_rows else 0
+                wanted = len(incoming.starts) * len(targets) if incoming.needs_rows else 0
                 self._add(batch, incoming, targets, report, list(islice(made, wanted)))
                 if batch.chunks >= IMPORT_BATCH:
                     yield batch
@@ -194,10 +194,10 @@ class ChunkImport:
     def _read(self, file: ImportedFile) -> _Incoming:
         """The file's text, its chunks' places in it, and the file id of that text for the
         KB's owner."""
-        text, chunks = joined(file)
+        text, starts = joined(file)
         digest = sha256(text.encode("utf-8"))
         return _Incoming(
-            file, text, chunks, digest, self.ingestor.catalog.file_id(self.kb.owner_id, digest)
+            file, text, starts, digest, self.ingestor.catalog.file_id(self.kb.owner_id, digest)
         )
 
     def _bm25_texts(self, targets: Sequence[ChunkTarget], group: list[_Incoming]) -> list[str]:
@@ -242,15 +242,17 @@ class ChunkImport:
     ) -> _NewFile:
         """The file's rows in each set the KB reads (two while it is re-chunked), its terms
         in turn (None: made here)."""
-        file, chunks, file_id = incoming.file, incoming.chunks, incoming.file_id
-        made: list[StoredChunk] = []
+        file, starts, file_id = incoming.file, incoming.starts, incoming.file_id
+        made, count = ChunkColumns(), len(starts)
         for n, target in enumerate(targets):
-            mine = terms[n * len(chunks) : (n + 1) * len(chunks)] if terms is not None else None
-            made += self.ingestor.rows.given(file_id, chunks, target, file.name, mine)
+            mine = terms[n * count : (n + 1) * count] if terms is not None else None
+            self.ingestor.rows.given_columns(
+                file_id, file.chunks, starts, target, file.name, mine, made
+            )
         vectors = np.stack([c.vector for c in file.chunks])
         if len(targets) > 1:  # (np.tile copies even once)
             vectors = np.tile(vectors, (len(targets), 1))
-        record = self._record(file, file_id, incoming.digest, len(chunks), len(incoming.text))
+        record = self._record(file, file_id, incoming.digest, count, len(incoming.text))
         return _NewFile(record, incoming.text, made, vectors, self._item(file))
 
     def _record(
@@ -306,8 +308,8 @@ class ChunkImport:
         if new:
             texts = [(f.record.id, f.text) for f in new]  # the original is the text too
             written = self.texts.write(texts)
-            chunks = [c for f in new for c in f.chunks]
-            ingestor.writer.upsert_matrix(chunks, np.concatenate([f.vectors for f in new]))
+            rows = ChunkColumns.joined([f.rows for f in new])
+            ingestor.writer.upsert_columns(rows, np.concatenate([f.vectors for f in new]))
             self.texts.wait(written, texts)
             ingestor.catalog.add_files([f.record for f in new], new=True)
             ingestor.catalog.add_links(
@@ -318,14 +320,13 @@ class ChunkImport:
         for file_id in batch.replaced:
             ingestor.remove_from_kb(self.kb.id, file_id)
         report.files_imported += len(new) + len(same)
-        report.chunks_stored += sum(len(f.chunks) for f in new)
+        report.chunks_stored += sum(len(f.rows) for f in new)
 
 
-def joined(file: ImportedFile) -> tuple[str, list[Chunk]]:
-    """The file's text (its chunks joined by blank lines) and its chunks' places in it."""
-    chunks, start = [], 0
-    for chunk in file.chunks:
-        end = start + len(chunk.text)
-        chunks.append(Chunk(chunk.text, start, end, chunk.page, chunk.headings))
-        start = end + len(SEPARATOR)
-    return SEPARATOR.join(c.text for c in file.chunks), chunks
+def joined(file: ImportedFile) -> tuple[str, list[int]]:
+    """The file's text (its chunks joined by blank lines) and where each chunk begins."""
+    texts = [chunk.text for chunk in file.chunks]
+    if not texts:
+        return "", []
+    starts = list(accumulate((len(t) + len(SEPARATOR) for t in texts[:-1]), initial=0))
+    return SEPARATOR.join(texts), starts

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from citewell.retrieval.sentences import sentence_id
 from citewell.splitters.semantic import sentence_spans
 from citewell.stores.base import ChunkStore, optimize_store, upsert_matrix, wait_for_training
+from citewell.stores.columns import ChunkColumns, upsert_columns
 from citewell.types import ChunkFilter, StoredChunk
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class SpaceWriter:
         upsert_matrix(self.chunks, chunks, vectors)
         if pairs and pair_vectors is not None:
             upsert_matrix(self.sentences, pairs, pair_vectors)
+
+    def upsert_columns(self, columns: ChunkColumns, vectors: np.ndarray) -> None:
+        """Chunks as columns with their vectors as a matrix (an import's: no pairs)."""
+        upsert_columns(self.chunks, columns, vectors)
 
     def delete(self, where: ChunkFilter) -> int:
         self.sentences.delete(where)

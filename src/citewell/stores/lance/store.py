@@ -25,6 +25,7 @@ from citewell.stores.base import (
     TableCopyStats,
     manifest_of,
 )
+from citewell.stores.columns import ChunkColumns
 from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance.ann import ann_query
 from citewell.stores.lance.journal import ChangeJournal
@@ -41,8 +42,7 @@ from citewell.stores.lance.upkeep import TableUpkeep, prewarm
 from citewell.stores.lance.writes import (
     FOLD_KEYS_AFTER_ROWS,
     add_or_merge,
-    arrow_rows,
-    last_of_each_id,
+    column_rows,
     vector_matrix,
 )
 from citewell.stores.memory.changes import ChangedCopy
@@ -150,19 +150,21 @@ class LanceChunkStore:
         return self.upsert_matrix(chunks, vector_matrix(chunks, self.dimension))
 
     def upsert_matrix(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> int:
-        if not chunks:
+        return self.upsert_columns(ChunkColumns.of(chunks), vectors)
+
+    def upsert_columns(self, columns: ChunkColumns, vectors: np.ndarray) -> int:
+        if not len(columns):
             return 0
-        data = arrow_rows(*last_of_each_id(chunks, vectors), self.dimension)
-        files = [c.file_id for c in chunks]
+        data, files = column_rows(columns, vectors, self.dimension), columns.file_id
         with self._write_lock:
             self._journaled(files, lambda: add_or_merge(self._table, data, files))
             self._ensure_indexes()
-            self._unfolded += len(chunks)
+            self._unfolded += len(columns)
             if self._unfolded >= FOLD_KEYS_AFTER_ROWS:  # a long import, between optimizes
                 self._upkeep.fold_keys()
                 self._unfolded = 0
         self._changed()
-        return len(chunks)
+        return len(columns)
 
     def _journaled(self, files: Iterable[str] | None, write: Callable[[], object]) -> None:
         """``write``, noted in the change journal with the files it touched (None: not

@@ -12,13 +12,13 @@ neither the merge nor the look-up of the files scans more than that.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from citewell.errors import StoreError
+from citewell.stores.columns import ChunkColumns
 from citewell.stores.lance.tables import quote, schema
 from citewell.types import StoredChunk
 
@@ -26,37 +26,26 @@ FOLD_KEYS_AFTER_ROWS = 65_536
 ATTRIBUTES = {"idx": "index"}  # column → StoredChunk field, where they differ
 
 
-def arrow_rows(chunks: Sequence[StoredChunk], vectors: np.ndarray, dimension: int) -> pa.Table:
-    """The rows as Arrow, built a column at a time (a dict a row cost as much as the
-    write), the vectors from one float32 matrix (a list a row costs ten times as much)."""
-    if vectors.shape != (len(chunks), dimension):
+def column_rows(columns: ChunkColumns, vectors: np.ndarray, dimension: int) -> pa.Table:
+    """The rows as Arrow, one row an id (the last given, as upserting them one after
+    another would leave it; an append would keep both). Built a column at a time, the
+    vectors from one float32 matrix (a list a row cost ten times as much)."""
+    if vectors.shape != (len(columns), dimension):
         raise StoreError(
-            f"{len(chunks)} chunks came with vectors of shape {vectors.shape}; this table "
+            f"{len(columns)} chunks came with vectors of shape {vectors.shape}; this table "
             f"holds {dimension}-dimensional vectors, one a chunk."
         )
     wanted = schema(dimension)
-    # The field's name read once a column: read in the loop, once a row, it was most of
-    # the cost (55 ms against 10-30 for 16,384 rows).
     arrays = [
-        pa.array(list(map(attrgetter(ATTRIBUTES.get(f.name, f.name)), chunks)), f.type)
+        pa.array(getattr(columns, ATTRIBUTES.get(f.name, f.name)), f.type)
         for f in wanted
         if f.name != "vector"
     ]
     flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
     arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat), dimension))
-    return pa.Table.from_arrays(arrays, schema=wanted)
-
-
-def last_of_each_id(
-    chunks: Sequence[StoredChunk], vectors: np.ndarray
-) -> tuple[Sequence[StoredChunk], np.ndarray]:
-    """One row an id, the last given (as upserting them one after another would leave it):
-    an append would keep both."""
-    last = {c.id: i for i, c in enumerate(chunks)}
-    if len(last) == len(chunks):
-        return chunks, vectors
-    kept = sorted(last.values())
-    return [chunks[i] for i in kept], vectors[kept]
+    table = pa.Table.from_arrays(arrays, schema=wanted)
+    last = {chunk_id: i for i, chunk_id in enumerate(columns.id)}
+    return table if len(last) == len(columns) else table.take(sorted(last.values()))
 
 
 def vector_matrix(chunks: Sequence[StoredChunk], dimension: int) -> np.ndarray:
