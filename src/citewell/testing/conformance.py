@@ -26,6 +26,7 @@ from citewell.stores.base import (
     scanning,
     upsert_matrix,
 )
+from citewell.stores.columns import ChunkColumns, upsert_columns
 from citewell.types import ChunkFilter, StoredChunk
 
 T = TypeVar("T")
@@ -119,6 +120,20 @@ class ChunkStoreConformance:
         assert store.vector_search(unit(4), 2, ALL)[1].score == pytest.approx(1.0, abs=1e-4)
         with pytest.raises(StoreError):
             upsert_matrix(store, bare[:2], matrix[:1])
+
+    def test_chunks_as_columns_are_stored_as_upserted_ones(self, store: ChunkStore) -> None:
+        """An import hands its chunks over as columns (``upsert_columns`` where the store
+        has it, else as chunks); the last row of an id given twice is the one kept."""
+        columns = ChunkColumns.of([*CORPUS, replace(CORPUS[0], text="Leave: twenty weeks.")])
+        matrix = np.asarray([c.vector for c in [*CORPUS, CORPUS[0]]], dtype=np.float32)
+        assert upsert_columns(store, columns, matrix) == len(CORPUS) + 1
+        optimize_store(store)
+        assert store.count(ALL) == 5
+        assert store.get(["c1"])[0].text == "Leave: twenty weeks."
+        assert store.get(["c3"])[0].text == CORPUS[2].text
+        assert store.vector_search(unit(1), 1, ALL)[0].chunk_id == "c2"
+        with pytest.raises(StoreError):
+            upsert_columns(store, columns, matrix[:2])
 
     def test_vector_search_orders_by_similarity(self, filled: ChunkStore) -> None:
         hits = filled.vector_search(unit(1), 3, ALL)
