@@ -176,7 +176,7 @@ class ChunkRows:
 
     @staticmethod
     def given_bm25_texts(chunks: Sequence[Passage], target: ChunkSet, name: str) -> list[str]:
-        """What BM25 indexes of each chunk ``given`` stores: with bm25_enriched_texts the
+        """What BM25 indexes of each chunk ``given_columns`` stores: with bm25_enriched_texts the
         file name's words, then its headings and text."""
         enriched = re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]) if target.bm25_enriched else ""
         return [" ".join([enriched, *c.headings, c.text]).strip() for c in chunks]

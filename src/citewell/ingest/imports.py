@@ -4,8 +4,9 @@ Nothing is parsed, split or embedded, so an import runs at the speed of the writ
 way to move a corpus in from another system, or to build a large one from vectors already
 computed. Each file's text is its chunks joined by blank lines, so the viewer shows it and
 citations point into it; its chunks get their BM25 terms, ids and labels as ingested ones
-do (``ChunkRows.given``). The vectors must come from the model this server embeds queries
-with: their length is checked against it, their meaning cannot be.
+do, as columns rather than an object a chunk (``ChunkRows.given_columns``). The vectors
+must come from the model this server embeds queries with: their length is checked against
+it, their meaning cannot be.
 
 A file the KB holds with the same text is left alone; one with another text is replaced; a
 text the KB's owner holds already is linked. The catalog is asked a group of files at a time,

@@ -270,9 +270,10 @@ class TableUpkeep:
     def train_vectors(self, rows: int, beside: Callable[[], None] | None = None) -> None:
         """Train the first vector index, here and now, while this thread does ``beside``.
 
-        The other indexes' deltas (an import's new rows) fit beside Lance's build: at a
-        million rows both took 28.2-29.7 s instead of 32.3-32.4 s one after the other
-        (docs/benchmarks/journal.md, "The first training beside the other indexes")."""
+        The other indexes' deltas (an import's new rows) fit beside the build: at a million
+        rows both took 28.2-29.7 s instead of 32.3-32.4 s one after the other with Lance's
+        own build (docs/benchmarks/journal.md, "The first training beside the other
+        indexes"), 22-23 s with faiss's partitions on one thread meanwhile (partitions.py)."""
         began, busy = time.monotonic(), threading.Event()
         name = self.index_names().get("vector", VECTOR_INDEX_NAME)
         with ThreadPoolExecutor(1, thread_name_prefix="citewell-vector-training") as pool:
