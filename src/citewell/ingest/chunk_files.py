@@ -10,7 +10,8 @@ One row per chunk, the rows of a file together and in order:
   the file came from (read from a file's first row).
 
 Parquet (``.parquet``) is read in record batches, its vectors as one array per batch;
-JSON Lines (``.jsonl``, ``.ndjson``) a line at a time. A file's rows that come back after
+JSON Lines (``.jsonl``, ``.ndjson``) too, parsed by Arrow, and a line at a time from the
+first block Arrow cannot take. A file's rows that come back after
 another file's are refused: the file would be imported twice.
 """
 
@@ -34,6 +35,7 @@ PARQUET_BATCH = 16384  # rows read at a time
 # against 0.3 s and 0.3 GB (docs/benchmarks/journal.md, "An import's own overheads").
 READ_BUFFER = 1 << 20
 REQUIRED = ("file", "text", "vector")
+JSON_BLOCK = 32 << 20  # bytes of JSON Lines parsed at a time: about 4,000 rows of 384 numbers
 
 
 class ImportedChunk(NamedTuple):
@@ -96,19 +98,24 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
         raise InvalidInput(f"{path.name} has no column {', '.join(missing)}; {_columns()}")
     before = 0  # rows of the batches before this one
     for batch in reader.iter_batches(PARQUET_BATCH):
-        if not batch.num_rows:
-            continue
-        # Vectors go to numpy whole; only the other columns become Python objects.
-        columns = {n: batch.column(n).to_pylist() for n in batch.schema.names if n != "vector"}
-        vectors = list(_vectors(batch.column("vector"), path.name))
-        names, texts = columns["file"], columns["text"]
-        _check_rows(names, texts, before)
-        pages = columns.get("page") or repeat(None)
-        headings = [tuple(h or ()) for h in columns["headings"]] if "headings" in columns else []
-        urls = [u or "" for u in columns["url"]] if "url" in columns else []
-        chunks = map(ImportedChunk, texts, vectors, pages, headings or repeat(()))
-        yield from zip(names, urls or repeat(""), chunks, strict=False)  # repeat: no end
+        yield from _batch_rows(batch, path.name, before)
         before += batch.num_rows
+
+
+def _batch_rows(batch: Any, name: str, before: int) -> Iterator[tuple[str, str, ImportedChunk]]:
+    """A record batch's rows, checked whole before any is returned (``before``: rows read
+    before it). Vectors go to numpy whole; only the other columns become Python objects."""
+    if not batch.num_rows:
+        return iter(())
+    columns = {n: batch.column(n).to_pylist() for n in batch.schema.names if n != "vector"}
+    vectors = list(_vectors(batch.column("vector"), name, before))
+    names, texts = columns["file"], columns["text"]
+    _check_rows(names, texts, before)
+    pages = columns.get("page") or repeat(None)
+    headings = [tuple(h or ()) for h in columns["headings"]] if "headings" in columns else []
+    urls = [u or "" for u in columns["url"]] if "url" in columns else []
+    chunks = map(ImportedChunk, texts, vectors, pages, headings or repeat(()))
+    return zip(names, urls or repeat(""), chunks, strict=False)  # repeat: no end
 
 
 def _check_rows(names: list[Any], texts: list[Any], before: int) -> None:
@@ -121,8 +128,11 @@ def _check_rows(names: list[Any], texts: list[Any], before: int) -> None:
         _text(texts[textless], before + textless + 1)
 
 
-def _vectors(column: Any, name: str) -> np.ndarray:
+def _vectors(column: Any, name: str, before: int = 0) -> np.ndarray:
     """A batch's vectors as one float32 matrix (list or fixed-size-list column)."""
+    if column.null_count:  # flattened, the other rows' numbers would close the gap
+        row = column.is_null().to_pylist().index(True)
+        raise InvalidInput(f"{name}: row {before + row + 1} has no vector; {_columns()}")
     try:
         values = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
         return values.reshape(len(column), -1)
@@ -133,9 +143,44 @@ def _vectors(column: Any, name: str) -> np.ndarray:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
+    """Parsed by Arrow a block at a time, on every core: Python's json took 2.5 times the
+    CPU (146 s a million chunks of 384 numbers). From the first block Arrow cannot take
+    on (a value of another type, a row missing a required value, vectors of two lengths)
+    the rest is read a line at a time, so that an error names its line."""
+    import pyarrow as pa
+
+    done = 0  # rows returned
+    try:
+        for batch in _json_batches(path):
+            rows = _batch_rows(batch, path.name, done)
+            yield from rows
+            done += batch.num_rows
+        return
+    except (pa.ArrowInvalid, InvalidInput):
+        pass
+    yield from _json_lines(path, skip=done)
+
+
+def _json_batches(path: Path) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    columns = pa.schema(
+        [("file", pa.string()), ("text", pa.string()), ("vector", pa.list_(pa.float32())),
+         ("page", pa.int32()), ("headings", pa.list_(pa.string())), ("url", pa.string())]
+    )  # fmt: skip
+    options = pj.ParseOptions(explicit_schema=columns, unexpected_field_behavior="ignore")
+    yield from pj.open_json(path, pj.ReadOptions(block_size=JSON_BLOCK), options)
+
+
+def _json_lines(path: Path, skip: int = 0) -> Iterator[tuple[str, str, ImportedChunk]]:
+    """The rows of a JSON Lines file a line at a time, after its first ``skip`` rows."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
+                continue
+            if skip:
+                skip -= 1
                 continue
             try:
                 row = json.loads(line)
