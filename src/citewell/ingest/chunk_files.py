@@ -152,8 +152,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
     done = 0  # rows returned
     try:
         for batch in _json_batches(path):
-            rows = _batch_rows(batch, path.name, done)
-            yield from rows
+            rows = _batch_rows(batch, path.name, done)  # checked before any row is returned:
+            yield from rows  # a fallback from here repeats none
             done += batch.num_rows
         return
     except (pa.ArrowInvalid, InvalidInput):

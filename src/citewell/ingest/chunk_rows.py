@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from citewell.enrich.enrichment import Enrichment
-from citewell.ingest.chunk_files import ImportedChunk
 from citewell.retrieval.tokenize import terms_string
 from citewell.types import Chunk, Document, StoredChunk
 
 if TYPE_CHECKING:
+    from citewell.ingest.chunk_files import ImportedChunk
     from citewell.ingest.types import ChunkTarget  # types only: both import the stores
     from citewell.stores.columns import ChunkColumns
 
@@ -156,8 +156,8 @@ class ChunkRows:
         terms, if made already). No object a chunk: an import's million of them cost more
         than its write (stores/columns.py)."""
         if terms is None:
-            texts = self.given_bm25_texts(chunks, target, name)
-            terms = [terms_string(t, self.stemmer) for t in texts]
+            indexed = self.given_bm25_texts(chunks, target, name)
+            terms = [terms_string(t, self.stemmer) for t in indexed]
         salt, texts = ("" if target.shared else target.label), [c.text for c in chunks]
         ends = [start + len(text) for start, text in zip(starts, texts, strict=True)]
         count = len(texts)

@@ -23,7 +23,7 @@ from citewell.stores.lance.tables import quote, schema
 from citewell.types import StoredChunk
 
 FOLD_KEYS_AFTER_ROWS = 65_536
-ATTRIBUTES = {"idx": "index"}  # column → StoredChunk field, where they differ
+ATTRIBUTES = {"idx": "index"}  # table column → ChunkColumns field, where they differ
 
 
 def column_rows(columns: ChunkColumns, vectors: np.ndarray, dimension: int) -> pa.Table:
