@@ -44,3 +44,38 @@ def test_an_original_that_is_its_text_is_stored_once(tmp_path):
     assert storage.original("same1") is None  # a record that says otherwise: lost
     assert storage.original("pdf1", is_text=False) == b"%PDF-1.7 ..."
     assert storage.file_ids() == {"same1", "pdf1"}
+
+
+def test_an_imported_text_is_created_in_place_and_never_cuts_a_blob_short(tmp_path):
+    """An import's new texts skip the temporary file and rename (most of the kernel's work
+    a file); where a blob is there already (a crashed import's half, or the same text
+    stored meanwhile) it is replaced whole, as ``write`` does."""
+    storage = FileStorage(DirectoryBlobs(tmp_path))
+    storage.put_new_text("new1", "Grüße")
+    assert storage.text("new1") == "Grüße"
+    (tmp_path / "half1.txt").write_bytes(b"Gr")  # what a crash mid-write leaves
+    storage.put_new_text("half1", "Grüße, whole")
+    assert storage.text("half1") == "Grüße, whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["half1.txt", "new1.txt"]
+
+
+def test_a_store_without_write_new_gets_its_atomic_write(tmp_path):
+    """A file store that offers no ``write_new`` (a bucket, a plug-in's) writes an
+    import's texts with its ``write``."""
+    blobs = _ProtocolOnly(DirectoryBlobs(tmp_path))
+    storage = FileStorage(blobs)
+    storage.put_new_text("new2", "text")
+    assert blobs.written == ["new2.txt"] and storage.text("new2") == "text"
+
+
+class _ProtocolOnly:
+    """A file store with the protocol's methods alone, counting its writes."""
+
+    def __init__(self, inner: DirectoryBlobs) -> None:
+        self.where, self.written = inner.where, list[str]()
+        self.read, self.exists, self.remove = inner.read, inner.exists, inner.remove
+        self.listing, self._inner = inner.listing, inner
+
+    def write(self, name: str, data: bytes) -> None:
+        self.written.append(name)
+        self._inner.write(name, data)

@@ -1,6 +1,8 @@
 """The file store role: a flat namespace of blobs, one level of folders (``staging/``,
 ``uploads/``). Every backend writes whole blobs atomically (a reader sees the old bytes or
-the new, never part), reads a missing blob as None and removes one that is gone quietly."""
+the new, never part), reads a missing blob as None and removes one that is gone quietly.
+A backend may also offer ``write_new(name, data)``, for a blob no record names yet, that
+need not be atomic (``DirectoryBlobs``'s skips the temporary file); others get ``write``."""
 
 from __future__ import annotations
 

@@ -30,12 +30,27 @@ class DirectoryBlobs:
         temp = f"{target}.tmp"
         handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            left = memoryview(data)
-            while left:  # one call writes at most 2 GB
-                left = left[os.write(handle, left) :]
+            _write_all(handle, data)
         finally:
             os.close(handle)
         os.replace(temp, target)
+
+    def write_new(self, name: str, data: bytes) -> None:
+        """Store ``data`` under a name that nothing is stored at and no record names yet (an
+        import's new texts): created in place, without ``write``'s temporary file and
+        rename, a third of the kernel's work a file (2.2 against 6.4-10 CPU s for 100,000
+        files here). Half a file left by a crash is named by no record (``check --repair``
+        removes it), and a blob found there already is replaced as ``write`` does, so a
+        complete one is never cut short."""
+        try:
+            handle = os.open(self._path(name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            self.write(name, data)
+            return
+        try:
+            _write_all(handle, data)
+        finally:
+            os.close(handle)
 
     def read(self, name: str) -> bytes | None:
         try:
@@ -59,3 +74,9 @@ class DirectoryBlobs:
                     continue
                 stat = entry.stat(follow_symlinks=False)
                 yield BlobInfo(entry.name, stat.st_size, stat.st_mtime)
+
+
+def _write_all(handle: int, data: bytes) -> None:
+    left = memoryview(data)
+    while left:  # one call writes at most 2 GB
+        left = left[os.write(handle, left) :]

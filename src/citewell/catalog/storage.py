@@ -48,6 +48,8 @@ def _section(row: list[Any]) -> Section:
 class FileStorage:
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
+        # A store may write a blob nothing is stored at more cheaply (DirectoryBlobs).
+        self._write_new = getattr(blobs, "write_new", blobs.write)
 
     @property
     def where(self) -> str:
@@ -73,11 +75,12 @@ class FileStorage:
 
     def put_new_text(self, file_id: str, text: str) -> None:
         """A text that is its own original, for a file no record names yet (an import's):
-        one blob. Nothing is removed first: at an id no record names, an outline can only be
-        a crashed write's leftover of the same bytes (the id is their digest), which ``check
-        --repair`` deletes; and removing a missing blob still takes the directory's lock the
-        writing threads wait on (journal, "Fragments an import need not compact")."""
-        self.blobs.write(_file_blob(file_id, "txt"), text.encode("utf-8"))
+        one blob, created where the store can (``write_new``). Nothing is removed first: at
+        an id no record names, an outline can only be a crashed write's leftover of the
+        same bytes (the id is their digest), which ``check --repair`` deletes; and removing
+        a missing blob still takes the directory's lock the writing threads wait on
+        (journal, "Fragments an import need not compact")."""
+        self._write_new(_file_blob(file_id, "txt"), text.encode("utf-8"))
 
     def text(self, file_id: str) -> str | None:
         data = self.blobs.read(_file_blob(file_id, "txt"))
