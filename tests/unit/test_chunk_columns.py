@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pytest
 
-from citewell.ingest.chunk_files import ImportedChunk, ImportedFile
+from citewell.ingest.chunk_files import ImportedFile
 from citewell.ingest.chunk_rows import ChunkRows
 from citewell.ingest.imports import joined
 from citewell.stores.columns import COLUMNS, ChunkColumns, upsert_columns
@@ -27,12 +27,12 @@ class ChunkSetOf:
 
 FILE = ImportedFile(
     "notes/Reading list.md",
-    (
-        ImportedChunk("Gravity bends light.", np.ones(DIM, np.float32), 2, ("Physics",)),
-        ImportedChunk("Stars fuse hydrogen.", np.ones(DIM, np.float32)),
-        ImportedChunk("Gravity bends light.", np.ones(DIM, np.float32), None, ("A", "B")),
-    ),
+    ["Gravity bends light.", "Stars fuse hydrogen.", "Gravity bends light."],
+    np.ones((3, DIM), np.float32),
+    [2, None, None],
+    [("Physics",), (), ("A", "B")],
 )
+CHUNKS = list(zip(FILE.texts, FILE.pages, FILE.headings, strict=True))
 
 
 def test_the_columns_are_a_stored_chunks_fields_in_order():
@@ -45,29 +45,29 @@ def test_columns_hold_the_rows_an_ingested_chunk_gets(target):
     (an own set's label salts its ids)."""
     rows, text = ChunkRows("english"), joined(FILE)
     made = ChunkColumns()
-    rows.given_columns("file1", FILE.chunks, text[1], target, FILE.name, None, made)
+    rows.given_columns("file1", FILE, text[1], target, None, made)
     terms = [rows._stored_chunk("f", (), 0, Chunk(t, 0, 1), "", "").terms
-             for t in rows.given_bm25_texts(FILE.chunks, target, FILE.name)]  # fmt: skip
+             for t in rows.given_bm25_texts(FILE, target)]  # fmt: skip
     expected = [
         rows._stored_chunk(
             "file1",
             (target.label,),
             i,
-            Chunk(c.text, start, start + len(c.text), c.page, c.headings),
+            Chunk(t, start, start + len(t), page, headings),
             FILE.name,
             "",
             "" if target.shared else target.label,
             terms[i],
         )  # fmt: skip
-        for i, (c, start) in enumerate(zip(FILE.chunks, text[1], strict=True))
+        for i, ((t, page, headings), start) in enumerate(zip(CHUNKS, text[1], strict=True))
     ]
     assert made.chunks() == expected
-    assert [text[0][s.start : s.end] for s in expected] == [c.text for c in FILE.chunks]
+    assert [text[0][s.start : s.end] for s in expected] == FILE.texts
     assert "read list" in made.terms[0]  # the file name's words (bm25_enriched_texts)
 
 
 def test_an_empty_file_has_no_places():
-    assert joined(ImportedFile("empty.txt", ())) == ("", [])
+    assert joined(ImportedFile("empty.txt", [], np.zeros((0, DIM), np.float32), [], [])) == ("", [])
 
 
 def columns(ids: list[str]) -> ChunkColumns:

@@ -25,9 +25,11 @@ def write(path, lines: list[dict | str]) -> None:
 
 def read(path) -> list[tuple[str, str, list[float], object, tuple, str]]:
     return [
-        (f.name, c.text, c.vector.tolist(), c.page, c.headings, f.url)
+        (f.name, text, vector.tolist(), page, headings, f.url)
         for f in read_chunk_file(path)
-        for c in f.chunks
+        for text, vector, page, headings in zip(
+            f.texts, f.vectors, f.pages, f.headings, strict=True
+        )
     ]
 
 

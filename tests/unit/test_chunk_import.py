@@ -15,6 +15,7 @@ from citewell import Citewell, Settings
 from citewell.auth.access import Access
 from citewell.engine.scoped import Scoped
 from citewell.errors import InvalidInput
+from citewell.ingest.chunk_files import ImportedFile
 from citewell.services.ingest import IngestService
 from citewell.types import ChunkFilter
 
@@ -198,7 +199,10 @@ def test_a_long_import_gets_the_terms_an_ingest_would_from_another_process(
     rows = app.ingestor.rows
     target = app.ingestor.sets.targets(app.kb_id("hr"), app.embedder)[0]
     for chunk in stored:
-        (text,) = rows.given_bm25_texts([chunk], target, chunk.file_name)
+        one = ImportedFile(
+            chunk.file_name, [chunk.text], np.zeros((1, 1)), [None], [chunk.headings]
+        )
+        (text,) = rows.given_bm25_texts(one, target)
         assert text.endswith(chunk.text)
         assert chunk.terms == terms_string(text, rows.stemmer)
 
@@ -219,8 +223,8 @@ def test_a_parquet_file_of_many_row_groups_reads_through_a_small_buffer(app, tmp
     assert pq.ParquetFile(path).metadata.num_row_groups == 3
     read = list(chunk_files.read_chunk_file(path))
     assert [f.name for f in read] == list(files)
-    assert [[c.text for c in f.chunks] for f in read] == list(files.values())
-    assert np.allclose(np.stack([c.vector for f in read for c in f.chunks]), matrix)
+    assert [f.texts for f in read] == list(files.values())
+    assert np.allclose(np.concatenate([f.vectors for f in read]), matrix)
 
 
 def test_a_parquet_row_without_text_is_named_by_its_place_in_the_file(tmp_path, monkeypatch):
@@ -336,13 +340,16 @@ def test_an_imports_batches_are_fragments_the_upkeep_leaves_whole() -> None:
 
 def test_a_bad_row_after_written_batches_leaves_those_batches_whole(app, tmp_path, monkeypatch):
     """Batches are written while the next is made (ingest.write_behind): a bad row stops the
-    import with the batches before it written whole, and nothing of the one it was in."""
+    import with the batches before it written whole, and nothing after them. Files are
+    read a group at a time, a group ahead (their terms are made meanwhile): a bad row in
+    the third group leaves the first written, the second not begun."""
     from citewell.ingest import imports
 
     monkeypatch.setattr(imports, "IMPORT_BATCH", 4)
-    rows = _rows(app, _many_files(4))  # two chunks a file: files 0-1 fill the first batch
+    monkeypatch.setattr(imports, "LOOKUP_GROUP", 2)
+    rows = _rows(app, _many_files(6))  # two chunks a file: files 0-1 fill the first batch
     rows[-1] = {**rows[-1], "vector": rows[-1]["vector"][:10]}
-    with pytest.raises(InvalidInput, match="policy-3.md, chunk 2: a vector of 10 numbers"):
+    with pytest.raises(InvalidInput, match="policy-5.md, chunk 2: a vector of 10 numbers"):
         _service(app).import_chunks(_jsonl(tmp_path / "bad.jsonl", rows), "hr")
     held = app.catalog.files_in_kb(app.kb_id("hr"))
     assert set(held) == {"policy-0.md", "policy-1.md"}

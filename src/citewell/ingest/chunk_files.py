@@ -18,9 +18,9 @@ another file's are refused: the file would be imported twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,21 +38,33 @@ REQUIRED = ("file", "text", "vector")
 JSON_BLOCK = 32 << 20  # bytes of JSON Lines parsed at a time: about 4,000 rows of 384 numbers
 
 
-class ImportedChunk(NamedTuple):
-    """A tuple, not a frozen dataclass: one is made for every chunk imported, and a tuple
-    takes 0.21 us to make against the frozen dataclass's 0.57."""
-
-    text: str
-    vector: np.ndarray  # float32, one dimension
-    page: int | None = None
-    headings: tuple[str, ...] = ()
-
-
 @dataclass(frozen=True)
 class ImportedFile:
+    """A file's chunks as columns, row ``i`` of each list one chunk, their vectors one
+    float32 matrix (a view of the batch read, for a file within one): a million chunks as
+    an object each, gathered into files and their vectors stacked again, cost the importing
+    process 9 s of Python (journal, "An import's own overheads, again")."""
+
     name: str
-    chunks: tuple[ImportedChunk, ...]
+    texts: list[str]
+    vectors: np.ndarray  # float32, a row a chunk
+    pages: list[int | None]
+    headings: list[tuple[str, ...]]
     url: str = ""
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+class _Part(NamedTuple):
+    """Consecutive rows of one file in a record batch (or one line of JSON)."""
+
+    name: str
+    url: str
+    texts: list[str]
+    vectors: np.ndarray
+    pages: list[int | None]
+    headings: list[tuple[str, ...]]
 
 
 def read_chunk_file(path: Path) -> Iterator[ImportedFile]:
@@ -61,35 +73,66 @@ def read_chunk_file(path: Path) -> Iterator[ImportedFile]:
         raise InvalidInput(f"{path} is not a file; give a .parquet or .jsonl file of chunks.")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        rows = _parquet_rows(path)
+        parts = _parquet_parts(path)
     elif suffix in (".jsonl", ".ndjson"):
-        rows = _jsonl_rows(path)
+        parts = _jsonl_parts(path)
     else:
         raise InvalidInput(f"{path.name}: give a .parquet or .jsonl file of chunks.")
-    return _files(rows)
+    return _files(parts)
 
 
-def _files(rows: Iterator[tuple[str, str, ImportedChunk]]) -> Iterator[ImportedFile]:
-    """Consecutive rows of one file, as that file."""
+def _files(parts: Iterable[_Part]) -> Iterator[ImportedFile]:
+    """Consecutive parts of one file, as that file."""
     done: set[str] = set()
-    name, url, chunks = "", "", list[ImportedChunk]()
-    for file, file_url, chunk in rows:
-        if file != name:
-            if chunks:
-                yield ImportedFile(name, tuple(chunks), url)
-                done.add(name)
-            if file in done:
-                raise InvalidInput(
-                    f"The rows of {file!r} are not together; sort the rows by file, keeping "
-                    "each file's chunks in order."
-                )
-            name, url, chunks = file, file_url, []
-        chunks.append(chunk)
-    if chunks:
-        yield ImportedFile(name, tuple(chunks), url)
+    pending: list[_Part] = []
+    for part in parts:
+        if pending and part.name != pending[0].name:
+            yield _file(pending)
+            done.add(pending[0].name)
+            pending = []
+        if not pending and part.name in done:
+            raise InvalidInput(
+                f"The rows of {part.name!r} are not together; sort the rows by file, keeping "
+                "each file's chunks in order."
+            )
+        pending.append(part)
+    if pending:
+        yield _file(pending)
 
 
-def _parquet_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
+def _file(parts: list[_Part]) -> ImportedFile:
+    """A file from its parts (its URL is its first row's)."""
+    first = parts[0]
+    if len(parts) == 1:
+        return ImportedFile(
+            first.name, first.texts, first.vectors, first.pages, first.headings, first.url
+        )
+    width = first.vectors.shape[1]
+    if any(p.vectors.shape[1] != width for p in parts):
+        _unequal_vectors(first.name, [p.vectors for p in parts])
+    return ImportedFile(
+        first.name,
+        list(chain.from_iterable(p.texts for p in parts)),
+        np.concatenate([p.vectors for p in parts]),
+        list(chain.from_iterable(p.pages for p in parts)),
+        list(chain.from_iterable(p.headings for p in parts)),
+        first.url,
+    )
+
+
+def _unequal_vectors(name: str, vectors: list[np.ndarray]) -> None:
+    width, number = vectors[0].shape[1], 1
+    for matrix in vectors:
+        if matrix.shape[1] != width:
+            raise InvalidInput(
+                f"{name}, chunk {number}: a vector of {matrix.shape[1]} numbers, where its "
+                f"chunk 1 has {width}. Import vectors made by the model the server embeds "
+                "queries with (embedding_model), all of one length."
+            )
+        number += len(matrix)
+
+
+def _parquet_parts(path: Path) -> Iterator[_Part]:
     import pyarrow.parquet as pq
 
     reader = pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER)
@@ -98,24 +141,41 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
         raise InvalidInput(f"{path.name} has no column {', '.join(missing)}; {_columns()}")
     before = 0  # rows of the batches before this one
     for batch in reader.iter_batches(PARQUET_BATCH):
-        yield from _batch_rows(batch, path.name, before)
+        yield from _batch_parts(batch, path.name, before)
         before += batch.num_rows
 
 
-def _batch_rows(batch: Any, name: str, before: int) -> Iterator[tuple[str, str, ImportedChunk]]:
-    """A record batch's rows, checked whole before any is returned (``before``: rows read
-    before it). Vectors go to numpy whole; only the other columns become Python objects."""
-    if not batch.num_rows:
-        return iter(())
-    columns = {n: batch.column(n).to_pylist() for n in batch.schema.names if n != "vector"}
-    vectors = list(_vectors(batch.column("vector"), name, before))
-    names, texts = columns["file"], columns["text"]
+def _batch_parts(batch: Any, name: str, before: int) -> list[_Part]:
+    """A record batch's rows as a part a file, checked whole before any is returned
+    (``before``: rows read before it). Vectors go to numpy whole; only the other columns
+    become Python objects."""
+    count = batch.num_rows
+    if not count:
+        return []
+    names, texts = batch.column("file").to_pylist(), batch.column("text").to_pylist()
     _check_rows(names, texts, before)
-    pages = columns.get("page") or repeat(None)
-    headings = [tuple(h or ()) for h in columns["headings"]] if "headings" in columns else []
-    urls = [u or "" for u in columns["url"]] if "url" in columns else []
-    chunks = map(ImportedChunk, texts, vectors, pages, headings or repeat(()))
-    return zip(names, urls or repeat(""), chunks, strict=False)  # repeat: no end
+    vectors = _vectors(batch.column("vector"), name, before)
+    columns = batch.schema.names
+    pages = batch.column("page").to_pylist() if "page" in columns else [None] * count
+    headings: list[tuple[str, ...]] = [()] * count
+    if "headings" in columns:
+        headings = [tuple(h or ()) for h in batch.column("headings").to_pylist()]
+    urls = batch.column("url").to_pylist() if "url" in columns else None
+    edges = [0, *_file_starts(batch.column("file")), count]
+    return [
+        _Part(names[a], (urls[a] or "") if urls else "", texts[a:b], vectors[a:b],
+              pages[a:b], headings[a:b])
+        for a, b in pairwise(edges)
+    ]  # fmt: skip
+
+
+def _file_starts(names: Any) -> list[int]:
+    """The rows (after the first) whose file differs from the row before's."""
+    import pyarrow.compute as pc
+
+    changed = pc.not_equal(names.slice(1), names.slice(0, len(names) - 1))
+    starts: list[int] = (np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1).tolist()
+    return starts
 
 
 def _check_rows(names: list[Any], texts: list[Any], before: int) -> None:
@@ -142,7 +202,7 @@ def _vectors(column: Any, name: str, before: int = 0) -> np.ndarray:
         ) from exc
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
+def _jsonl_parts(path: Path) -> Iterator[_Part]:
     """Parsed by Arrow a block at a time, on every core: Python's json took 2.5 times the
     CPU (146 s a million chunks of 384 numbers). From the first block Arrow cannot take
     on (a value of another type, a row missing a required value, vectors of two lengths)
@@ -152,8 +212,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, str, ImportedChunk]]:
     done = 0  # rows returned
     try:
         for batch in _json_batches(path):
-            rows = _batch_rows(batch, path.name, done)  # checked before any row is returned:
-            yield from rows  # a fallback from here repeats none
+            parts = _batch_parts(batch, path.name, done)  # checked before any is returned:
+            yield from parts  # a fallback from here repeats no row
             done += batch.num_rows
         return
     except (pa.ArrowInvalid, InvalidInput):
@@ -173,7 +233,7 @@ def _json_batches(path: Path) -> Iterator[Any]:
     yield from pj.open_json(path, pj.ReadOptions(block_size=JSON_BLOCK), options)
 
 
-def _json_lines(path: Path, skip: int = 0) -> Iterator[tuple[str, str, ImportedChunk]]:
+def _json_lines(path: Path, skip: int = 0) -> Iterator[_Part]:
     """The rows of a JSON Lines file a line at a time, after its first ``skip`` rows."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
@@ -185,11 +245,13 @@ def _json_lines(path: Path, skip: int = 0) -> Iterator[tuple[str, str, ImportedC
             try:
                 row = json.loads(line)
                 vector = np.asarray(row["vector"], dtype=np.float32)
+                if vector.ndim != 1:
+                    raise ValueError("'vector' is not a list of numbers")
             except (ValueError, KeyError, TypeError) as exc:
                 raise InvalidInput(f"{path.name}, line {number}: {exc}; {_columns()}") from exc
-            page, headings = row.get("page"), row.get("headings") or ()
-            chunk = ImportedChunk(_text(row.get("text"), number), vector, page, tuple(headings))
-            yield _name(row.get("file"), number), row.get("url") or "", chunk
+            text, headings = _text(row.get("text"), number), tuple(row.get("headings") or ())
+            name, url = _name(row.get("file"), number), row.get("url") or ""
+            yield _Part(name, url, [text], vector[None], [row.get("page")], [headings])
 
 
 def _name(value: Any, row: int) -> str:

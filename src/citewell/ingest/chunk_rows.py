@@ -19,7 +19,7 @@ from citewell.retrieval.tokenize import terms_string
 from citewell.types import Chunk, Document, StoredChunk
 
 if TYPE_CHECKING:
-    from citewell.ingest.chunk_files import ImportedChunk
+    from citewell.ingest.chunk_files import ImportedFile
     from citewell.ingest.types import ChunkTarget  # types only: both import the stores
     from citewell.stores.columns import ChunkColumns
 
@@ -143,22 +143,21 @@ class ChunkRows:
     def given_columns(
         self,
         file_id: str,
-        chunks: Sequence[ImportedChunk],
+        file: ImportedFile,
         starts: Sequence[int],
         target: ChunkSet,
-        name: str,
         terms: Sequence[str] | None,
         into: ChunkColumns,
     ) -> None:
-        """Chunks made elsewhere (``citewell import``) added to ``into`` as the target's set
-        keeps them: the same ids, labels and BM25 terms an ingested chunk gets, without
-        enrichment (``chunks`` begin at ``starts`` of the file's text; ``terms``: their BM25
+        """A file's chunks made elsewhere (``citewell import``) added to ``into`` as the
+        target's set keeps them: the same ids, labels and BM25 terms an ingested chunk gets,
+        without enrichment (its chunks begin at ``starts`` of its text; ``terms``: their BM25
         terms, if made already). No object a chunk: an import's million of them cost more
         than its write (stores/columns.py)."""
         if terms is None:
-            indexed = self.given_bm25_texts(chunks, target, name)
+            indexed = self.given_bm25_texts(file, target)
             terms = [terms_string(t, self.stemmer) for t in indexed]
-        salt, texts = ("" if target.shared else target.label), [c.text for c in chunks]
+        salt, texts = ("" if target.shared else target.label), file.texts
         ends = [start + len(text) for start, text in zip(starts, texts, strict=True)]
         count = len(texts)
         into.id += map(partial(chunk_key, file_id), range(count), starts, ends, texts,
@@ -169,17 +168,21 @@ class ChunkRows:
         into.text += texts
         into.start += starts
         into.end += ends
-        into.page += (c.page for c in chunks)
-        into.headings += (tuple(c.headings) for c in chunks)
-        into.file_name += repeat(name, count)
+        into.page += file.pages
+        into.headings += file.headings
+        into.file_name += repeat(file.name, count)
         into.terms += terms
 
     @staticmethod
-    def given_bm25_texts(chunks: Sequence[Passage], target: ChunkSet, name: str) -> list[str]:
-        """What BM25 indexes of each chunk ``given_columns`` stores: with bm25_enriched_texts the
-        file name's words, then its headings and text."""
+    def given_bm25_texts(file: ImportedFile, target: ChunkSet) -> list[str]:
+        """What BM25 indexes of each chunk ``given_columns`` stores: with bm25_enriched_texts
+        the file name's words, then its headings and text."""
+        name = file.name
         enriched = re.sub(r"[\W_]+", " ", name.rsplit(".", 1)[0]) if target.bm25_enriched else ""
-        return [" ".join([enriched, *c.headings, c.text]).strip() for c in chunks]
+        return [
+            " ".join([enriched, *headings, text]).strip()
+            for text, headings in zip(file.texts, file.headings, strict=True)
+        ]
 
     def _bm25_prefix(
         self, index: int, enrichment: Enrichment, name: str, document: Document, enriched: bool

@@ -206,7 +206,7 @@ class ChunkImport:
         file, set by set."""
         given = self.ingestor.rows.given_bm25_texts
         return [t for f in group if f.needs_rows for target in targets
-                for t in given(f.file.chunks, target, f.file.name)]  # fmt: skip
+                for t in given(f.file, target)]  # fmt: skip
 
     def _add(
         self,
@@ -247,10 +247,8 @@ class ChunkImport:
         made, count = ChunkColumns(), len(starts)
         for n, target in enumerate(targets):
             mine = terms[n * count : (n + 1) * count] if terms is not None else None
-            self.ingestor.rows.given_columns(
-                file_id, file.chunks, starts, target, file.name, mine, made
-            )
-        vectors = np.stack([c.vector for c in file.chunks])
+            self.ingestor.rows.given_columns(file_id, file, starts, target, mine, made)
+        vectors = file.vectors
         if len(targets) > 1:  # (np.tile copies even once)
             vectors = np.tile(vectors, (len(targets), 1))
         record = self._record(file, file_id, incoming.digest, count, len(incoming.text))
@@ -266,14 +264,15 @@ class ChunkImport:
         )  # fmt: skip
 
     def _check_vectors(self, file: ImportedFile) -> None:
-        dimension = self.ingestor.embedder.dimension
-        for number, chunk in enumerate(file.chunks, 1):
-            if chunk.vector.shape != (dimension,):
-                raise InvalidInput(
-                    f"{file.name}, chunk {number}: a vector of {chunk.vector.size} numbers, "
-                    f"where this server's embedding model gives {dimension}. Import vectors "
-                    "made by the model the server embeds queries with (embedding_model)."
-                )
+        """The file's vectors are of the length the model gives (all of one length: the
+        reader checked)."""
+        dimension, length = self.ingestor.embedder.dimension, file.vectors.shape[1]
+        if length != dimension:
+            raise InvalidInput(
+                f"{file.name}, chunk 1: a vector of {length} numbers, where this server's "
+                f"embedding model gives {dimension}. Import vectors made by the model the "
+                "server embeds queries with (embedding_model)."
+            )
 
     def _write(
         self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport, model: str
@@ -326,7 +325,7 @@ class ChunkImport:
 
 def joined(file: ImportedFile) -> tuple[str, list[int]]:
     """The file's text (its chunks joined by blank lines) and where each chunk begins."""
-    texts = [chunk.text for chunk in file.chunks]
+    texts = file.texts
     if not texts:
         return "", []
     starts = list(accumulate((len(t) + len(SEPARATOR) for t in texts[:-1]), initial=0))
