@@ -79,3 +79,15 @@ def test_the_memo_starts_again_when_full(monkeypatch):
     assert tokenize(words) == _unmemoised(words)
     assert tokenize("the studies studies") == ["studi", "studi"]
     assert len(module._MEMOS["english"]) <= 3 + 2  # emptied, then this text's words
+
+
+def test_numbers_are_their_own_terms_and_not_remembered():
+    """ASCII numbers are terms as they are in every stemmer (a million of them, each seen
+    once, would empty the memo of its words five times)."""
+    module = importlib.import_module("citewell.retrieval.tokenize")
+    module._MEMOS.clear()
+    text = "Trials 2019 and 0042 ran 12 weeks; " + "9" * 41
+    assert tokenize(text) == _unmemoised(text) == ["trial", "2019", "0042", "ran", "12", "week"]
+    # An over-long one has no term, as any over-long word: remembered as such.
+    assert set(module._MEMOS["english"]) == {"trials", "and", "ran", "weeks", "9" * 41}
+    assert tokenize("٣٤ 34", "arabic") == _unmemoised("٣٤ 34", "arabic")

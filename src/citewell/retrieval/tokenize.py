@@ -74,6 +74,11 @@ class _Terms(dict[str, str]):
         self.stem = _word_stemmer(language)
 
     def __missing__(self, word: str) -> str:
+        if word.isdigit() and word.isascii() and len(word) <= MAX_TERM_LENGTH:
+            # Every Snowball stemmer leaves ASCII digits as they are, and numbers (years,
+            # sizes, ids) are many and mostly seen once: not kept, they do not push the
+            # words out of a full memo.
+            return word
         if len(self) >= MEMO_WORDS:
             self.clear()
         term = "" if word in STOP_WORDS or len(word) > MAX_TERM_LENGTH else self.stem(word)
