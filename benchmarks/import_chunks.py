@@ -32,11 +32,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.common import scifact_docs
-from citewell import Citewell, Settings
-from citewell.auth.access import Access
-from citewell.engine.scoped import Scoped
-from citewell.services.ingest import IngestService
-from citewell.types import ChunkFilter
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 PER_FILE = 10
@@ -83,6 +78,14 @@ def imported(work: Path, path: Path) -> dict[str, Any]:
     ``--work`` when done): files removed just before an import made it up to twice as slow
     here (ext4 without a journal looks past each inode freed in the last minute for every
     file it creates; journal, "Fragments an import need not compact")."""
+    # Imported here, not at the top: the import's helper processes load this module again
+    # (multiprocessing's spawn), and the CLI's load only its light entry point.
+    from citewell import Citewell, Settings
+    from citewell.auth.access import Access
+    from citewell.engine.scoped import Scoped
+    from citewell.services.ingest import IngestService
+    from citewell.types import ChunkFilter
+
     data_dir = work / f"dir-{path.suffix[1:]}-{os.getpid()}"
     app = Citewell.from_settings(Settings.load(data_dir=data_dir))
     marks: list[tuple[float, int]] = []
