@@ -41,6 +41,7 @@ from citewell.stores.lance.tables import connect, open_or_create, quote, where_s
 from citewell.stores.lance.upkeep import TableUpkeep, prewarm
 from citewell.stores.lance.writes import (
     FOLD_KEYS_AFTER_ROWS,
+    AbsentFiles,
     add_or_merge,
     column_rows,
     vector_matrix,
@@ -84,6 +85,7 @@ class LanceChunkStore:
         self._db, _ = connect(path, min(cache_mb, WRITE_CACHE_MB))
         self._write_lock = threading.Lock()
         self._unfolded = 0  # rows written since the id indexes last took new rows in
+        self._absent = AbsentFiles()  # files the table has no row of, known without a look-up
         self._table = open_or_create(self._db, table, dimension)
         scratch = BuildScratch(path / SCRATCH_FOLDER)
         scratch.remove_dead()
@@ -157,14 +159,26 @@ class LanceChunkStore:
             return 0
         data, files = column_rows(columns, vectors, self.dimension), columns.file_id
         with self._write_lock:
-            self._journaled(files, lambda: add_or_merge(self._table, data, files))
-            self._ensure_indexes()
             self._unfolded += len(columns)
-            if self._unfolded >= FOLD_KEYS_AFTER_ROWS:  # a long import, between optimizes
-                self._upkeep.fold_keys()
+            fold = self._unfolded >= FOLD_KEYS_AFTER_ROWS  # a long import, between optimizes
+            self._journaled(files, lambda: self._add(data, files, fold))
+            if fold:
                 self._unfolded = 0
         self._changed()
         return len(columns)
+
+    def _add(self, data: Any, files: Sequence[str], fold: bool) -> None:
+        """The write and its indexes' upkeep in the journal's lock: all versions this
+        store's, so ``_absent`` stays true across the upkeep's."""
+        add_or_merge(self._table, data, files, self._absent)
+        if self._fts_ready and not fold:
+            return
+        before = int(self._table.version)
+        self._ensure_indexes()
+        if fold:
+            self._upkeep.fold_keys()
+        self._table.checkout_latest()
+        self._absent.rows_unchanged(before, int(self._table.version))
 
     def _journaled(self, files: Iterable[str] | None, write: Callable[[], object]) -> None:
         """``write``, noted in the change journal with the files it touched (None: not

@@ -56,13 +56,56 @@ def vector_matrix(chunks: Sequence[StoredChunk], dimension: int) -> np.ndarray:
     return np.asarray([c.vector for c in chunks], dtype=np.float32).reshape(len(chunks), -1)
 
 
-def add_or_merge(table: Any, data: pa.Table, file_ids: Sequence[str]) -> None:
+def add_or_merge(table: Any, data: pa.Table, file_ids: Sequence[str], absent: AbsentFiles) -> None:
     """Append the rows when none of their files has a row now, else merge them by id. The
     caller holds the table's write lock across processes (the change journal's), so no
     other write of these files falls between the look-up and the write."""
     table.checkout_latest()  # another process's write committed a moment ago counts
-    listed = ", ".join(quote(f) for f in sorted(set(file_ids)))
-    if listed and not table.count_rows(f"file_id IN ({listed})"):
+    files, before = set(file_ids), int(table.version)
+    if absent.holds(before, files) or not _stored_rows(table, files, absent):
         table.add(data)
+        absent.appended(before, int(table.version), files)
         return
     table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+
+def _stored_rows(table: Any, files: set[str], absent: AbsentFiles) -> int:
+    if not table.count_rows():  # (from its metadata) the table's files are known from here
+        absent.start(int(table.version))
+        return 0
+    listed = ", ".join(quote(f) for f in sorted(files))
+    return int(table.count_rows(f"file_id IN ({listed})")) if listed else 0
+
+
+class AbsentFiles:
+    """Which files a table has no row of, known without asking it: since it was seen empty,
+    every version of it is this store's append of the files noted, or its upkeep of the
+    indexes (which moves no row). A write of any other kind, or another process's, makes a
+    version not noted here, and the table is asked again. An import into a new table so
+    skips a look-up of its batch's 1,600 files (50 ms a batch at a million rows)."""
+
+    MAX_FILES = 500_000  # ~50 MB of ids; past it, the table is asked
+
+    def __init__(self) -> None:
+        self._version: int | None = None
+        self._files: set[str] = set()
+
+    def holds(self, version: int, files: set[str]) -> bool:
+        """Whether the table at ``version`` has no row of ``files``, known here."""
+        return version == self._version and self._files.isdisjoint(files)
+
+    def start(self, version: int) -> None:
+        self._version, self._files = version, set()
+
+    def appended(self, before: int, after: int, files: set[str]) -> None:
+        """This store appended rows of ``files``, making ``after`` from ``before``."""
+        if before != self._version or len(self._files) + len(files) > self.MAX_FILES:
+            self._version = None
+            return
+        self._version = after
+        self._files |= files
+
+    def rows_unchanged(self, before: int, after: int) -> None:
+        """This store's upkeep made ``after`` from ``before`` without moving a row."""
+        if before == self._version:
+            self._version = after
