@@ -16,6 +16,7 @@ from citewell.sqlite_wal import use_wal
 
 WAL_WAIT_SECONDS = 30.0  # another process may be creating the file's tables
 CACHE_KIB = 32 * 1024  # SQLite's page cache of each connection
+CHECKPOINT_PAGES = 10_000  # of 4 KB: the write-ahead log's size that starts a checkpoint
 
 
 def sqlite_engine(path: Path) -> Engine:
@@ -33,6 +34,10 @@ def sqlite_engine(path: Path) -> Engine:
         # indexes of a catalog of 100,000 files (random ids) outgrow 2 MB, and each insert
         # then read its pages back from the OS. Pages are taken as used.
         connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        # Checkpoints (the commit that copies the log into the file, and syncs it) after
+        # 40 MB of log instead of 4: an import's batch of 1,600 files filled 4 MB, so each
+        # commit checkpointed. Adding 100,000 files: 3.9-4.2 s against 5.2-5.5.
+        connection.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
 
     return engine
 
