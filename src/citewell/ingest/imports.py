@@ -15,8 +15,9 @@ Chunks and stored texts (side by side), then catalog rows, are written a batch a
 each under the ingestor's lock (other uploads take turns with a long import) and in a
 thread while the next batch is made (``write_behind``), so a crash leaves chunks or texts no
 catalog row names (``citewell check --repair`` removes them), never a file without its
-chunks. The vectors stay one float32 matrix a file from the file read to the store's write
-(``upsert_matrix``): as Python floats they cost more than the write.
+chunks. The vectors stay float32 matrices from the file read (a view of the batch read for
+each file) to the store's write (``upsert_columns``): as Python floats they cost more
+than the write.
 """
 
 from __future__ import annotations
