@@ -52,9 +52,6 @@ class ImportedFile:
     headings: list[tuple[str, ...]]
     url: str = ""
 
-    def __len__(self) -> int:
-        return len(self.texts)
-
 
 class _Part(NamedTuple):
     """Consecutive rows of one file in a record batch (or one line of JSON)."""

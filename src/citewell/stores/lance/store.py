@@ -42,7 +42,7 @@ from citewell.stores.lance.upkeep import TableUpkeep, prewarm
 from citewell.stores.lance.writes import (
     FOLD_KEYS_AFTER_ROWS,
     AbsentFiles,
-    add_or_merge,
+    add_then,
     column_rows,
     vector_matrix,
 )
@@ -161,24 +161,13 @@ class LanceChunkStore:
         with self._write_lock:
             self._unfolded += len(columns)
             fold = self._unfolded >= FOLD_KEYS_AFTER_ROWS  # a long import, between optimizes
-            self._journaled(files, lambda: self._add(data, files, fold))
+            upkeep = partial(self._index_upkeep, fold) if fold or not self._fts_ready else None
+            absent = self._absent
+            self._journaled(files, lambda: add_then(self._table, data, files, absent, upkeep))
             if fold:
                 self._unfolded = 0
         self._changed()
         return len(columns)
-
-    def _add(self, data: Any, files: Sequence[str], fold: bool) -> None:
-        """The write and its indexes' upkeep in the journal's lock: all versions this
-        store's, so ``_absent`` stays true across the upkeep's."""
-        add_or_merge(self._table, data, files, self._absent)
-        if self._fts_ready and not fold:
-            return
-        before = int(self._table.version)
-        self._ensure_indexes()
-        if fold:
-            self._upkeep.fold_keys()
-        self._table.checkout_latest()
-        self._absent.rows_unchanged(before, int(self._table.version))
 
     def _journaled(self, files: Iterable[str] | None, write: Callable[[], object]) -> None:
         """``write``, noted in the change journal with the files it touched (None: not
@@ -230,11 +219,14 @@ class LanceChunkStore:
         self._changed()
 
     # --- indexes ----------------------------------------------------------------
-    def _ensure_indexes(self) -> None:
-        """Indexes from the first write on, so keyword search works before any optimize."""
+    def _index_upkeep(self, fold: bool) -> None:
+        """Indexes from the first write on (keyword search works before any optimize); with
+        ``fold``, the id indexes take the new rows in."""
         if not self._fts_ready:
             self._upkeep.ensure_scalar_indexes()
             self._fts_ready = True
+        if fold:
+            self._upkeep.fold_keys()
 
     def optimize(self) -> None:
         with self._write_lock:

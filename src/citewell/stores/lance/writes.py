@@ -11,7 +11,7 @@ neither the merge nor the look-up of the files scans more than that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,24 @@ def add_or_merge(table: Any, data: pa.Table, file_ids: Sequence[str], absent: Ab
         absent.appended(before, int(table.version), files)
         return
     table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+
+def add_then(
+    table: Any,
+    data: pa.Table,
+    file_ids: Sequence[str],
+    absent: AbsentFiles,
+    upkeep: Callable[[], None] | None = None,
+) -> None:
+    """``add_or_merge``, then the store's ``upkeep`` of its indexes (None: none due), in the
+    same lock: the versions it makes move no row, so ``absent`` stays true across them."""
+    add_or_merge(table, data, file_ids, absent)
+    if upkeep is None:
+        return
+    before = int(table.version)
+    upkeep()
+    table.checkout_latest()
+    absent.rows_unchanged(before, int(table.version))
 
 
 def _stored_rows(table: Any, files: set[str], absent: AbsentFiles) -> int:
