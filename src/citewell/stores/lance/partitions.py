@@ -29,6 +29,10 @@ from citewell.stores.memory.vectors import column_matrix
 # sample's distances to every centroid, about 0.5 s on one core at a million rows.
 KMEANS_ITERATIONS = 5
 ASSIGN_BATCH = 65_536  # rows read and assigned at a time
+# Lance draws 256 x this many rows for the scalar quantiser's bounds, two rows a read:
+# 65,536 at its default took 4 s of its 9 s at a million rows, 4,096 take 0.3 s; recall@50
+# 0.9866-0.9872 against 0.9861-0.9865 (journal, "The quantiser's sample").
+SQ_SAMPLE_RATE = 16
 SEED = 1234
 
 
@@ -50,6 +54,7 @@ def create_ivf_sq(dataset: Any, options: dict[str, Any], busy: Event | None = No
             "IVF_SQ",
             ivf_centroids=centroids,
             precomputed_partition_dataset=assigned,
+            sample_rate=SQ_SAMPLE_RATE,
             **options,
         )
 
