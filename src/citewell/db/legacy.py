@@ -91,6 +91,7 @@ def _rebuild(engine: Engine, table: str, create: str, columns: str, indexes: lis
             + "".join(f"{statement};" for statement in indexes)
             + "COMMIT;"
         )
-        db.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
     finally:
-        raw.close()
+        # Closed, not pooled: in autocommit with foreign keys off, every later "transaction"
+        # on it would commit each statement alone (and a failed script left one open).
+        raw.invalidate()
