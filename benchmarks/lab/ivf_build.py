@@ -4,8 +4,8 @@ Lance's quantisation and files: ``stores/lance/partitions.py``) against Lance's 
 Rows are noisy copies of SciFact's chunk vectors (``--source``, an ingested SciFact data
 dir), as ``benchmarks.million`` makes them, written to a bare Lance dataset a million at a
 time (kept under ``--work`` for the next runs; ``--write-only`` writes them alone, so that
-a run's peak memory is its build's). The index gets the store's parameters (cosine, about sqrt(rows)
-partitions, 64 sampled rows a partition). Reported: the build's seconds, CPU seconds and
+a run's peak memory is its build's). The index gets the store's parameters (cosine, about
+sqrt(rows) partitions, 64 sampled rows a partition). Reported: the build's seconds, CPU seconds and
 the process's peak RSS, and recall@50 of ``--queries`` stored rows (evenly spread) at the
 store's whole-table probe count against an exact pass over every row.
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import IntegrityError
 
+from citewell.catalog.catalog import Catalog, FileRecord
+from citewell.catalog.link_rows import FileLink
 from citewell.db.engine import CACHE_KIB, CHECKPOINT_PAGES, sqlite_engine
 
 
@@ -27,9 +29,6 @@ def test_a_catalog_write_on_a_new_data_dir_is_one_transaction(tmp_path):
     own; the pool's connections after it still run a write as one transaction: a batch of
     links that fails half way leaves none of them (it once left the first, committed alone
     on the rebuild's connection, which it had switched to autocommit)."""
-    from citewell.catalog.catalog import Catalog
-    from citewell.catalog.link_rows import FileLink
-
     engine = sqlite_engine(tmp_path / "catalog.db")
     catalog = Catalog(engine)
     kb = catalog.create_kb("notes")
@@ -44,7 +43,5 @@ def test_a_catalog_write_on_a_new_data_dir_is_one_transaction(tmp_path):
     engine.dispose()
 
 
-def _record(file_id: str):  # noqa: ANN202
-    from citewell.catalog.catalog import FileRecord
-
+def _record(file_id: str) -> FileRecord:
     return FileRecord(file_id, "a" * 64, "a" * 64, "a.txt", "text/plain", 1, 1, "indexed", 0.0)
