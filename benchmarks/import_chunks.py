@@ -24,6 +24,8 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +37,29 @@ from benchmarks.common import scifact_docs
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 PER_FILE = 10
+BLOCK = 1_000_000  # rows made and written at a time
 
 
-def rows(
+def blocks(
     count: int, dimension: int, per_file: int = PER_FILE, seed: int = 5
-) -> dict[str, list[Any]]:
+) -> Iterator[pa.Table]:
+    """The rows, ``BLOCK`` at a time (ten million at once would not fit in 24 GB)."""
     sentences = [s for _, text in scifact_docs() for s in SENTENCE.split(text) if len(s) > 40]
-    rng = np.random.default_rng(seed)
-    files, texts = [], []
-    for i in range(count):
-        files.append(f"copy{i // len(sentences)}/doc{i // per_file:07d}.txt")
-        texts.append(f"{sentences[i % len(sentences)]} ({i})")
-    vectors = rng.standard_normal((count, dimension), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return {"file": files, "text": texts, "vector": list(vectors)}
+    rng = np.random.default_rng(seed)  # one stream over the blocks: the rows of one call
+    for start in range(0, count, BLOCK):
+        numbers = range(start, min(count, start + BLOCK))
+        files = [f"copy{i // len(sentences)}/doc{i // per_file:07d}.txt" for i in numbers]
+        texts = [f"{sentences[i % len(sentences)]} ({i})" for i in numbers]
+        vectors = rng.standard_normal((len(numbers), dimension), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        flat = pa.array(vectors.reshape(-1))
+        yield pa.table(
+            {
+                "file": files,
+                "text": texts,
+                "vector": pa.FixedSizeListArray.from_arrays(flat, dimension),
+            }
+        )
 
 
 def write_files(
@@ -59,17 +70,20 @@ def write_files(
     paths = {f: work / f"{name}.{f}" for f in formats}
     if all(p.exists() for p in paths.values()):
         return paths
-    made = rows(count, dimension, per_file)
-    if "parquet" in paths:
-        flat = pa.array(np.concatenate(made["vector"]))
-        vectors = pa.FixedSizeListArray.from_arrays(flat, dimension)
-        table = pa.table({"file": made["file"], "text": made["text"], "vector": vectors})
-        pq.write_table(table, paths["parquet"])
-    if "jsonl" in paths:
-        with paths["jsonl"].open("w") as out:
-            for file, text, vector in zip(made["file"], made["text"], made["vector"], strict=True):
-                row = {"file": file, "text": text, "vector": vector.tolist()}
-                out.write(json.dumps(row) + "\n")
+    schema = pa.schema(
+        {"file": pa.string(), "text": pa.string(), "vector": pa.list_(pa.float32(), dimension)}
+    )
+    with ExitStack() as files:
+        parquet = pq.ParquetWriter(paths["parquet"], schema) if "parquet" in paths else None
+        if parquet is not None:
+            files.enter_context(parquet)
+        jsonl = files.enter_context(paths["jsonl"].open("w")) if "jsonl" in paths else None
+        for block in blocks(count, dimension, per_file):
+            if parquet is not None:
+                parquet.write_table(block)
+            if jsonl is not None:
+                for row in block.to_pylist():
+                    jsonl.write(json.dumps(row) + "\n")
     return paths
 
 

@@ -4,6 +4,7 @@ every row's partition computed here, the quantisation and index files left to La
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import faiss
 import lance
@@ -21,6 +22,16 @@ from citewell.stores.lance.partitions import (
 pytestmark = pytest.mark.conformance
 
 DIM, CLUSTERS, ROWS = 32, 50, 5_000
+
+
+@pytest.fixture(autouse=True)
+def scratch(tmp_path, monkeypatch) -> Path:
+    """Lance's shuffle files in the test's own folder, as scratch.py points TMPDIR for a
+    store's build: Lance 9 leaves them behind, and /tmp would keep them."""
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    return folder
 
 
 def clustered(tmp_path, rows: int = ROWS) -> lance.LanceDataset:
@@ -58,11 +69,8 @@ def recall_at_10(dataset: lance.LanceDataset, queries: int = 40) -> float:
     return float(np.mean(found))
 
 
-def test_an_index_from_faiss_partitions_finds_what_lances_own_finds(tmp_path, monkeypatch):
+def test_an_index_from_faiss_partitions_finds_what_lances_own_finds(tmp_path, scratch):
     dataset, own = clustered(tmp_path / "faiss"), clustered(tmp_path / "lance")
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))  # as scratch.py sets it for a build
     create_ivf_sq(dataset, options())
     own.create_index("vector", "IVF_SQ", **options())
     dataset = lance.dataset(dataset.uri)
