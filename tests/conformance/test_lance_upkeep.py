@@ -19,7 +19,7 @@ from citewell.stores.index_policy import VectorIndexPolicy
 from citewell.stores.lance import scratch
 from citewell.stores.lance import search_table as lance_search_table
 from citewell.stores.lance.store import LanceChunkStore
-from citewell.stores.lance.upkeep import newest_to_merge
+from citewell.stores.lance.upkeep import MERGE_AT_MOST, newest_to_merge
 from citewell.types import ChunkFilter, StoredChunk
 
 pytestmark = pytest.mark.conformance
@@ -466,6 +466,36 @@ def test_a_long_import_folds_new_rows_into_the_id_indexes(tmp_path, monkeypatch)
     store.optimize()
     store.upsert(chunks(60, 20))  # counted from the optimize on
     assert unindexed("id") == 20
+
+
+def test_a_long_imports_key_deltas_are_merged_at_most_32_at_a_time(tmp_path, monkeypatch):
+    """A ten-million-chunk import folded 153 deltas into each key index, and one merge of
+    them all took more than Lance's 150 MB pool for a merge (which cannot spill): the
+    import's closing step failed. Merges take at most 32 segments, as often as needed."""
+    from lance.dataset import DatasetOptimizer
+
+    from citewell.stores.lance import store as lance_store
+
+    merged: list[int] = []
+    optimize_indices = DatasetOptimizer.optimize_indices
+
+    def counted(optimizer: DatasetOptimizer, **options) -> None:
+        merged.append(options.get("num_indices_to_merge", 1))
+        optimize_indices(optimizer, **options)
+
+    monkeypatch.setattr(lance_store, "FOLD_KEYS_AFTER_ROWS", 100)
+    policy = VectorIndexPolicy(index_delta_rows=1)
+    store = LanceChunkStore(tmp_path, "chunks", DIM, policy)
+    for start in range(0, 7_100, 100):
+        store.upsert(chunks(start, 100))
+    assert segments(store, "id") == segments(store, "file_id") == 71
+    monkeypatch.setattr(DatasetOptimizer, "optimize_indices", counted)
+    store.optimize()
+    assert max(merged) == MERGE_AT_MOST == 32
+    assert segments(store, "id") <= policy.max_deltas + 1
+    assert segments(store, "file_id") <= policy.max_deltas + 1
+    assert store.get(["c7050"])[0].text == "chunk 7050"
+    assert store.count(ChunkFilter(file_ids=("f1762",))) == 4
 
 
 def test_an_exiting_process_waits_for_a_search_handle_being_warmed(tmp_path):

@@ -58,6 +58,9 @@ SMALL_FRAGMENT_ROWS = 16_384
 MAX_SMALL_FRAGMENTS = 16
 DELETED_SHARE = 0.1
 HARD_MAX_SEGMENTS = 32
+# A merge is one sort-preserving merge that cannot spill, in Lance's 150 MB pool: the 153 key
+# deltas of a ten-million-chunk import took more (journal, "Ten million chunks at once").
+MERGE_AT_MOST = 32
 INDEX_TYPE = "IvfSq"
 UPKEEP_CACHE_BYTES = 1 << 20
 TRAINING_SAMPLE_RATE = 64  # rows sampled per partition to train the vector index
@@ -220,18 +223,28 @@ class TableUpkeep:
             waited = self._waiting.get(index.name, 0)
             if segments <= self.policy.max_deltas + 1 or segments < waited + 2:
                 continue
-            sizes = self._segment_rows(index.name)
-            count = newest_to_merge(sizes)
-            if count < 2 and segments > HARD_MAX_SEGMENTS:
-                count = 2  # never reached in the benchmarks; a bound on search cost
-            if count < 2:
+            if not self._merge_newest(index.name):
                 # Nothing fits yet: do not read the index's statistics again (0.02-0.04 s
                 # at a million rows) until two more segments, the least a merge needs.
                 self._waiting[index.name] = segments
-                continue
+
+    def _merge_newest(self, name: str) -> bool:
+        """Merge the index's newest segments of similar size, at most MERGE_AT_MOST in one
+        call; returns whether any were merged."""
+        merged = False
+        while True:
+            sizes = self._segment_rows(name)
+            count = newest_to_merge(sizes)
+            if count < 2 and len(sizes) > HARD_MAX_SEGMENTS:
+                count = 2  # never reached in the benchmarks; a bound on search cost
+            if count < 2:
+                return merged
             self._dataset().optimize.optimize_indices(
-                index_names=[index.name], num_indices_to_merge=count
+                index_names=[name], num_indices_to_merge=min(count, MERGE_AT_MOST)
             )
+            merged = True
+            if count <= MERGE_AT_MOST:
+                return True
 
     def _delta_due(self, index: Any) -> bool:
         column = index.columns[0]
