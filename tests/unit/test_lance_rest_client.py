@@ -7,11 +7,11 @@ import textwrap
 
 LOAD_AND_USE = textwrap.dedent(
     """
-    import sys, tempfile
+    import sys
     import citewell.stores.lance.store  # the store's package defers the client
     import lance, lancedb
     assert "lance_namespace_urllib3_client.api" not in sys.modules, "initialised at import"
-    db = lancedb.connect(tempfile.mkdtemp())
+    db = lancedb.connect(sys.argv[1])  # the test's tmp_path, not a folder left in /tmp
     db.create_table("t", [{"id": "a", "vector": [0.5, 0.5]}])
     assert db.open_table("t").count_rows() == 1
     assert "lance_namespace_urllib3_client.api" not in sys.modules, "initialised by a table"
@@ -23,8 +23,8 @@ LOAD_AND_USE = textwrap.dedent(
 )
 
 
-def test_the_rest_client_is_initialised_on_first_use_only():
-    done = _python(LOAD_AND_USE)
+def test_the_rest_client_is_initialised_on_first_use_only(tmp_path):
+    done = _python(LOAD_AND_USE, str(tmp_path))
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
@@ -41,8 +41,8 @@ def test_an_interpreter_that_loaded_lance_first_is_left_as_it_is():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
-def _python(code: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", code]
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", code, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
