@@ -1,6 +1,7 @@
 """Writes into a LanceDB table that skip the look-up of their files (stores/lance/writes.py,
-``AbsentFiles``): only while every version since the table was empty is this store's own
-append or index upkeep; any other write makes the next one ask the table again."""
+``AbsentFiles``): only while every version since the table was empty, or since its file ids
+were scanned, is this store's own write; another process's write makes the next one ask the
+table again."""
 
 from __future__ import annotations
 
@@ -53,15 +54,40 @@ def test_appends_into_a_new_table_look_no_file_up(tmp_path, look_ups, monkeypatc
     assert {c.text for c in store.scan(ChunkFilter(file_ids=["b"]))} == {"changed 0", "changed 1"}
 
 
-def test_after_a_write_of_another_kind_the_table_is_asked(tmp_path, look_ups):
+def test_the_stores_own_deletes_and_links_keep_what_it_knows(tmp_path, look_ups):
+    """A delete, a link and an unlink add no file's rows: the next write looks nothing up,
+    and a file written again after its delete is merged by id, never doubled."""
     store = LanceChunkStore(tmp_path / "lance", "t", DIM)
     store.upsert(chunks("a") + chunks("b"))
     store.delete(ChunkFilter(file_ids=["a"]))
+    store.link_files(["b"], "other")
+    store.unlink("b", "other")
     store.upsert(chunks("c"))
-    assert len(look_ups) == 1 and "'c'" in look_ups[0]
-    store.delete(ChunkFilter(file_ids=["b", "c"]))  # empty again: nothing to look up
+    store.upsert(chunks("a", "back"))
+    assert look_ups == []
+    assert store.count(ChunkFilter()) == 6
+    assert sorted(c.text for c in store.scan(ChunkFilter(file_ids=["a"]))) == ["back 0", "back 1"]
+    store.delete(ChunkFilter(file_ids=["a", "b", "c"]))  # empty again: nothing to look up
     store.upsert(chunks("d"))
-    assert len(look_ups) == 1 and store.count(ChunkFilter()) == 2
+    assert look_ups == [] and store.count(ChunkFilter()) == 2
+
+
+def test_a_store_that_did_not_see_the_table_empty_scans_once_look_ups_cost_as_much(
+    tmp_path, look_ups
+):
+    """A store opened on a table that has rows (a process started since, a second import)
+    looks its first write's files up, then scans the table's file ids once its look-ups
+    took as long as that scan would: its later writes look nothing up."""
+    LanceChunkStore(tmp_path / "lance", "t", DIM).upsert(chunks("a") + chunks("b"))
+    store = LanceChunkStore(tmp_path / "lance", "t", DIM)
+    store.upsert(chunks("c"))
+    assert len(look_ups) == 1  # a look-up of four rows' table: cheaper than a scan so far
+    store.upsert(chunks("d"))  # by now the look-up took longer than a scan of 6 rows
+    store.upsert(chunks("e"))
+    store.upsert(chunks("b", "again"))  # held since before this store: merged
+    assert len(look_ups) == 1
+    assert store.count(ChunkFilter()) == 10
+    assert sorted(c.text for c in store.scan(ChunkFilter(file_ids=["b"]))) == ["again 0", "again 1"]
 
 
 def test_another_process_write_is_seen_and_not_doubled(tmp_path, look_ups):

@@ -1,6 +1,7 @@
 """What a LanceDB store knows of the files its table has no row of (stores/lance/writes.py,
 ``AbsentFiles``), without asking the table: an import into a new table skips each batch's
-look-up while every version is its own append."""
+look-up while every version is its own write, and a store that did not see its table empty
+scans the table's file ids once its look-ups have cost as much."""
 
 from __future__ import annotations
 
@@ -51,3 +52,36 @@ def test_a_million_files_fit_a_ten_million_chunk_import():
     absent = noted({f"{n:032x}" for n in range(1_000_000)})
     assert absent.holds(2, {f"{n:032x}" for n in range(1_000_000, 1_001_638)})
     assert not absent.holds(2, {f"{999_999:032x}"})
+
+
+def test_writes_that_add_no_files_keep_what_was_noted():
+    absent = noted({"a"})
+    absent.no_files_added(2, 3)  # a delete of a's rows, an update of KBs, index upkeep
+    assert absent.holds(3, {"b"})
+    assert not absent.holds(3, {"a"})  # may have no rows left: merged by id, as before
+    absent.no_files_added(7, 8)  # not from the version it knew: nothing follows
+    assert not absent.holds(8, {"b"})
+
+
+def test_a_scan_is_due_once_look_ups_took_as_long_as_it_would():
+    absent = AbsentFiles()
+    rows = 10_000_000  # a scan of its file ids: about 1 s
+    assert not absent.scan_due(rows)
+    absent.looked_up(0.6)
+    assert not absent.scan_due(rows)
+    absent.looked_up(0.6)
+    assert absent.scan_due(rows)
+    assert absent.seed(9, ["a", "b", "a"])  # the scan: each file as often as it is read
+    assert not absent.scan_due(rows)
+    assert absent.holds(9, {"c"}) and not absent.holds(9, {"c", "a"})
+    absent.appended(9, 10, {"c"})
+    assert not absent.holds(10, {"c"})
+
+
+def test_a_scan_of_more_files_than_it_keeps_notes_none(monkeypatch):
+    monkeypatch.setattr(AbsentFiles, "MAX_FILES", 2)
+    absent = AbsentFiles()
+    absent.looked_up(5.0)
+    assert not absent.seed(4, iter(["a", "b", "c"]))
+    assert not absent.holds(4, {"d"})  # the table is asked
+    assert not absent.scan_due(1000)  # and not scanned again until look-ups cost as much

@@ -43,6 +43,7 @@ from citewell.stores.lance.writes import (
     FOLD_KEYS_AFTER_ROWS,
     AbsentFiles,
     add_then,
+    adding_no_files,
     column_rows,
     vector_matrix,
 )
@@ -162,22 +163,18 @@ class LanceChunkStore:
             self._unfolded += len(columns)
             fold = self._unfolded >= FOLD_KEYS_AFTER_ROWS  # a long import, between optimizes
             upkeep = partial(self._index_upkeep, fold) if fold or not self._fts_ready else None
-            absent = self._absent
-            self._journaled(files, lambda: add_then(self._table, data, files, absent, upkeep))
+            write = partial(add_then, self._table, data, files, self._absent, upkeep)
+            self._journal.record(files, write)  # (as ``_journaled`` does for other writes)
             if fold:
                 self._unfolded = 0
         self._changed()
         return len(columns)
 
     def _journaled(self, files: Iterable[str] | None, write: Callable[[], object]) -> None:
-        """``write``, noted in the change journal with the files it touched (None: not
-        known), so every process's copy of a big table takes it in (stores/lance/journal)."""
-
-        def run() -> int:
-            write()
-            return int(self._table.version)
-
-        self._journal.record(files, run)
+        """``write``, which adds no rows (a delete, an update of rows' KBs), noted in the
+        change journal with the files it touched (None: not known), so every process's copy
+        of a big table takes it in (stores/lance/journal)."""
+        self._journal.record(files, partial(adding_no_files, self._table, self._absent, write))
 
     def delete(self, where: ChunkFilter) -> int:
         predicate = where_sql(where)
