@@ -141,3 +141,25 @@ def test_processes_opening_one_new_database_at_once_all_start(tmp_path):
         assert current_revision(connection) == head_revision()
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     engine.dispose()
+
+
+def test_entry_ids_made_later_sort_later_and_look_like_the_others(monkeypatch):
+    """Links' entry ids lead with the time, so their index grows at its end (an import's
+    inserts past a million files); they stay 32 hex digits, with 80 random bits."""
+    from citewell.db import models
+
+    assert len({models.new_ordered_id() for _ in range(1000)}) == 1000
+    clock = iter([1_700_000_000_000_000_000, 1_700_000_000_001_000_000])
+    monkeypatch.setattr(models.time, "time_ns", lambda: next(clock))
+    first, second = models.new_ordered_id(), models.new_ordered_id()
+    assert first < second
+    assert len(first) == len(models.new_id()) == 32
+    assert int(first, 16) and first[:12] == f"{1_700_000_000_000:012x}"
+
+
+def test_files_text_hashes_are_not_indexed(tmp_path):
+    """Nothing looks a file up by its text's hash: the index only cost each insert (0018)."""
+    engine = sqlite_engine(tmp_path / "c.sqlite")
+    ensure_schema(engine)
+    names = {i["name"] for i in sa.inspect(engine).get_indexes("files")}
+    assert "ix_files_text_sha256" not in names and "uq_files_tenant_sha256" in names

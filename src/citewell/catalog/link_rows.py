@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from citewell.db.models import KnowledgeBaseFileRow, new_id
+from citewell.db.models import KnowledgeBaseFileRow, new_ordered_id
 
 IN_LIST = 500  # ids per IN (...): well under every database's limit on parameters
 
@@ -53,7 +53,7 @@ def link_row(link: FileLink, now: float) -> KnowledgeBaseFileRow:
 def new_link_values(link: FileLink, now: float) -> dict[str, Any]:
     """The columns of a link at a path its KB does not hold yet: inserted in one statement
     with the others (the ORM's flush took 0.3 ms a row, most of an import's catalog time)."""
-    return {"entry_id": new_id(), **link_values(link, now)}
+    return {"entry_id": new_ordered_id(), **link_values(link, now)}
 
 
 def link_values(link: FileLink, now: float) -> dict[str, Any]:
