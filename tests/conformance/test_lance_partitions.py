@@ -69,9 +69,12 @@ def recall_at_10(dataset: lance.LanceDataset, queries: int = 40) -> float:
     return float(np.mean(found))
 
 
-def test_an_index_from_faiss_partitions_finds_what_lances_own_finds(tmp_path, scratch):
+def test_an_index_from_faiss_partitions_finds_what_lances_own_finds(tmp_path, scratch, caplog):
     dataset, own = clustered(tmp_path / "faiss"), clustered(tmp_path / "lance")
-    create_ivf_sq(dataset, options())
+    with caplog.at_level("INFO", logger="citewell.stores.lance.partitions"):
+        create_ivf_sq(dataset, options())
+    # Each step's time, for an operator's log (and the journal's breakdowns).
+    assert "Vector index of 40 partitions: centroids" in caplog.text
     own.create_index("vector", "IVF_SQ", **options())
     dataset = lance.dataset(dataset.uri)
     stats = dataset.stats.index_stats("vector_idx")
