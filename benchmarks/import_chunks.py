@@ -14,7 +14,9 @@ closing optimize).
 
 ``--formats parquet`` imports the Parquet file alone; the files are written once per
 ``--work`` and ``--chunks``, so two trees can import the same file in turn (run with
-``PYTHONPATH=<other tree>/src`` for the other one).
+``PYTHONPATH=<other tree>/src`` for the other one). ``--then N`` imports N chunks of other
+texts into another KB of the same data dir afterwards, as a process that did not see the
+table empty (a second import into a big table: ``then_*`` in the report).
 """
 
 from __future__ import annotations
@@ -41,15 +43,17 @@ BLOCK = 1_000_000  # rows made and written at a time
 
 
 def blocks(
-    count: int, dimension: int, per_file: int = PER_FILE, seed: int = 5
+    count: int, dimension: int, per_file: int = PER_FILE, seed: int = 5, marker: str = ""
 ) -> Iterator[pa.Table]:
-    """The rows, ``BLOCK`` at a time (ten million at once would not fit in 24 GB)."""
+    """The rows, ``BLOCK`` at a time (ten million at once would not fit in 24 GB); with a
+    ``marker``, in its own folder and with texts of their own (not the files held already)."""
     sentences = [s for _, text in scifact_docs() for s in SENTENCE.split(text) if len(s) > 40]
     rng = np.random.default_rng(seed)  # one stream over the blocks: the rows of one call
     for start in range(0, count, BLOCK):
         numbers = range(start, min(count, start + BLOCK))
-        files = [f"copy{i // len(sentences)}/doc{i // per_file:07d}.txt" for i in numbers]
-        texts = [f"{sentences[i % len(sentences)]} ({i})" for i in numbers]
+        folder = f"{marker}/" if marker else ""
+        files = [f"{folder}copy{i // len(sentences)}/doc{i // per_file:07d}.txt" for i in numbers]
+        texts = [f"{sentences[i % len(sentences)]} ({marker}{i})" for i in numbers]
         vectors = rng.standard_normal((len(numbers), dimension), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         flat = pa.array(vectors.reshape(-1))
@@ -63,10 +67,16 @@ def blocks(
 
 
 def write_files(
-    work: Path, count: int, dimension: int, formats: list[str], per_file: int = PER_FILE
+    work: Path,
+    count: int,
+    dimension: int,
+    formats: list[str],
+    per_file: int = PER_FILE,
+    marker: str = "",
 ) -> dict[str, Path]:
     """The rows as a file of each format asked for (kept: made once per size)."""
     name = f"chunks-{count}" if per_file == PER_FILE else f"chunks-{count}-{per_file}"
+    name += f"-{marker}" if marker else ""
     paths = {f: work / f"{name}.{f}" for f in formats}
     if all(p.exists() for p in paths.values()):
         return paths
@@ -78,7 +88,7 @@ def write_files(
         if parquet is not None:
             files.enter_context(parquet)
         jsonl = files.enter_context(paths["jsonl"].open("w")) if "jsonl" in paths else None
-        for block in blocks(count, dimension, per_file):
+        for block in blocks(count, dimension, per_file, marker=marker):
             if parquet is not None:
                 parquet.write_table(block)
             if jsonl is not None:
@@ -87,7 +97,9 @@ def write_files(
     return paths
 
 
-def imported(work: Path, path: Path) -> dict[str, Any]:
+def imported(
+    work: Path, path: Path, kb: str = "bench", data_dir: Path | None = None
+) -> dict[str, Any]:
     """One import into a data dir of its own, left in place (remove the ``dir-*`` of
     ``--work`` when done): files removed just before an import made it up to twice as slow
     here (ext4 without a journal looks past each inode freed in the last minute for every
@@ -100,14 +112,14 @@ def imported(work: Path, path: Path) -> dict[str, Any]:
     from citewell.services.ingest import IngestService
     from citewell.types import ChunkFilter
 
-    data_dir = work / f"dir-{path.suffix[1:]}-{os.getpid()}"
+    data_dir = data_dir or work / f"dir-{path.suffix[1:]}-{os.getpid()}"
     app = Citewell.from_settings(Settings.load(data_dir=data_dir))
     marks: list[tuple[float, int]] = []
     try:
         service = IngestService(Scoped(app, Access.everything()))
         began = time.perf_counter()
         report = service.import_chunks(
-            path, "bench", lambda r: marks.append((time.perf_counter(), r.chunks_stored))
+            path, kb, lambda r: marks.append((time.perf_counter(), r.chunks_stored))
         )
         seconds = time.perf_counter() - began
         total = app.store.count(ChunkFilter())
@@ -118,6 +130,18 @@ def imported(work: Path, path: Path) -> dict[str, Any]:
             round(report.chunks_stored / seconds), "last_quarter_per_second":
             last_quarter_rate(marks), "closing_seconds": closing_seconds(began, seconds, marks),
             "store_rows": total, "data_dir": str(data_dir)}  # fmt: skip
+
+
+def then_imported(args: argparse.Namespace, first: dict[str, Any]) -> dict[str, Any]:
+    """``--then`` chunks of texts of their own into another KB of ``first``'s data dir, by
+    a new app (whose store did not see the table empty)."""
+    fmt = first["format"]
+    path = write_files(args.work, args.then, args.dimension, [fmt], args.per_file, marker="then")[
+        fmt
+    ]
+    then = imported(args.work, path, kb="bench-then", data_dir=Path(first["data_dir"]))
+    keys = ("chunks", "seconds", "chunks_per_second", "closing_seconds")
+    return {f"then_{key}": then[key] for key in keys}
 
 
 def last_quarter_rate(marks: list[tuple[float, int]]) -> int:
@@ -145,11 +169,15 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/import"))
     parser.add_argument("--formats", default="parquet,jsonl", help="Which files to import.")
     parser.add_argument("--per-file", type=int, default=PER_FILE, help="chunks a file")
+    parser.add_argument("--then", type=int, default=0, help="chunks imported again after")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     formats = args.formats.split(",")
     paths = write_files(args.work, args.chunks, args.dimension, formats, args.per_file)
     results = [imported(args.work, paths[f]) for f in formats]
+    if args.then:
+        for result in results:
+            result.update(then_imported(args, result))
     print(json.dumps(results, indent=2), flush=True)  # before exit: a hang there loses nothing
 
 

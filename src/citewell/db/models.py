@@ -30,7 +30,7 @@ def new_ordered_id() -> str:
     """32 hex digits, the first 12 the milliseconds since 1970 and the rest random (as
     UUIDv7 orders them): ids made later sort later, so an index of them grows at its end
     instead of writing a random page for each new row (an import's links past a million
-    files: journal, "The catalog's keys")."""
+    files: journal, "A second import into ten million, and the catalog's keys")."""
     return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
 
 

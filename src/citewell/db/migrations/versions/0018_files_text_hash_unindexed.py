@@ -1,7 +1,7 @@
 """Files' text hashes are no longer indexed: nothing looks a file up by its text's hash,
 and each file's insert wrote the index at a random page, which past a million files cost
-an import's catalog about a fifth of its time (docs/benchmarks/journal.md, "The catalog's
-keys").
+an import's catalog about a fifth of its time (docs/benchmarks/journal.md, "A second import
+into ten million, and the catalog's keys").
 
 Revision ID: 0018
 Revises: 0017
