@@ -136,10 +136,8 @@ def then_imported(args: argparse.Namespace, first: dict[str, Any]) -> dict[str, 
     """``--then`` chunks of texts of their own into another KB of ``first``'s data dir, by
     a new app (whose store did not see the table empty)."""
     fmt = first["format"]
-    path = write_files(args.work, args.then, args.dimension, [fmt], args.per_file, marker="then")[
-        fmt
-    ]
-    then = imported(args.work, path, kb="bench-then", data_dir=Path(first["data_dir"]))
+    paths = write_files(args.work, args.then, args.dimension, [fmt], args.per_file, "then")
+    then = imported(args.work, paths[fmt], kb="bench-then", data_dir=Path(first["data_dir"]))
     keys = ("chunks", "seconds", "chunks_per_second", "closing_seconds")
     return {f"then_{key}": then[key] for key in keys}
 

@@ -27,10 +27,9 @@ def new_id() -> str:
 
 
 def new_ordered_id() -> str:
-    """32 hex digits, the first 12 the milliseconds since 1970 and the rest random (as
-    UUIDv7 orders them): ids made later sort later, so an index of them grows at its end
-    instead of writing a random page for each new row (an import's links past a million
-    files: journal, "A second import into ten million, and the catalog's keys")."""
+    """32 hex digits, the first 12 the milliseconds since 1970, the rest random (as UUIDv7):
+    later ids sort later, so their index grows at its end, not at a random page a row
+    (journal, "A second import into ten million, and the catalog's keys")."""
     return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
 
 

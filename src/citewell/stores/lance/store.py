@@ -164,7 +164,7 @@ class LanceChunkStore:
             fold = self._unfolded >= FOLD_KEYS_AFTER_ROWS  # a long import, between optimizes
             upkeep = partial(self._index_upkeep, fold) if fold or not self._fts_ready else None
             write = partial(add_then, self._table, data, files, self._absent, upkeep)
-            self._journal.record(files, write)  # (as ``_journaled`` does for other writes)
+            self._journal.record(files, write)  # add_then notes its files; others: _journaled
             if fold:
                 self._unfolded = 0
         self._changed()
