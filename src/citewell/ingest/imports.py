@@ -12,19 +12,19 @@ A file the KB holds with the same text is left alone; one with another text is r
 text the KB's owner holds already is linked. The catalog is asked a group of files at a time,
 before their rows and BM25 terms are made, so an import of held texts skips that work.
 Chunks and stored texts (side by side), then catalog rows, are written a batch at a time,
-each under the ingestor's lock (other uploads take turns with a long import) and in a
-thread while the next batch is made (``write_behind``), so a crash leaves chunks or texts no
-catalog row names (``citewell check --repair`` removes them), never a file without its
-chunks. The vectors stay float32 matrices from the file read (a view of the batch read for
-each file) to the store's write (``upsert_columns``): as Python floats they cost more
-than the write.
+under the ingestor's lock (other uploads take turns with a long import), in a thread while
+the next batch is made (``write_behind``), a batch's catalog rows beside the next batch's
+chunks (``catalog_behind``). So a crash leaves chunks or texts no catalog row names
+(``citewell check --repair`` removes them), never a file without its chunks. The vectors
+stay float32 matrices from the file read (a view of the batch read for each file) to the
+store's write (``upsert_columns``): as Python floats they cost more than the write.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import accumulate, islice
@@ -35,6 +35,7 @@ import numpy as np
 from citewell.catalog import FileRecord, KnowledgeBase
 from citewell.embedders import embedding_tenant
 from citewell.errors import Conflict, InvalidInput
+from citewell.ingest.catalog_behind import CatalogBehind
 from citewell.ingest.chunk_files import ImportedFile
 from citewell.ingest.chunk_rows import sha256
 from citewell.ingest.gc_pause import fewer_collections
@@ -146,11 +147,14 @@ class ChunkImport:
             if progress:
                 progress(report)
 
+        turns = CatalogBehind(ingestor.lock)
         # closing: the terms' process, and the texts' (once every text is written)
         with fewer_collections(), embedding_tenant(self.kb.owner_id), closing(groups), \
-                closing(self.texts), WriteBehind(written) as writes:  # fmt: skip
+                closing(self.texts), kept(turns), WriteBehind(written) as writes:  # fmt: skip
             for batch in self._batches(groups, targets, report):  # each written as the next
-                writes.submit(partial(self._write, batch, targets, report, model))  # is made
+                writes.submit(partial(self._write, batch, targets, report, model, turns))
+            writes.wait()
+            turns.release()  # the last batch's catalog part written
         # Also when every file was unchanged: an earlier import of them stopped before this
         # step (killed, or ^C) left its rows outside the indexes, and nothing else takes
         # them in before the next write. With nothing due it costs 0.02 s at 80,000 rows.
@@ -276,25 +280,41 @@ class ChunkImport:
             )
 
     def _write(
-        self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport, model: str
+        self,
+        batch: _Batch,
+        targets: Sequence[ChunkTarget],
+        report: ImportReport,
+        model: str,
+        turns: CatalogBehind,
     ) -> None:
-        """Under the ingestor's lock, a batch at a time, so that other uploads take turns
-        with a long import rather than wait for all of it."""
-        with self.ingestor.lock:
+        """Under the ingestor's lock, let go between batches when another writer waits,
+        so that other uploads take turns with a long import rather than wait for all of
+        it; the batch's catalog rows beside the next batch's chunks (``CatalogBehind``)."""
+        turns.take()
+        try:
             if self.ingestor.embedder.model_id != model:
                 raise Conflict(
                     "The embedding model changed during the import; the files imported so "
                     f"far are kept. Import {model} vectors into the old space again, or "
                     "vectors of the new model."
                 )
-            self._write_batch(batch, targets, report)
+            self._write_batch(batch, targets, report, turns)
+        except BaseException:
+            turns.release(failed=True)
+            raise
+        turns.done()
 
     def _write_batch(
-        self, batch: _Batch, targets: Sequence[ChunkTarget], report: ImportReport
+        self,
+        batch: _Batch,
+        targets: Sequence[ChunkTarget],
+        report: ImportReport,
+        turns: CatalogBehind,
     ) -> None:
         """Chunks and stored texts (at once: the chunk store's write waits on its disk, the
-        texts' on theirs), then the catalog (one transaction), then links to files stored
-        before and the removal of what the new ones replace."""
+        texts' on theirs), then the catalog (one transaction, beside the next batch's
+        chunks), then links to files stored before and the removal of what the new ones
+        replace (once every catalog part before is written: they read it)."""
         ingestor = self.ingestor
         asked = [f.record.id for f in batch.new] + [f.file_id for f in batch.held]
         held = ingestor.catalog.existing_files(asked)
@@ -312,16 +332,32 @@ class ChunkImport:
             rows = ChunkColumns.joined([f.rows for f in new])
             ingestor.writer.upsert_columns(rows, np.concatenate([f.vectors for f in new]))
             self.texts.wait(written, texts)
-            ingestor.catalog.add_files([f.record for f in new], new=True)
-            ingestor.catalog.add_links(
-                [ingestor.link_of(self.kb.id, f.record.id, f.item) for f in new]
-            )
+            turns.behind(partial(self._catalog_rows, new))
+        if same or batch.replaced:
+            turns.drain()
         if same:  # the tenant holds these texts already: linked, not stored again
             ingestor.link_many(self.kb.id, same, targets)
         for file_id in batch.replaced:
             ingestor.remove_from_kb(self.kb.id, file_id)
         report.files_imported += len(new) + len(same)
         report.chunks_stored += sum(len(f.rows) for f in new)
+
+    def _catalog_rows(self, new: list[_NewFile]) -> None:
+        """The new files' records and their links into the KB, in one transaction each."""
+        catalog, ingestor = self.ingestor.catalog, self.ingestor
+        catalog.add_files([f.record for f in new], new=True)
+        catalog.add_links([ingestor.link_of(self.kb.id, f.record.id, f.item) for f in new])
+
+
+@contextmanager
+def kept(turns: CatalogBehind) -> Iterator[CatalogBehind]:
+    """``turns`` closed on leaving: the last catalog part written, the lock let go."""
+    try:
+        yield turns
+    except BaseException:
+        turns.close(failed=True)
+        raise
+    turns.close()
 
 
 def joined(file: ImportedFile) -> tuple[str, list[int]]:

@@ -4,8 +4,9 @@ An import's batch write is mostly waits outside the interpreter (LanceDB's appen
 catalog's commits, the stored texts' process), and making the next batch is Python (rows
 read from the file, BM25 terms, ids): done in turn, each waited for the other. Only one
 write is ever in flight and they run in the order given, so what a crash leaves is what
-it left before: whole batches, then at most one batch's chunks and texts without catalog
-rows (``citewell check --repair`` removes those).
+it left before: whole batches, then the chunks and texts of the last batch or two without
+catalog rows (an import writes a batch's catalog rows beside the next one's chunks:
+catalog_behind.py; ``citewell check --repair`` removes those).
 """
 
 from __future__ import annotations
