@@ -21,9 +21,9 @@ def test_a_catalog_part_runs_beside_the_next_batch_and_the_parts_keep_their_orde
         done.append("first")
 
     turns.take()
-    turns.behind(first)
+    turns.submit(first)
     beside.set()  # the next batch's chunks, while the first part waits for them
-    turns.behind(lambda: done.append("second"))  # waits for the first
+    turns.submit(lambda: done.append("second"))  # waits for the first
     turns.close()
     assert done == ["first", "second"]
 
@@ -36,7 +36,7 @@ def test_the_lock_is_kept_between_batches_until_another_writer_waits():
     assert lock.locked()
     turns.take()  # not taken twice (a TurnLock is not reentrant)
     written = threading.Event()
-    turns.behind(lambda: (threading.Event().wait(0.2), written.set()))
+    turns.submit(lambda: (threading.Event().wait(0.2), written.set()))
     seen: list[bool] = []
 
     def other_writer() -> None:
@@ -54,7 +54,8 @@ def test_the_lock_is_kept_between_batches_until_another_writer_waits():
     assert not lock.locked()
 
 
-def test_a_failed_catalog_part_is_raised_and_the_lock_let_go():
+def _failing_part() -> tuple[TurnLock, CatalogBehind]:
+    """A lock held by a CatalogBehind whose pending catalog part fails."""
     lock = TurnLock()
     turns = CatalogBehind(lock)
     turns.take()
@@ -62,22 +63,20 @@ def test_a_failed_catalog_part_is_raised_and_the_lock_let_go():
     def failing() -> None:
         raise OSError("disk full")
 
-    turns.behind(failing)
+    turns.submit(failing)
+    return lock, turns
+
+
+def test_a_failed_catalog_part_is_raised_and_the_lock_let_go():
+    lock, turns = _failing_part()
     with pytest.raises(OSError, match="disk full"):
-        turns.behind(lambda: None)  # the next batch learns of it
+        turns.submit(lambda: None)  # the next batch learns of it
     turns.close()
     assert not lock.locked()
 
 
 def test_after_another_error_a_pending_failure_is_logged_not_raised(caplog):
-    lock = TurnLock()
-    turns = CatalogBehind(lock)
-    turns.take()
-
-    def failing() -> None:
-        raise OSError("disk full")
-
-    turns.behind(failing)
+    lock, turns = _failing_part()
     turns.close(failed=True)
     assert not lock.locked()
     assert "A catalog write failed after another error: disk full" in caplog.text

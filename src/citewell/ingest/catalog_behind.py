@@ -4,7 +4,7 @@ A batch's write was its chunks and stored texts, then its catalog transaction, o
 the other in the import's writing thread, which the file reader waits for: at ten million
 rows the catalog was 27 % of that thread (journal, "The catalog beside the next batch").
 Here a batch's catalog part runs in a thread of its own while the next batch's chunks are
-written, and the parts run one at a time in the order given.
+written, and the parts run one at a time in the order given (a ``WriteBehind`` of them).
 
 The ingestor's lock is not let go while a catalog part is pending: a writer let in then
 would find chunks that no catalog row names yet (an upload of the same text would store
@@ -15,12 +15,11 @@ as before) or the import ends.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
+
+from citewell.ingest.write_behind import WriteBehind
 
 if TYPE_CHECKING:
     from citewell.jobs.turns import TurnLock
@@ -28,34 +27,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class CatalogBehind:
-    """Holds ``lock`` over consecutive batches; ``behind`` runs a batch's catalog part
-    beside the next batch's chunk writes. Its methods are called from one thread."""
+class CatalogBehind(WriteBehind):
+    """Holds ``lock`` over consecutive batches. ``submit`` a batch's catalog part after its
+    chunks: it runs once the part before is written (whose error is raised there), beside
+    the next batch's chunks; ``wait`` until it is written. Called from one thread."""
 
     def __init__(self, lock: TurnLock | threading.Lock) -> None:
+        super().__init__(thread="citewell-import-catalog")
         self._lock = lock
         self._held = False
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="citewell-import-catalog")
-        self._pending: Future[None] | None = None
 
     def take(self) -> None:
         """At the start of a batch's write: the lock, unless kept from the batch before."""
         if not self._held:
             self._lock.acquire()
             self._held = True
-
-    def behind(self, write: Callable[[], None]) -> None:
-        """After a batch's chunks: its catalog part, once the one before is written (that
-        one's error is raised here)."""
-        self.drain()
-        # The caller's context (the embedding tenant, the trace) goes with the write.
-        self._pending = self._pool.submit(contextvars.copy_context().run, write)
-
-    def drain(self) -> None:
-        """Until the pending catalog part is written; its error is raised here."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
 
     def done(self) -> None:
         """At the end of a batch's write: let the lock go if another writer waits."""
@@ -68,7 +54,7 @@ class CatalogBehind:
         (``failed``) a pending part's error is logged rather than raised: the first one is
         what failed."""
         try:
-            self.drain()
+            self.wait()
         except Exception as error:
             if not failed:
                 raise

@@ -332,9 +332,9 @@ class ChunkImport:
             rows = ChunkColumns.joined([f.rows for f in new])
             ingestor.writer.upsert_columns(rows, np.concatenate([f.vectors for f in new]))
             self.texts.wait(written, texts)
-            turns.behind(partial(self._catalog_rows, new))
+            turns.submit(partial(self._catalog_rows, new))
         if same or batch.replaced:
-            turns.drain()
+            turns.wait()
         if same:  # the tenant holds these texts already: linked, not stored again
             ingestor.link_many(self.kb.id, same, targets)
         for file_id in batch.replaced:

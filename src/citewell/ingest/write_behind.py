@@ -24,9 +24,11 @@ class WriteBehind:
     leaving the block waits for the last. ``done`` is called after each write, in the
     caller's thread."""
 
-    def __init__(self, done: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, done: Callable[[], None] | None = None, thread: str = "citewell-import-write"
+    ) -> None:
         self._done = done
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="citewell-import-write")
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=thread)
         self._pending: Future[None] | None = None
 
     def submit(self, write: Callable[[], None]) -> None:
