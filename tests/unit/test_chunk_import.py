@@ -4,7 +4,6 @@ Real parts: the ONNX embedder makes the vectors, LanceDB and SQLite keep them.""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -356,38 +355,3 @@ def test_a_bad_row_after_written_batches_leaves_those_batches_whole(app, tmp_pat
     assert set(held) == {"policy-0.md", "policy-1.md"}
     assert app.store.count(ChunkFilter()) == 4
     assert {c.file_id for c in app.store.scan(ChunkFilter())} == {r.id for r in held.values()}
-
-
-def test_another_writer_let_in_mid_import_finds_every_stored_file_in_the_catalog(
-    app, tmp_path, monkeypatch
-):
-    """A batch's catalog rows are written beside the next batch's chunks (ingest.
-    catalog_behind), with the ingestor's lock kept meanwhile: a writer waiting for the lock
-    gets it between batches, once the catalog names every file whose chunks are stored."""
-    from citewell.ingest import imports
-
-    monkeypatch.setattr(imports, "IMPORT_BATCH", 4)  # two files a batch, three batches
-    rows = _rows(app, _many_files(6))
-    catalog_rows, seen, waiters = imports.ChunkImport._catalog_rows, [], []
-
-    def other_writer() -> None:
-        with app.ingestor.lock:
-            stored = {c.file_id for c in app.store.scan(ChunkFilter())}
-            named = {r.id for r in app.catalog.files_in_kb(app.kb_id("hr")).values()}
-            seen.append((len(stored), stored <= named))
-
-    def slow(self, new):
-        if not waiters:  # the first batch's part: another writer starts to wait meanwhile
-            waiters.append(threading.Thread(target=other_writer))
-            waiters[0].start()
-            while not app.ingestor.lock.waiting():
-                threading.Event().wait(0.01)
-        catalog_rows(self, new)
-
-    monkeypatch.setattr(imports.ChunkImport, "_catalog_rows", slow)
-    report = _service(app).import_chunks(_jsonl(tmp_path / "a.jsonl", rows), "hr")
-    waiters[0].join(10)
-    assert report.files_imported == 6
-    (stored, named_all) = seen[0]
-    assert named_all and 2 <= stored < 12  # let in mid-import, every stored file named
-    assert len(app.catalog.files_in_kb(app.kb_id("hr"))) == 6
