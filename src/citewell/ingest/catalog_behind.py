@@ -70,3 +70,7 @@ class CatalogBehind(WriteBehind):
             self.release(failed)
         finally:
             self._pool.shutdown(wait=True)
+
+    def __exit__(self, kind: object, failure: object, trace: object) -> None:
+        """Leaving the block: the last part written, the lock let go, the thread stopped."""
+        self.close(failed=failure is not None)

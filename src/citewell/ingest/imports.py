@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import accumulate, islice
@@ -147,14 +147,13 @@ class ChunkImport:
             if progress:
                 progress(report)
 
-        turns = CatalogBehind(ingestor.lock)
-        # closing: the terms' process, and the texts' (once every text is written)
+        # closing: the terms' process, and the texts' (once every text is written); leaving
+        # ``turns`` writes the last batch's catalog part, after ``writes`` its chunks
         with fewer_collections(), embedding_tenant(self.kb.owner_id), closing(groups), \
-                closing(self.texts), kept(turns), WriteBehind(written) as writes:  # fmt: skip
+                closing(self.texts), CatalogBehind(ingestor.lock) as turns, \
+                WriteBehind(written) as writes:  # fmt: skip
             for batch in self._batches(groups, targets, report):  # each written as the next
                 writes.submit(partial(self._write, batch, targets, report, model, turns))
-            writes.wait()
-            turns.release()  # the last batch's catalog part written
         # Also when every file was unchanged: an earlier import of them stopped before this
         # step (killed, or ^C) left its rows outside the indexes, and nothing else takes
         # them in before the next write. With nothing due it costs 0.02 s at 80,000 rows.
@@ -347,17 +346,6 @@ class ChunkImport:
         catalog, ingestor = self.ingestor.catalog, self.ingestor
         catalog.add_files([f.record for f in new], new=True)
         catalog.add_links([ingestor.link_of(self.kb.id, f.record.id, f.item) for f in new])
-
-
-@contextmanager
-def kept(turns: CatalogBehind) -> Iterator[CatalogBehind]:
-    """``turns`` closed on leaving: the last catalog part written, the lock let go."""
-    try:
-        yield turns
-    except BaseException:
-        turns.close(failed=True)
-        raise
-    turns.close()
 
 
 def joined(file: ImportedFile) -> tuple[str, list[int]]:

@@ -15,6 +15,7 @@ import contextvars
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Self
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class WriteBehind:
             if self._done:
                 self._done()
 
-    def __enter__(self) -> WriteBehind:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: object, failure: object, trace: object) -> None:
