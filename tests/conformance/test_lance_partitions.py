@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from citewell.stores.lance import nearest
 from citewell.stores.lance.partitions import (
     FaissThreads,
     create_ivf_sq,
@@ -69,7 +70,12 @@ def recall_at_10(dataset: lance.LanceDataset, queries: int = 40) -> float:
     return float(np.mean(found))
 
 
-def test_an_index_from_faiss_partitions_finds_what_lances_own_finds(tmp_path, scratch, caplog):
+@pytest.mark.parametrize("grouped", [False, True], ids=["every-centroid", "through-groups"])
+def test_an_index_from_faiss_partitions_finds_what_lances_own_finds(
+    tmp_path, scratch, caplog, monkeypatch, grouped
+):
+    if grouped:  # rows placed through groups of the centroids, as past 2,048 (nearest.py)
+        monkeypatch.setattr(nearest, "GROUPED_FROM", 16)
     dataset, own = clustered(tmp_path / "faiss"), clustered(tmp_path / "lance")
     with caplog.at_level("INFO", logger="citewell.stores.lance.partitions"):
         create_ivf_sq(dataset, options())

@@ -2,12 +2,13 @@
 
 Lance's ``create_index`` of IVF_SQ spent 47 CPU seconds at a million 384-dim rows, most of
 it assigning every row to its nearest centroid; the same assignment is one matrix product a
-block, which faiss (BLAS) does in a quarter of that. So a build here trains the centroids
-on a sample (spherical k-means: unit centroids, so the nearest by cosine is the nearest by
-L2 too, as Lance compares them for queries and later deltas), assigns every row, writes the
-assignments as the one-file dataset Lance reads (``precomputed_partition_dataset``) and
-leaves Lance the scalar quantisation and the index's files (journal, "An index built from
-faiss's partitions").
+block, which faiss (BLAS) does in a quarter of that (through groups of the centroids when
+they are many: nearest.py). So a build here trains the centroids on a sample (spherical
+k-means: unit centroids, so the nearest by cosine is the nearest by L2 too, as Lance
+compares them for queries and later deltas), assigns every row, writes the assignments as
+the one-file dataset Lance reads (``precomputed_partition_dataset``) and leaves Lance the
+scalar quantisation and the index's files (journal, "An index built from faiss's
+partitions").
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citewell.stores.background import stop_if_exiting
+from citewell.stores.lance.nearest import NearestCentroids
 from citewell.stores.memory.ann import unit_rows
 from citewell.stores.memory.vectors import column_matrix
 
@@ -121,14 +123,12 @@ def trained_centroids(
 def write_assignments(
     dataset: Any, centroids: npt.NDArray[np.float32], uri: str, threads: FaissThreads | None = None
 ) -> str:
-    """Each row's nearest centroid, as a dataset of one file of ``row_id`` (uint64) and
-    ``partition`` (uint32) at ``uri``; returns ``uri``."""
-    import faiss
+    """Each row's nearest centroid (nearest.py), as a dataset of one file of ``row_id``
+    (uint64) and ``partition`` (uint32) at ``uri``; returns ``uri``."""
     import lance
     import pyarrow as pa
 
-    index = faiss.IndexFlatIP(centroids.shape[1])
-    index.add(centroids)
+    centroid = NearestCentroids(centroids)
     ids, nearest = [], []
     for batch in dataset.to_batches(
         columns=["vector"], with_row_id=True, batch_size=ASSIGN_BATCH, filter="vector IS NOT NULL"
@@ -136,11 +136,8 @@ def write_assignments(
         stop_if_exiting()
         if threads is not None:
             threads.set()
-        # Not made unit length first: scaling a row scales its products with every
-        # centroid alike, so its largest is the same centroid's.
-        _, found = index.search(np.ascontiguousarray(column_matrix(batch["vector"])), 1)
         ids.append(row_ids(batch))
-        nearest.append(found[:, 0].astype(np.uint32))
+        nearest.append(centroid.of(np.ascontiguousarray(column_matrix(batch["vector"]))))
     table = pa.table(
         {
             "row_id": pa.array(np.concatenate(ids) if ids else [], pa.uint64()),
