@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -17,6 +17,7 @@ from citewell.catalog.kb_settings import NO_SETTINGS, KnowledgeSettings, common
 from citewell.catalog.link_rows import IN_LIST, FileLink, link_row, new_link_values, taken_paths
 from citewell.catalog.synced_paths import SyncedPaths
 from citewell.db import ensure_schema
+from citewell.db.bulk import insert_rows
 from citewell.db.changes import ChangeCache, change_counter
 from citewell.db.engine import read_sessions
 from citewell.db.models import FileRow, KnowledgeBaseFileRow, KnowledgeBaseRow
@@ -323,7 +324,7 @@ class Catalog:
             return
         with self._session() as session, session.begin():
             if new:
-                session.execute(insert(table_of(FileRow)), [r.__dict__ for r in records])
+                insert_rows(session, table_of(FileRow), [r.__dict__ for r in records])
             else:
                 upsert_files(session, [r.__dict__ for r in records])
 
@@ -375,7 +376,7 @@ class Catalog:
             taken = taken_paths(session, links)
             fresh = [new_link_values(k, now) for k in links if (k.kb_id, k.path) not in taken]
             if fresh:  # new paths in one statement; a taken one merged
-                session.execute(insert(table_of(KnowledgeBaseFileRow)), fresh)
+                insert_rows(session, table_of(KnowledgeBaseFileRow), fresh)
             for link in links:
                 if (link.kb_id, link.path) in taken:
                     session.merge(link_row(link, now))
