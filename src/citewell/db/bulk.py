@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Column, Insert, Table, insert
@@ -41,7 +42,7 @@ def insert_rows(
     dialect, names = session.get_bind().dialect, tuple(rows[0])
     columns = _columns(table, names) if dialect.name == "sqlite" else None
     if columns is not None:
-        payload = _json_rows([_value(dialect, column) for column in columns], rows)
+        payload = _json_rows(dialect, columns, names, rows)
         if payload is not None:
             sql = _sqlite_sql(table.name, tuple(c.name for c in columns), tuple(update_on))
             session.connection().exec_driver_sql(sql, (payload,))
@@ -59,34 +60,47 @@ def _columns(table: Table, names: Sequence[str]) -> list[Column[Any]] | None:
 
 
 def _json_rows(
-    values: Sequence[Callable[[Mapping[str, Any]], Any]], rows: Sequence[Mapping[str, Any]]
+    dialect: Dialect,
+    columns: Sequence[Column[Any]],
+    names: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
 ) -> str | None:
-    """The rows as one JSON array of arrays; None where JSON cannot carry a value as bound
-    (bytes, a float that is not a number) or SQLite's JSON would cut a text at its NUL."""
+    """The rows as one JSON array of arrays, each the ``names`` given then the defaults of
+    the ``columns`` after them, as bound (a row as one C call where no type processes
+    values: the Python a value cost more than SQLite's insert); None where JSON cannot
+    carry a value as bound (bytes, a float that is not a number) or SQLite's JSON would
+    cut a text at its NUL."""
+    given = itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
+    defaults = [_default(column) for column in columns[len(names) :]]
+    processed = [(n, p) for n, column in enumerate(columns) if (p := _processor(dialect, column))]
+    values = []
+    for row in rows:
+        value = [*given(row), *(make() for make in defaults)]
+        for n, process in processed:
+            value[n] = process(value[n])
+        values.append(value)
     try:
-        payload = json.dumps(
-            [[value(row) for value in values] for row in rows], ensure_ascii=False, allow_nan=False
-        )
+        payload = json.dumps(values, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return None
     return None if NUL in payload else payload
 
 
-def _value(dialect: Dialect, column: Column[Any]) -> Callable[[Mapping[str, Any]], Any]:
-    """What gives the column's value from a row, as SQLAlchemy would bind it."""
-    process = column.type.dialect_impl(dialect).bind_processor(dialect) or _same
-    name, default = column.name, column.default
-    if default is None:
-        return lambda row: process(row[name])
+def _processor(dialect: Dialect, column: Column[Any]) -> Callable[[Any], Any] | None:
+    """What SQLAlchemy does to the column's values before the driver gets them, if any."""
+    process: Callable[[Any], Any] | None = column.type.dialect_impl(dialect).bind_processor(dialect)
+    return process
+
+
+def _default(column: Column[Any]) -> Callable[[], Any]:
+    """The value of a column that rows leave out (one with a default made in Python)."""
+    default = column.default
+    assert default is not None
     if default.is_callable:
         make = default.arg  # type: ignore[attr-defined]  # takes SQLAlchemy's context
-        return lambda row: process(row[name] if name in row else make(None))
+        return lambda: make(None)
     fixed = default.arg  # type: ignore[attr-defined]
-    return lambda row: process(row.get(name, fixed))
-
-
-def _same(value: Any) -> Any:
-    return value
+    return lambda: fixed
 
 
 @lru_cache(maxsize=32)
