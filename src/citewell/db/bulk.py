@@ -14,7 +14,9 @@ already, so there the rows go as ``executemany``.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
@@ -40,7 +42,7 @@ def insert_rows(
     if not rows:
         return
     dialect, names = session.get_bind().dialect, tuple(rows[0])
-    columns = _columns(table, names) if dialect.name == "sqlite" else None
+    columns = _columns(table, names) if dialect.name == "sqlite" and _has_json() else None
     if columns is not None:
         payload = _json_rows(dialect, columns, names, rows)
         if payload is not None:
@@ -48,6 +50,17 @@ def insert_rows(
             session.connection().exec_driver_sql(sql, (payload,))
             return
     session.execute(_statement(dialect.name, table, names, tuple(update_on)), rows)
+
+
+@lru_cache(maxsize=1)
+def _has_json() -> bool:
+    """Whether this SQLite has its JSON functions (built in since 3.38, an option before)."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        try:
+            db.execute("SELECT value FROM json_each('[1]')").fetchall()
+        except sqlite3.OperationalError:
+            return False
+    return True
 
 
 def _columns(table: Table, names: Sequence[str]) -> list[Column[Any]] | None:
@@ -106,7 +119,8 @@ def _default(column: Column[Any]) -> Callable[[], Any]:
 @lru_cache(maxsize=32)
 def _sqlite_sql(table: str, names: tuple[str, ...], update_on: tuple[str, ...]) -> str:
     quoted = ", ".join(f'"{name}"' for name in names)
-    picked = ", ".join(f"value ->> {n}" for n in range(len(names)))
+    # json_extract, not ->> (SQLite 3.38): the same values, from older SQLite too
+    picked = ", ".join(f"json_extract(value, '$[{n}]')" for n in range(len(names)))
     sql = f'INSERT INTO "{table}" ({quoted}) SELECT {picked} FROM json_each(?)'
     if not update_on:
         return sql
