@@ -25,6 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from citewell.db import bulk
 from citewell.db.bulk import insert_rows
 from citewell.db.engine import sqlite_engine
 
@@ -142,3 +143,14 @@ def test_no_rows_send_nothing(engine: Engine) -> None:
     with Session(engine) as session, session.begin():
         insert_rows(session, THINGS, [])
     assert not [sql for sql, _ in sent if sql.startswith("INSERT")]
+
+
+def test_without_sqlites_json_functions_the_rows_go_as_executemany(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "_has_json", lambda: False)  # SQLite before 3.38, built without
+    sent = executions(engine)
+    found = written(engine, THINGS, [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}])
+    inserts = [(sql, many) for sql, many in sent if sql.startswith("INSERT")]
+    assert len(inserts) == 1 and "json_each" not in inserts[0][0] and inserts[0][1]
+    assert {k: r.text for k, r in found.items()} == {"a": "x", "b": "y"}
