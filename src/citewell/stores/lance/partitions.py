@@ -128,7 +128,7 @@ def write_assignments(
     import lance
     import pyarrow as pa
 
-    centroid = NearestCentroids(centroids)
+    placing = NearestCentroids(centroids)
     ids, nearest = [], []
     for batch in dataset.to_batches(
         columns=["vector"], with_row_id=True, batch_size=ASSIGN_BATCH, filter="vector IS NOT NULL"
@@ -137,7 +137,7 @@ def write_assignments(
         if threads is not None:
             threads.set()
         ids.append(row_ids(batch))
-        nearest.append(centroid.of(np.ascontiguousarray(column_matrix(batch["vector"]))))
+        nearest.append(placing.of(np.ascontiguousarray(column_matrix(batch["vector"]))))
     table = pa.table(
         {
             "row_id": pa.array(np.concatenate(ids) if ids else [], pa.uint64()),
