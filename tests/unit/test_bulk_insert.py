@@ -111,6 +111,10 @@ def test_update_on_a_key_updates_the_rows_it_holds_and_inserts_the_others(
     again = [{"id": "a", "text": "new", "count": 2}, {"id": "b", "text": "b", "count": 3}]
     found = written(engine, THINGS, again, update_on=("id",))
     assert {k: (r.text, r.count) for k, r in found.items()} == {"a": ("new", 2), "b": ("b", 3)}
+    # Columns the rows leave out keep what a held row has (only a new one gets the default).
+    written(engine, THINGS, [{"id": "a", "text": "x", "flag": True}], update_on=("id",))
+    found = written(engine, THINGS, [{"id": "a", "text": "y"}], update_on=("id",))
+    assert (found["a"].text, found["a"].flag, found["a"].count) == ("y", True, 2)
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def insert_rows(
     if columns is not None:
         payload = _json_rows(dialect, columns, names, rows)
         if payload is not None:
-            sql = _sqlite_sql(table.name, tuple(c.name for c in columns), tuple(update_on))
+            sql = _sqlite_sql(table.name, tuple(c.name for c in columns), names, tuple(update_on))
             session.connection().exec_driver_sql(sql, (payload,))
             return
     session.execute(_statement(dialect.name, table, names, tuple(update_on)), rows)
@@ -117,14 +117,18 @@ def _default(column: Column[Any]) -> Callable[[], Any]:
 
 
 @lru_cache(maxsize=32)
-def _sqlite_sql(table: str, names: tuple[str, ...], update_on: tuple[str, ...]) -> str:
+def _sqlite_sql(
+    table: str, names: tuple[str, ...], given: tuple[str, ...], update_on: tuple[str, ...]
+) -> str:
+    """The statement that inserts the ``names`` columns; with ``update_on``, a row whose
+    key exists updates the ``given`` columns (not those filled with their defaults)."""
     quoted = ", ".join(f'"{name}"' for name in names)
     # json_extract, not ->> (SQLite 3.38): the same values, from older SQLite too
     picked = ", ".join(f"json_extract(value, '$[{n}]')" for n in range(len(names)))
     sql = f'INSERT INTO "{table}" ({quoted}) SELECT {picked} FROM json_each(?)'
     if not update_on:
         return sql
-    changed = ", ".join(f'"{name}" = excluded."{name}"' for name in names if name not in update_on)
+    changed = ", ".join(f'"{name}" = excluded."{name}"' for name in given if name not in update_on)
     keys = ", ".join(f'"{name}"' for name in update_on)
     # "WHERE true": SQLite would read ON CONFLICT after a bare SELECT as a join's condition.
     return f"{sql} WHERE true ON CONFLICT ({keys}) DO UPDATE SET {changed}"
