@@ -47,10 +47,12 @@ def encoder_and_texts(docs: list[tuple[str, str]]) -> tuple[Any, list[str]]:
     from citewell.embedders import OnnxEmbedder
 
     embedder = OnnxEmbedder()
-    app = Citewell.from_settings(
-        Settings.load(data_dir=Path(tempfile.mkdtemp())), embedder=embedder
-    )
-    return embedder, pipeline_texts(docs, app.splitter)
+    with tempfile.TemporaryDirectory(prefix="citewell-bench-") as where:
+        app = Citewell.from_settings(Settings.load(data_dir=Path(where)), embedder=embedder)
+        try:
+            return embedder, pipeline_texts(docs, app.splitter)
+        finally:
+            app.close()
 
 
 def timed(fn: Callable[[], object]) -> float:
