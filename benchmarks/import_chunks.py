@@ -17,6 +17,8 @@ closing optimize).
 ``PYTHONPATH=<other tree>/src`` for the other one). ``--then N`` imports N chunks of other
 texts into another KB of the same data dir afterwards, as a process that did not see the
 table empty (a second import into a big table: ``then_*`` in the report).
+``--thread-cpu`` prints what each thread and child process spent in the rows and in the
+closing step (``benchmarks.lab.thread_cpu``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.common import scifact_docs
+from benchmarks.lab.thread_cpu import ThreadCpu
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
 PER_FILE = 10
@@ -98,7 +101,11 @@ def write_files(
 
 
 def imported(
-    work: Path, path: Path, kb: str = "bench", data_dir: Path | None = None
+    work: Path,
+    path: Path,
+    kb: str = "bench",
+    data_dir: Path | None = None,
+    thread_cpu: bool = False,
 ) -> dict[str, Any]:
     """One import into a data dir of its own, left in place (remove the ``dir-*`` of
     ``--work`` when done): files removed just before an import made it up to twice as slow
@@ -117,14 +124,18 @@ def imported(
     marks: list[tuple[float, int]] = []
     try:
         service = IngestService(Scoped(app, Access.everything()))
-        began = time.perf_counter()
-        report = service.import_chunks(
-            path, kb, lambda r: marks.append((time.perf_counter(), r.chunks_stored))
-        )
-        seconds = time.perf_counter() - began
+        with ThreadCpu() if thread_cpu else nullcontext() as cpu:
+            began = time.perf_counter()
+            report = service.import_chunks(
+                path, kb, lambda r: marks.append((time.perf_counter(), r.chunks_stored))
+            )
+            seconds = time.perf_counter() - began
         total = app.store.count(ChunkFilter())
     finally:
         app.close()
+    if cpu is not None and marks:  # the rows, then the closing step
+        phases = {"rows": (began, marks[-1][0]), "closing": (marks[-1][0], began + seconds)}
+        print(json.dumps({f"cpu_{k}": cpu.between(*v) for k, v in phases.items()}, indent=2))
     return {"format": path.suffix[1:], "chunks": report.chunks_stored, "files":
             report.files_imported, "seconds": round(seconds, 2), "chunks_per_second":
             round(report.chunks_stored / seconds), "last_quarter_per_second":
@@ -168,11 +179,17 @@ def main() -> None:
     parser.add_argument("--formats", default="parquet,jsonl", help="Which files to import.")
     parser.add_argument("--per-file", type=int, default=PER_FILE, help="chunks a file")
     parser.add_argument("--then", type=int, default=0, help="chunks imported again after")
+    parser.add_argument(
+        "--thread-cpu",
+        action="store_true",
+        help="print each thread's and child process's CPU seconds in the rows and the closing "
+        "step (benchmarks.lab.thread_cpu)",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     formats = args.formats.split(",")
     paths = write_files(args.work, args.chunks, args.dimension, formats, args.per_file)
-    results = [imported(args.work, paths[f]) for f in formats]
+    results = [imported(args.work, paths[f], thread_cpu=args.thread_cpu) for f in formats]
     if args.then:
         for result in results:
             result.update(then_imported(args, result))
