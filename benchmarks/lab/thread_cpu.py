@@ -88,7 +88,8 @@ class ThreadCpu:
     samples: list[Sample] = field(default_factory=list)
     _names: dict[int, str] = field(default_factory=dict)
     _started: dict[int, float] = field(default_factory=dict)
-    _seen: dict[str, tuple[str, int]] = field(default_factory=dict)  # tid or child → ticks
+    _threads: dict[int, tuple[str, int]] = field(default_factory=dict)  # tid → label, ticks
+    _children: dict[int, tuple[str, int]] = field(default_factory=dict)  # pid → label, ticks
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def __enter__(self) -> ThreadCpu:
@@ -116,19 +117,17 @@ class ThreadCpu:
     def _sample(self) -> Sample:
         """Each thread's and child's ticks as last seen (an ended one keeps its last)."""
         self._names.update({t.native_id: t.name for t in threading.enumerate() if t.native_id})
-        for tid in os.listdir("/proc/self/task"):
-            label = self._label(int(tid))
-            self._seen[f"{tid}"] = (label, _ticks(f"/proc/self/task/{tid}/stat"))
+        for tid in map(int, os.listdir("/proc/self/task")):
+            self._threads[tid] = (self._label(tid), _ticks(f"/proc/self/task/{tid}/stat"))
         now = time.perf_counter()
         for pid in _children(os.getpid()):
             started = self._started.setdefault(pid, now - self._began)
             label = f"child process {pid} ({_comm(f'/proc/{pid}/comm')}, from {started:.0f} s)"
-            self._seen[f"child {pid}"] = (label, _ticks(f"/proc/{pid}/stat"))
+            self._children[pid] = (label, _ticks(f"/proc/{pid}/stat"))
         ticks: Counter[str] = Counter()
-        for label, used in self._seen.values():
+        for label, used in [*self._threads.values(), *self._children.values()]:
             ticks[label] += used
-        own = sum(used for key, (_, used) in self._seen.items() if not key.startswith("child"))
-        ticks[ENDED] = _ticks("/proc/self/stat") - own
+        ticks[ENDED] = _ticks("/proc/self/stat") - sum(u for _, u in self._threads.values())
         return Sample(now, ticks, _host())
 
     def _nearest(self, moment: float) -> Sample:
